@@ -1,0 +1,1 @@
+"""The program: CLI entry, window + GL context, UI panels, modes, settings, exports."""

@@ -1,0 +1,5 @@
+"""Subcommands (placeholder until its owner fills it in)."""
+
+
+def register(sub) -> None:
+    pass

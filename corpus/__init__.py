@@ -1,0 +1,1 @@
+"""Text normalisation, tokenizers (character; jieba words), counting, and the shipped count tables."""

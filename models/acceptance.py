@@ -1,0 +1,92 @@
+"""The acceptance rule of speculative sampling (Leviathan et al. 2023, Algorithm 1): the one exact rule.
+
+Every sampler in the project (the n-gram pair, the test tubes, the torch backend) calls or mirrors
+this module; tests prove the torch mirror gives identical verdicts and tokens on identical inputs.
+
+Randomness is injected as uniforms so the rule itself is a pure function:
+  accept guess i  iff  r_i <= p_i(x_i) / q_i(x_i)
+  first rejection at i: emit a token from norm(max(0, p_i - q_i))   (the residual)
+  all γ accepted:       emit a bonus token from p_{γ+1}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def sample_index(row: np.ndarray, u: float) -> int:
+    """Inverse-CDF draw from an unnormalised non-negative row with one uniform u in [0, 1).
+
+    side='right' picks the first index whose cumulative mass exceeds u·total, so a token with zero
+    mass can never be chosen; u·total rounding up to the total falls back to the last positive entry.
+    """
+    cdf = np.cumsum(row, dtype=np.float64)
+    total = cdf[-1]
+    i = int(np.searchsorted(cdf, u * total, side="right"))
+    if i >= len(row):
+        i = int(np.flatnonzero(row > 0)[-1])
+    return i
+
+
+def residual(p: np.ndarray, q: np.ndarray, lenience: float = 1.0) -> np.ndarray:
+    """max(0, p - q), unnormalised: what the draft under-proposed.  (lenience < 1 scales q down; not exact.)"""
+    return np.maximum(0.0, p - lenience * q)
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The outcome of checking γ guesses."""
+
+    ratios: np.ndarray           # p_i(x_i) / q_i(x_i) for every guess i (γ,), also untested ones
+    accepted: np.ndarray         # bool (γ,): True for guesses kept; False from the first rejection on
+    n_accepted: int              # number of guesses kept (0..γ)
+    final_token: int             # the replacement (n_accepted < γ) or the bonus token (n_accepted == γ)
+    final_kind: str              # "replacement" | "bonus"
+    final_row: np.ndarray        # normalised distribution the final token was drawn from (residual or p_{γ+1})
+    residual_fallback: bool      # residual summed to 0 in floating point: drew from p instead (see below)
+
+    @property
+    def tokens_written(self) -> int:
+        return self.n_accepted + 1
+
+
+def verify(guesses, q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_final: float,
+           lenience: float = 1.0) -> Verdicts:
+    """Check γ guesses against the target.
+
+    guesses: (γ,) token ids drawn from q_rows[i]; q_rows: (γ, V); p_rows: (γ+1, V); r: (γ,) uniforms;
+    u_final: one uniform for the replacement / bonus draw. lenience = 1 is the exact rule.
+    """
+    guesses = np.asarray(guesses, dtype=np.int64)
+    gamma = len(guesses)
+    if p_rows.shape[0] != gamma + 1 or q_rows.shape[0] != gamma:
+        raise ValueError("need γ q rows and γ+1 p rows")
+    idx = np.arange(gamma)
+    qx = q_rows[idx, guesses]
+    px = p_rows[idx, guesses]
+    if np.any(qx <= 0):
+        raise ValueError("a guess has zero draft probability: it cannot have been drawn from q")
+    ratios = px / qx
+    passes = np.asarray(r) <= ratios / lenience
+    # Checking stops at the first rejection; later guesses follow a wrong token and are discarded.
+    n = int(np.argmin(passes)) if not passes.all() else gamma
+    accepted = np.zeros(gamma, dtype=bool)
+    accepted[:n] = True
+    fallback = False
+    if n < gamma:
+        row = residual(p_rows[n], q_rows[n], lenience)
+        total = row.sum()
+        if not total > 0.0:
+            # Σ max(0, p - q) == 0 in floating point means p <= q everywhere, so p == q up to rounding:
+            # the rejection itself was a rounding artefact (exactly, p/q = 1 always passes). The exact
+            # rule's residual is then undefined; p is the distribution exact arithmetic converges to.
+            row, total, fallback = p_rows[n].astype(np.float64), float(p_rows[n].sum()), True
+        kind = "replacement"
+    else:
+        row = p_rows[gamma].astype(np.float64)
+        total = row.sum()
+        kind = "bonus"
+    token = sample_index(row, u_final)
+    return Verdicts(ratios=ratios, accepted=accepted, n_accepted=n, final_token=token, final_kind=kind,
+                    final_row=row / total, residual_fallback=fallback)
