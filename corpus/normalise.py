@@ -1,0 +1,95 @@
+"""Reading and normalising source text: one UTF-8 file per piece, title on the first line, one paragraph per line.
+
+Normalisation (recorded in every manifest as NORMALISATION):
+  - decode strictly as UTF-8 (a BOM is dropped); CR LF and CR become LF;
+  - drop the first line (the title);
+  - drop lines that are empty or only whitespace; strip whitespace at the end of each line;
+  - keep every other character unchanged, punctuation included (no case folding, no width folding);
+  - join paragraphs, and pieces, with a single newline '\n', which is itself a token (drawn as ↵).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from corpus.errors import InputError
+
+NORMALISATION = ("utf-8 (BOM dropped, CRLF/CR -> LF); first line (title) dropped; blank lines dropped; "
+                 "trailing whitespace stripped; every other character kept (punctuation included); "
+                 "paragraphs and pieces joined with '\\n', itself a token")
+
+# The five default stories in book order: 孔乙己, 一件小事, 风波, 故乡, 社戏.
+DEFAULT_PIECES = ("02", "05", "07", "08", "14")
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One source file after normalisation."""
+
+    path: Path
+    title: str
+    paragraphs: list[str]
+    sha256: str
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.paragraphs)
+
+
+def read_piece(path: str | Path) -> Piece:
+    """Read and normalise one file; every user-caused failure is one InputError line."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"no such file or folder: {path}")
+    if not path.is_file():
+        raise InputError(f"not a regular file: {path}")
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not raw.strip():
+        raise InputError(f"empty file: {path}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text: {path} (bad byte at offset {exc.start})") from None
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    title = lines[0].strip()
+    paragraphs = [ln.rstrip() for ln in lines[1:] if ln.strip()]
+    if not paragraphs:
+        raise InputError(f"no text after the title line: {path}")
+    return Piece(path=path, title=title, paragraphs=paragraphs, sha256=hashlib.sha256(raw).hexdigest())
+
+
+def _matches(path: Path, spec: str) -> bool:
+    # A piece is named by its file name, its stem, or the number before the first '-' (02 = 02-kong-yiji.txt).
+    return spec in (path.name, path.stem, path.stem.split("-", 1)[0])
+
+
+def resolve_sources(paths, pieces=None) -> list[Path]:
+    """Expand folders (their *.txt files, sorted by name) and files; keep only `pieces` when given."""
+    if not paths:
+        raise InputError("give at least one folder or file")
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise InputError(f"no such file or folder: {p}")
+        if p.is_dir():
+            found = sorted(x for x in p.iterdir() if x.suffix == ".txt" and x.is_file())
+            if not found:
+                raise InputError(f"no .txt files in folder: {p}")
+            files.extend(found)
+        else:
+            files.append(p)
+    if pieces:
+        specs = [s for item in pieces for s in str(item).split(",") if s.strip()]
+        chosen = []
+        for spec in specs:
+            hits = [f for f in files if _matches(f, spec.strip())]
+            if not hits:
+                raise InputError(f"no piece named {spec!r} among the given files")
+            chosen.extend(h for h in hits if h not in chosen)
+        files = chosen
+    return files

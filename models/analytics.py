@@ -1,0 +1,267 @@
+"""Analytics of the pair: acceptance rate α (over the corpus and over generated text), tokens per pass,
+speedup, the best γ, and the extra arithmetic speculative decoding spends (Leviathan et al., §3-4).
+
+    β(context)        = Σ_x min(p(x), q(x))  = 1 - TV(p, q): the chance one guess passes there
+    tokens per pass   = (1 - α^(γ+1)) / (1 - α)
+    speedup(α, γ, c)  = (1 - α^(γ+1)) / ((1 - α)(γ c + 1))
+    extra arithmetic  = (1 - α)(γ c_hat + γ + 1) / (1 - α^(γ+1))       (× target arithmetic; c_hat = draft/target ops)
+
+The long generated run uses the pair's sparse structure (below) so 200,000 tokens take a fraction of a second.
+"""
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from corpus.errors import InputError
+
+
+# ---- formulas ------------------------------------------------------------------------------------
+def _check_alpha(alpha: float) -> None:
+    if not (0.0 <= alpha <= 1.0):
+        raise InputError(f"alpha must be in [0, 1], got {alpha}")
+
+
+def _check_gamma(gamma: int) -> None:
+    if not isinstance(gamma, (int, np.integer)) or gamma < 1:
+        raise InputError(f"gamma must be a whole number >= 1, got {gamma!r}")
+
+
+def tokens_per_pass_formula(alpha: float, gamma: int) -> float:
+    """Expected tokens written per target pass: 1 + α + α² + … + α^γ = (1 - α^(γ+1)) / (1 - α)."""
+    _check_alpha(alpha)
+    _check_gamma(gamma)
+    if alpha == 1.0:
+        return float(gamma + 1)
+    return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
+
+
+def speedup(alpha: float, gamma: int, c: float) -> float:
+    """Walltime improvement over the target alone when one draft run costs c target runs."""
+    if not (c >= 0 and math.isfinite(c)):
+        raise InputError(f"c must be a finite number >= 0, got {c}")
+    return tokens_per_pass_formula(alpha, gamma) / (gamma * c + 1.0)
+
+
+def best_gamma(alpha: float, c: float, max_gamma: int = 64) -> int:
+    """The γ in 1..max_gamma with the largest speedup (the smallest such γ on ties)."""
+    speeds = [speedup(alpha, g, c) for g in range(1, max_gamma + 1)]
+    return int(np.argmax(speeds)) + 1
+
+
+def extra_arithmetic(alpha: float, gamma: int, c_hat: float = 0.0) -> float:
+    """Target arithmetic per written token relative to the target alone (1.53 = +53%), draft ignored at c_hat = 0.
+    Every pass computes γ+1 positions (and the draft γ c_hat) but writes only (1 - α^(γ+1))/(1 - α) tokens."""
+    return (gamma * c_hat + gamma + 1.0) / tokens_per_pass_formula(alpha, gamma)
+
+
+def overlap(p: np.ndarray, q: np.ndarray) -> float:
+    """β = Σ min(p, q): the probability one guess drawn from q passes the test against p."""
+    return float(np.minimum(p, q).sum())
+
+
+# ---- the pair's sparse structure -----------------------------------------------------------------
+# Interpolated Witten-Bell gives p(·|ab) = λ·q(·|b) + c(ab·)/D with λ = T(ab)/D, D = c(ab·) + T(ab).
+# So p - q = c(abx)/D - (1 - λ)·q(x|b) is negative off the followers x of ab: min(p, q) = λq + m and the
+# residual max(0, p - q) both live on the followers only. Per trigram entry (ab, x):
+#   m = min(c/D, (1-λ) q(x|b)),  res = max(0, c/D - (1-λ) q(x|b)),  β(ab) = λ + Σ m.
+@dataclass
+class _Sparse:
+    lam: np.ndarray        # (H,) λ per seen trigram history
+    beta: np.ndarray       # (H,) Σ min(p, q) per seen history (unshaped rows)
+    total: np.ndarray      # (H,) c(ab·)
+    Gm: np.ndarray         # (nnz3+1,) cumulative m over all trigram entries
+    Gr: np.ndarray         # (nnz3+1,) cumulative residual
+    Gc: np.ndarray         # (nnz3+1,) cumulative trigram counts
+    Gb: np.ndarray         # (nnz2+1,) cumulative bigram counts
+    u_cdf: np.ndarray      # (V,) cumulative unigram floor
+
+
+_SPARSE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _sparse(pair) -> _Sparse:
+    hit = _SPARSE.get(pair)
+    if hit is not None:
+        return hit
+    t, V = pair.tables, pair.V
+    H = len(t.tri_keys)
+    T_h = np.diff(t.tri_indptr).astype(np.float64)
+    row_of = np.repeat(np.arange(H), np.diff(t.tri_indptr))
+    tot_h = np.bincount(row_of, weights=t.tri_counts, minlength=H)
+    D = tot_h + T_h
+    lam = T_h / D
+    b = (t.tri_keys % V)[row_of]
+    x = t.tri_indices.astype(np.int64)
+    # q(x|b) = (c(bx) + T(b)·u(x)) / (c(b·) + T(b)) at every trigram entry; c(bx) > 0 there.
+    bi_rows = np.repeat(np.arange(V), np.diff(t.bi_indptr))
+    bi_keys = bi_rows * V + t.bi_indices
+    c_bx = t.bi_counts[np.searchsorted(bi_keys, b * V + x)]
+    T_b = np.diff(t.bi_indptr)[b].astype(np.float64)
+    tot_b = np.bincount(bi_rows, weights=t.bi_counts, minlength=V)[b]
+    q_e = (c_bx + T_b * pair.unigram_floor[x]) / (tot_b + T_b)
+    emp = t.tri_counts / D[row_of]
+    m = np.minimum(emp, (1.0 - lam[row_of]) * q_e)
+    res = np.maximum(0.0, emp - (1.0 - lam[row_of]) * q_e)
+    beta = lam + np.bincount(row_of, weights=m, minlength=H)
+    z = lambda w: np.concatenate(([0.0], np.cumsum(w, dtype=np.float64)))  # noqa: E731
+    sp = _Sparse(lam=lam, beta=beta, total=tot_h, Gm=z(m), Gr=z(res), Gc=z(t.tri_counts), Gb=z(t.bi_counts),
+                 u_cdf=np.cumsum(pair.unigram_floor))
+    _SPARSE[pair] = sp
+    return sp
+
+
+def _segment_draw(G: np.ndarray, lo: np.ndarray, hi: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Inverse-CDF draw inside each segment [lo, hi) of a global cumulative-weight array G (len nnz+1)."""
+    start = G[lo]
+    target = start + u * (G[hi] - start)
+    idx = np.searchsorted(G, target, side="right") - 1
+    return np.clip(idx, lo, hi - 1)
+
+
+# ---- α over the corpus ---------------------------------------------------------------------------
+def alpha_corpus(pair, settings=None) -> float:
+    """Mean of Σ min(p, q) over the corpus positions with two tokens of history (all but the first two).
+    Computed from the counts alone: a history ab occurs c(ab·) times. (Held-in text: optimistic.)"""
+    t = pair.tables
+    if settings is None or not settings.shapes_rows:
+        sp = _sparse(pair)
+        return float((sp.total * sp.beta).sum() / sp.total.sum())
+    from models.sampler import shape_row
+    V = pair.V
+    betas = np.empty(len(t.tri_keys))
+    for h, key in enumerate(t.tri_keys):
+        ctx = [int(key // V), int(key % V)]
+        p = shape_row(pair.target_row(ctx)[0], settings.temperature, settings.top_k, settings.top_p)
+        q = shape_row(pair.draft_row(ctx)[0], settings.temperature, settings.top_k, settings.top_p)
+        betas[h] = overlap(p, q)
+    totals = _sparse(pair).total
+    return float((totals * betas).sum() / totals.sum())
+
+
+# ---- α over generated text -----------------------------------------------------------------------
+@dataclass
+class GeneratedRun:
+    """A seeded long speculative run: acceptance as measured (accepted / tested) and tokens per pass counted."""
+
+    alpha: float               # accepted guesses / tested guesses
+    alpha_expected: float      # mean β over the tested positions (same run, lower variance)
+    tokens: int                # tokens written in completed passes
+    passes: int                # completed target passes
+    accepted: int
+    tested: int
+    gamma: int
+    seed: int
+    method: str                # "vectorised" (unshaped exact rows) | "sampler" (SpeculativeSampler loop)
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return self.tokens / self.passes if self.passes else float("nan")
+
+
+def alpha_generated(pair, settings=None, chars: int = 200_000, chains: int = 64, prefix: str = "\n") -> GeneratedRun:
+    """Run speculative decoding for about `chars` tokens (seeded by settings.seed) and measure acceptance.
+
+    With unshaped rows and the exact rule the run is vectorised over `chains` independent texts: each position
+    is simulated exactly as Algorithm 1 treats it (a tested position passes with probability β and writes
+    min(p, q)/β, else writes the residual and ends the pass; position γ+1 writes the bonus from p), which is the
+    same joint law of (text, verdicts) as drawing the guesses. Otherwise the SpeculativeSampler itself runs.
+    """
+    from models.sampler import SamplerSettings, SpeculativeSampler
+    s = settings or SamplerSettings()
+    if not isinstance(chars, (int, np.integer)) or chars < 1 or chars > 10_000_000:
+        raise InputError(f"chars must be between 1 and 10000000, got {chars!r}")
+    start = pair.encode(prefix)
+    if s.shapes_rows or not s.exact:
+        sampler = SpeculativeSampler(pair, s)
+        sampler.reset(start)
+        acc = tested = passes = 0
+        while len(sampler.written) < chars:
+            v = sampler._advance(record=False)
+            n_tested = min(v.n_accepted + 1, s.gamma)
+            acc += v.n_accepted
+            tested += n_tested
+            passes += 1
+        return GeneratedRun(alpha=acc / tested, alpha_expected=float("nan"), tokens=len(sampler.written),
+                            passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="sampler")
+    return _alpha_generated_vectorised(pair, s, chars, chains, start)
+
+
+def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
+    sp, t, V, gamma = _sparse(pair), pair.tables, pair.V, s.gamma
+    rng = np.random.default_rng(s.seed)
+    M = int(min(chains, chars))
+    a = np.full(M, start[-2] if len(start) >= 2 else -1, dtype=np.int64)
+    b = np.full(M, start[-1] if len(start) >= 1 else -1, dtype=np.int64)
+    pos = np.zeros(M, dtype=np.int64)               # place in the current pass: 0..γ-1 tested, γ = bonus
+    in_pass = np.zeros(M, dtype=np.int64)           # tokens written so far in the current pass
+    Gb = sp.Gb
+    acc = tested = passes = tokens_done = 0
+    beta_sum = 0.0
+    steps = -(-chars // M)
+
+    def draw_q(bb, u1, u2):
+        """x ~ q(·|b) = w·(bigram counts of b) + (1 - w)·u with w = c(b·)/(c(b·) + T(b)); u alone if b unseen."""
+        out = np.searchsorted(sp.u_cdf, u2 * sp.u_cdf[-1], side="right")
+        out = np.minimum(out, V - 1)
+        ok = bb >= 0
+        lo = np.where(ok, t.bi_indptr[np.maximum(bb, 0)], 0)
+        hi = np.where(ok, t.bi_indptr[np.maximum(bb, 0) + 1], 0)
+        tot = Gb[hi] - Gb[lo]
+        T_b = hi - lo
+        use_counts = ok & (T_b > 0) & (u1 * (tot + T_b) < tot)
+        if use_counts.any():
+            k = np.flatnonzero(use_counts)
+            # reuse u1 rescaled inside the counts' share: it is uniform there
+            uu = u1[k] * (tot[k] + T_b[k]) / tot[k]
+            out[k] = t.bi_indices[_segment_draw(Gb, lo[k], hi[k], uu)]
+        return out
+
+    for _ in range(steps):
+        u = rng.random((4, M))
+        key = np.where((a >= 0) & (b >= 0), a * V + b, -1)
+        h = np.searchsorted(t.tri_keys, key)
+        seen = (key >= 0) & (h < len(t.tri_keys))
+        seen[seen] = t.tri_keys[h[seen]] == key[seen]
+        hs = np.where(seen, h, 0)
+        beta = np.where(seen, sp.beta[hs], 1.0)           # unseen ab: p = q, every guess passes
+        lam = np.where(seen, sp.lam[hs], 1.0)
+        lo = np.where(seen, t.tri_indptr[hs], 0)
+        hi = np.where(seen, t.tri_indptr[hs + 1], 0)
+        is_test = pos < gamma
+        passed = is_test & (u[0] < beta)
+        failed = is_test & ~passed
+        tok = np.empty(M, dtype=np.int64)
+        # accepted guess: min(p, q)/β = (λ/β)·q + m/β ; bonus: p = λ·q + (1-λ)·counts/c(ab·)
+        from_q = np.where(passed, u[1] * beta < lam, ~failed & (u[1] < lam))
+        k = np.flatnonzero(from_q)
+        if k.size:
+            tok[k] = draw_q(b[k], u[2][k], u[3][k])
+        k = np.flatnonzero(passed & ~from_q)
+        if k.size:
+            tok[k] = t.tri_indices[_segment_draw(sp.Gm, lo[k], hi[k], u[2][k])]
+        k = np.flatnonzero(failed)
+        if k.size:
+            tok[k] = t.tri_indices[_segment_draw(sp.Gr, lo[k], hi[k], u[2][k])]
+        k = np.flatnonzero(~is_test & ~from_q)
+        if k.size:
+            tok[k] = t.tri_indices[_segment_draw(sp.Gc, lo[k], hi[k], u[2][k])]
+        tested += int(is_test.sum())
+        acc += int(passed.sum())
+        beta_sum += float(beta[is_test].sum())
+        in_pass += 1
+        ends = failed | ~is_test
+        passes += int(ends.sum())
+        tokens_done += int(in_pass[ends].sum())
+        in_pass[ends] = 0
+        pos = np.where(ends, 0, pos + 1)
+        a, b = b, tok
+    return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=tokens_done, passes=passes,
+                        accepted=acc, tested=tested, gamma=gamma, seed=s.seed, method="vectorised")
+
+
+def speedup_table(alpha: float, c: float, gammas=range(1, 9)) -> dict[int, float]:
+    return {int(g): speedup(alpha, int(g), c) for g in gammas}

@@ -1,0 +1,190 @@
+"""The hardware model: bytes per step, ms per token, tokens/s and arithmetic busy fraction (on paper), per device
+and model; measured devices are read from assets/measurements/*.json when present.
+
+    bytes per step   = weights (params × 2 bytes, bf16) + batch × context × KV bytes per token
+    KV bytes/token   = layers × KV heads × head dim × 2 (K and V) × 2 bytes
+    step time        >= bytes per step / memory bandwidth       (decoding is a read-bound loop)
+    arithmetic       = 2 ops per parameter per token computed (attention's own ops left out, as in SCIENCE.md)
+    busy fraction    = arithmetic time / step time = lanes × model ops-per-byte / device ops-per-byte
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from corpus.errors import InputError
+
+MEASUREMENTS_DIR = Path(__file__).resolve().parents[1] / "assets" / "measurements"
+
+
+@dataclass(frozen=True)
+class Device:
+    id: str
+    label: str
+    bandwidth_Bps: float       # memory (HBM) read bandwidth, bytes/s
+    flops: float               # dense bf16 arithmetic, operations/s
+    memory_bytes: float
+    source: str
+    measured: bool = False
+
+    @property
+    def ops_per_byte(self) -> float:
+        return self.flops / self.bandwidth_Bps
+
+
+@dataclass(frozen=True)
+class LlamaShape:
+    id: str
+    label: str
+    params: int
+    layers: int
+    kv_heads: int
+    head_dim: int
+    hidden: int
+    vocab: int
+    bytes_per_param: int = 2
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.params * self.bytes_per_param
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.layers * self.kv_heads * self.head_dim * 2 * self.bytes_per_param
+
+    @property
+    def ops_per_byte(self) -> float:
+        """One lane's arithmetic per weight byte read: 2 ops per parameter / 2 bytes per parameter = 1."""
+        return 2.0 / self.bytes_per_param
+
+
+# Public specifications (NVIDIA data sheets: H100 SXM5, H200 SXM, A100 80GB SXM; dense bf16 without sparsity).
+DEVICES: dict[str, Device] = {
+    "h100-sxm": Device("h100-sxm", "NVIDIA H100 SXM", 3.35e12, 989e12, 80e9, "NVIDIA H100 data sheet"),
+    "h200": Device("h200", "NVIDIA H200", 4.8e12, 989e12, 141e9, "NVIDIA H200 data sheet"),
+    "a100-80gb": Device("a100-80gb", "NVIDIA A100 80GB SXM", 2.039e12, 312e12, 80e9, "NVIDIA A100 data sheet"),
+}
+PAPER_DEVICES = tuple(DEVICES)
+
+# Meta's published configs (config.json of meta-llama/Llama-3.1-8B and Llama-3.2-1B).
+MODELS: dict[str, LlamaShape] = {
+    "llama-3.1-8b": LlamaShape("llama-3.1-8b", "Llama 3.1 8B", 8_030_261_248, 32, 8, 128, 4096, 128_256),
+    "llama-3.2-1b": LlamaShape("llama-3.2-1b", "Llama 3.2 1B", 1_235_814_400, 16, 8, 64, 2048, 128_256),
+}
+
+MEASUREMENT_ERRORS: list[str] = []     # files in assets/measurements that could not be read (shown, not fatal)
+
+_BW_KEYS = {"hbm_bandwidth_Bps": 1.0, "bandwidth_Bps": 1.0, "read_bandwidth_Bps": 1.0,
+            "copy_bandwidth_Bps": 1.0, "bandwidth_GBps": 1e9, "copy_bandwidth_GBps": 1e9, "bandwidth_TBps": 1e12}
+_FLOP_KEYS = {"dense_bf16_flops": 1.0, "flops": 1.0, "matmul_flops": 1.0, "bf16_flops": 1.0,
+              "matmul_tflops": 1e12, "bf16_tflops": 1e12, "tflops": 1e12}
+
+
+def _first(d: dict, keys: dict) -> float | None:
+    for k, scale in keys.items():
+        v = d.get(k)
+        if isinstance(v, (int, float)) and v > 0:
+            return float(v) * scale
+    return None
+
+
+def device_from_measurement(data: dict, stem: str) -> Device | None:
+    """A measured device from one bench JSON: looks in data['device'] then at the top level for a bandwidth
+    (bytes/s, GB/s or TB/s keys) and an arithmetic rate (ops/s or TFLOP/s keys). None if it has neither."""
+    dev = data.get("device") if isinstance(data.get("device"), dict) else {}
+    meas = data.get("measured") if isinstance(data.get("measured"), dict) else {}
+    bw = _first(dev, _BW_KEYS) or _first(meas, _BW_KEYS) or _first(data, _BW_KEYS)
+    fl = _first(dev, _FLOP_KEYS) or _first(meas, _FLOP_KEYS) or _first(data, _FLOP_KEYS)
+    if bw is None or fl is None:
+        return None
+    name = dev.get("name") or dev.get("label") or (data.get("device") if isinstance(data.get("device"), str) else None)
+    dev_id = str(dev.get("id") or f"measured-{stem}")
+    mem = _first(dev, {"memory_bytes": 1.0, "memory_GB": 1e9}) or 0.0
+    return Device(dev_id, f"{name or stem} (measured)", bw, fl, mem, f"assets/measurements/{stem}.json", True)
+
+
+def load_measurements(folder: Path | None = None) -> dict[str, Device]:
+    """Measured devices from every *.json in the folder (a missing folder is fine: none)."""
+    folder = Path(folder) if folder is not None else MEASUREMENTS_DIR
+    found: dict[str, Device] = {}
+    MEASUREMENT_ERRORS.clear()
+    if not folder.is_dir():
+        return found
+    for f in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+            dev = device_from_measurement(data, f.stem) if isinstance(data, dict) else None
+        except (OSError, ValueError) as exc:
+            MEASUREMENT_ERRORS.append(f"{f.name}: {exc}")
+            continue
+        if dev is not None and dev.id not in PAPER_DEVICES:
+            found[dev.id] = dev
+    return found
+
+
+def reload_measurements(folder: Path | None = None) -> None:
+    for k in [k for k, d in DEVICES.items() if d.measured]:
+        del DEVICES[k]
+    DEVICES.update(load_measurements(folder))
+
+
+reload_measurements()
+
+
+def get_device(device) -> Device:
+    if isinstance(device, Device):
+        return device
+    if device not in DEVICES:
+        raise InputError(f"unknown device {device!r} (known: {', '.join(DEVICES)})")
+    return DEVICES[device]
+
+
+def get_model(model) -> LlamaShape:
+    if isinstance(model, LlamaShape):
+        return model
+    if model not in MODELS:
+        raise InputError(f"unknown model {model!r} (known: {', '.join(MODELS)})")
+    return MODELS[model]
+
+
+def busy_fraction(device, model, lanes: int) -> float:
+    """Share of time the arithmetic units work when `lanes` tokens are computed per weight read (weights only)."""
+    d, m = get_device(device), get_model(model)
+    if lanes < 0:
+        raise InputError("lanes must be >= 0")
+    return min(1.0, lanes * m.ops_per_byte / d.ops_per_byte)
+
+
+def roofline(device, model, batch: int = 1, context: int = 0) -> dict:
+    """On-paper decoding figures for `batch` sequences each holding `context` tokens of KV cache."""
+    d, m = get_device(device), get_model(model)
+    if not isinstance(batch, int) or batch < 1 or batch > 1_000_000:
+        raise InputError(f"batch must be a whole number between 1 and 1000000, got {batch!r}")
+    if not isinstance(context, int) or context < 0 or context > 10_000_000:
+        raise InputError(f"context must be a whole number between 0 and 10000000, got {context!r}")
+    kv_step = batch * context * m.kv_bytes_per_token
+    bytes_step = m.weight_bytes + kv_step
+    read_s = bytes_step / d.bandwidth_Bps
+    ops_step = 2.0 * m.params * batch
+    arith_s = ops_step / d.flops
+    step_s = max(read_s, arith_s)
+    return {
+        "device": d.id, "device_label": d.label, "measured_device": d.measured, "model": m.id,
+        "model_label": m.label, "batch": batch, "context": context,
+        "params": m.params, "weight_bytes": m.weight_bytes, "kv_bytes_per_token": m.kv_bytes_per_token,
+        "kv_bytes_per_step": kv_step, "bytes_per_step": bytes_step,
+        "bandwidth_Bps": d.bandwidth_Bps, "flops": d.flops,
+        "ms_per_step": step_s * 1e3, "ms_per_token": step_s * 1e3,     # per sequence: each step writes one token each
+        "tokens_per_s": batch / step_s, "tokens_per_s_per_sequence": 1.0 / step_s,
+        "ops_per_step": ops_step, "arithmetic_ms_per_step": arith_s * 1e3,
+        "arithmetic_busy": arith_s / step_s, "arithmetic_idle": 1.0 - arith_s / step_s,
+        "device_ops_per_byte": d.ops_per_byte, "model_ops_per_byte_per_lane": m.ops_per_byte,
+        "lanes_to_saturate": d.ops_per_byte / m.ops_per_byte,
+        "fits_in_memory": (d.memory_bytes == 0) or bytes_step <= d.memory_bytes,
+        "memory_bytes": d.memory_bytes, "bound": "memory" if read_s >= arith_s else "arithmetic",
+    }
+
+
+def device_table() -> list[dict]:
+    return [asdict(d) | {"ops_per_byte": d.ops_per_byte} for d in DEVICES.values()]
