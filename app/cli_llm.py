@@ -1,5 +1,248 @@
-"""Subcommands (placeholder until its owner fills it in)."""
+"""Subcommands of the torch backend: model-info, llm-generate, bench (each with --json).
+
+Also runnable alone, `python -m app.cli_llm bench ...`, importing nothing of the window or the scenes:
+that is how tools/gpu_measure.sh runs the bench on a GPU machine with a fixed software image.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from corpus.errors import InputError
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("model-info", help="a Llama config: parameters (counted on the meta device), bytes, KV bytes")
+    p.add_argument("name", help="a named config (llama-3.1-8b, llama-3.2-1b, mini-draft-128k, tiny, tiny-draft) "
+                                "or a checkpoint directory with config.json")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.set_defaults(func=cmd_model_info)
+
+    p = sub.add_parser("llm-generate", help="generate with a Llama checkpoint, speculatively when a draft is given")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--checkpoint", metavar="DIR", help="target: Hugging Face checkpoint (config.json + *.safetensors)")
+    g.add_argument("--random", metavar="NAME", help="target: a named config with random weights (text is noise)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--draft-checkpoint", metavar="DIR", help="draft checkpoint (same vocabulary)")
+    g.add_argument("--draft-random", metavar="NAME", help="draft: a named config with random weights")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--prompt", metavar="TEXT", help="prompt text (needs tokenizer.json beside the target weights)")
+    g.add_argument("--prompt-ids", metavar="1,2,3", help="prompt as comma-separated token ids")
+    p.add_argument("--tokens", type=int, required=True, help="new tokens to write")
+    p.add_argument("--gamma", type=int, default=4, help="draft guesses per pass (default 4)")
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plain", action="store_true", help="plain decoding even when a draft is given")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.set_defaults(func=cmd_llm_generate)
+
+    p = sub.add_parser("bench", help="measure the Llama pair on a device; each figure beside its on-paper value")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--target", default="llama-3.1-8b", help="named target config (default llama-3.1-8b)")
+    p.add_argument("--draft", default="llama-3.2-1b", help="named draft config (default llama-3.2-1b)")
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp32", "fp16"])
+    p.add_argument("--gamma", type=int, default=4)
+    p.add_argument("--batch", default="1,4,16,64", help="batch sizes of the sweep, comma-separated")
+    p.add_argument("--context", type=int, default=4096, help="KV context of the batch sweep (tokens)")
+    p.add_argument("--tokens", type=int, default=128, help="tokens written in the end-to-end runs")
+    p.add_argument("--checkpoint", metavar="DIR", help="target weights instead of random ones")
+    p.add_argument("--draft-checkpoint", metavar="DIR", help="draft weights instead of random ones")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--prompt-len", type=int, default=32, help="prompt length; batch-1 figures are taken there")
+    p.add_argument("--reps", type=int, default=0, help="timed repetitions (0: 50 on CUDA, 5 on CPU)")
+    p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="torch.compile the block "
+                   "(auto: on CUDA)")
+    p.add_argument("--graphs", default="auto", choices=["auto", "on", "off"], help="CUDA graphs (auto: on CUDA)")
+    p.add_argument("--out", required=True, metavar="FILE.json", help="where the measurement file is written")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--json", action="store_true", help="print the whole result as one JSON object on stdout")
+    p.set_defaults(func=cmd_bench)
+
+
+def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
+    if as_json:
+        print(json.dumps(obj, ensure_ascii=False))
+    else:
+        print("\n".join(lines))
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        vals = [int(x) for x in text.replace(" ", "").split(",") if x != ""]
+    except ValueError:
+        raise InputError(f"{what} must be comma-separated integers, got {text!r}") from None
+    if not vals:
+        raise InputError(f"{what} is empty")
+    return vals
+
+
+# --- model-info -----------------------------------------------------------------------------------
+def model_info(name: str) -> dict:
+    import torch
+    from models.llama import CONFIGS, DTYPES, LlamaConfig, read_checkpoint_config
+
+    if name in CONFIGS:
+        cfg, source = LlamaConfig.from_name(name), "named config"
+    elif Path(name).exists():
+        cfg, source = read_checkpoint_config(name), f"{Path(name) / 'config.json'}"
+    else:
+        raise InputError(f"{name!r} is neither a named config ({', '.join(CONFIGS)}) nor a checkpoint directory")
+    params = cfg.param_count()
+    item = {k: torch.empty((), dtype=d, device="meta").element_size() for k, d in DTYPES.items()}
+    return {"name": cfg.name, "source": source, "config": cfg.as_dict(), "params": params,
+            "bytes": {k: params * v for k, v in item.items()},
+            "weight_bytes_read_per_token": {k: cfg.weight_bytes_read_per_token(d) for k, d in DTYPES.items()},
+            "kv_bytes_per_token": {k: cfg.kv_bytes_per_token(d) for k, d in DTYPES.items()},
+            "tied_embeddings": cfg.tie_embeddings, "counted_on": "meta device (no memory)"}
+
+
+def cmd_model_info(args) -> int:
+    info = model_info(args.name)
+    c = info["config"]
+    _emit(info, args.json, [
+        f"{info['name']} ({info['source']})",
+        f"  {c['n_layers']} layers, hidden {c['dim']}, MLP {c['intermediate_size']}, {c['n_heads']} query heads, "
+        f"{c['n_kv_heads']} KV heads x {c['head_dim']}, vocab {c['vocab_size']}, "
+        f"{'tied' if c['tie_embeddings'] else 'untied'} embeddings",
+        f"  parameters {info['params']:,}",
+        "  bytes      " + ", ".join(f"{k} {v:,}" for k, v in info["bytes"].items()),
+        "  KV / token " + ", ".join(f"{k} {v:,}" for k, v in info["kv_bytes_per_token"].items())])
+    return 0
+
+
+# --- llm-generate ---------------------------------------------------------------------------------
+def _tokenizer_for(checkpoint):
+    if checkpoint is None:
+        return None
+    path = Path(checkpoint) / "tokenizer.json"
+    if not path.is_file():
+        return None
+    from tokenizers import Tokenizer
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - the tokenizers library raises its own exception types
+        raise InputError(f"cannot read {path}: {exc}") from None
+
+
+def llm_generate(args) -> dict:
+    import time
+
+    import torch
+    from models.llama import RANDOM_WEIGHTS_NOTE, load_model
+    from models.llm_bench import resolve_device, resolve_dtype
+    from models.llm_speculative import PlainDecoder, SpeculativeDecoder
+
+    if args.tokens < 1:
+        raise InputError("--tokens must be at least 1")
+    if args.gamma < 1:
+        raise InputError("--gamma must be at least 1")
+    if args.temperature < 0:
+        raise InputError("--temperature must be >= 0 (0 is greedy)")
+    device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
+    tokenizer = _tokenizer_for(args.checkpoint)
+    if args.prompt is not None:
+        if tokenizer is None:
+            raise InputError("--prompt needs a tokenizer.json beside the target weights; use --prompt-ids")
+        prompt = tokenizer.encode(args.prompt).ids
+        if not prompt:
+            raise InputError("the prompt encodes to no tokens")
+    else:
+        prompt = _ints(args.prompt_ids, "--prompt-ids")
+    target, t_random = load_model(checkpoint=args.checkpoint, name=args.random, dtype=dtype, device=device,
+                                  seed=args.seed)
+    V = target.config.vocab_size
+    bad = [i for i in prompt if not 0 <= i < V]
+    if bad:
+        raise InputError(f"prompt id {bad[0]} is outside the vocabulary (0..{V - 1})")
+    draft, d_random = None, False
+    if (args.draft_checkpoint or args.draft_random) and not args.plain:
+        draft, d_random = load_model(checkpoint=args.draft_checkpoint, name=args.draft_random, dtype=dtype,
+                                     device=device, seed=args.seed + 1)
+        if draft.config.vocab_size != V:
+            raise InputError(f"draft vocabulary {draft.config.vocab_size} differs from the target's {V}")
+    seq = len(prompt) + args.tokens + 2 * (args.gamma + 1)
+    target.setup_caches(1, seq)
+    t0 = time.perf_counter()
+    if draft is None:
+        dec = PlainDecoder(target, temperature=args.temperature, seed=args.seed)
+        ids = dec.generate(prompt, args.tokens)
+        passes, alpha, extra = args.tokens, None, {}
+    else:
+        draft.setup_caches(1, seq)
+        dec = SpeculativeDecoder(target, draft, gamma=args.gamma, temperature=args.temperature, seed=args.seed)
+        res = dec.generate(prompt, args.tokens)
+        ids, passes, alpha = res.tokens, res.passes, res.alpha
+        extra = {"accepted_per_pass": [r.n_accepted for r in res.records],
+                 "residual_fallbacks": sum(r.residual_fallback for r in res.records)}
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    out = {"mode": "plain" if draft is None else "speculative", "prompt_ids": prompt, "tokens": ids,
+           "passes": passes, "tokens_per_pass": len(ids) / passes, "alpha": alpha,
+           "gamma": None if draft is None else args.gamma, "temperature": args.temperature, "seed": args.seed,
+           "device": device.type, "dtype": args.dtype, "seconds": seconds, "tokens_per_s": len(ids) / seconds,
+           "random_weights": bool(t_random or d_random), **extra}
+    if tokenizer is not None:
+        out["text"] = tokenizer.decode(ids)
+    if t_random or d_random:
+        out["note"] = RANDOM_WEIGHTS_NOTE
+    return out
+
+
+def cmd_llm_generate(args) -> int:
+    out = llm_generate(args)
+    lines = [out.get("text", " ".join(map(str, out["tokens"])))]
+    lines.append(f"[{out['mode']}: {len(out['tokens'])} tokens in {out['passes']} passes "
+                 f"({out['tokens_per_pass']:.2f} per pass), {out['tokens_per_s']:.1f} tokens/s"
+                 + (f", α {out['alpha']:.2f}" if out["alpha"] is not None else "") + "]")
+    if "note" in out:
+        lines.append(f"[{out['note']}]")
+    _emit(out, args.json, lines)
+    return 0
+
+
+# --- bench ----------------------------------------------------------------------------------------
+def cmd_bench(args) -> int:
+    import torch
+    from models.llm_bench import BenchSettings, run_bench, summary_lines, write_json_atomic
+
+    s = BenchSettings(device=args.device, target=args.target, draft=args.draft, dtype=args.dtype, gamma=args.gamma,
+                      batches=_ints(args.batch, "--batch"), context=args.context, tokens=args.tokens,
+                      checkpoint=args.checkpoint, draft_checkpoint=args.draft_checkpoint, seed=args.seed,
+                      prompt_len=args.prompt_len, reps=args.reps, compile=args.compile, graphs=args.graphs)
+    out_path = Path(args.out)
+    if out_path.is_dir():
+        raise InputError(f"--out {args.out!r} is a directory; give a file name")
+    try:
+        result = run_bench(s, progress=not args.quiet)
+    except torch.cuda.OutOfMemoryError as exc:
+        raise InputError(f"out of device memory during the bench ({str(exc).splitlines()[0][:120]}); "
+                         "use a smaller --batch or --context") from None
+    write_json_atomic(out_path, result)
+    _emit(result, args.json, summary_lines(result) + [f"written to {out_path}"])
+    return 0
+
+
+# --- standalone entry (no window, no scenes imported) -----------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    from app.cli import _Parser
+
+    parser = _Parser(prog="spectable", description="The torch backend's subcommands.")
+    register(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"spectable: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
