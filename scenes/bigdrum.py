@@ -1,0 +1,109 @@
+"""The big drum (the target model): its pins are the weights, and one token is one full turn.
+
+Every pass of the target streams all weights once, so the drum turns exactly once per verification,
+however many lanes the read head has lit (SCIENCE.md sections 1 and 3). Pins are instanced prisms
+(24 triangles each) in a seeded pattern: brass for positive weights, steel for negative ones.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scenes.geometry import compose, rot_x, rot_z, scale, translate
+from scenes.layout import (BIG_DRUM_CENTRE, BIG_DRUM_COLS, BIG_DRUM_LENGTH, BIG_DRUM_RADIUS, BIG_DRUM_ROWS,
+                           EmitContext)
+
+CONTACT_ANGLE = math.pi / 2       # the pin angle (after turning) at which it passes the read head's teeth
+
+
+def pin_pattern(cols: int, rows: int, radius: float, length: float, density: float, seed: int):
+    """Seeded pins on a drum: column index, angle, height and sign of each (the 'weights')."""
+    rng = np.random.default_rng(seed)
+    col, row = np.meshgrid(np.arange(cols), np.arange(rows), indexing="ij")
+    keep = rng.random(col.shape) < density
+    col, row = col[keep], row[keep]
+    jitter = rng.uniform(-0.25, 0.25, len(col))
+    angle = 2 * math.pi * (row + jitter + 0.5 * (col % 2)) / rows
+    height = rng.uniform(0.35, 1.0, len(col)) ** 1.5
+    sign = rng.random(len(col)) < 0.5
+    xs = (col + 0.5) / cols * length - length / 2
+    return col, xs, angle, height, sign
+
+
+def pin_locals(xs, angle, height, radius, pin_r, pin_h) -> np.ndarray:
+    """(N, 4, 4) pin matrices in drum coordinates (axis = x): each pin stands radially on the surface."""
+    n = len(xs)
+    h = pin_h * height
+    c, s = np.cos(angle), np.sin(angle)
+    m = np.zeros((n, 4, 4))
+    # Rx(angle) @ T(0, radius + h/2, 0) @ S(pin_r, h, pin_r)
+    m[:, 0, 0] = pin_r
+    m[:, 1, 1] = c * h
+    m[:, 2, 1] = s * h
+    m[:, 1, 2] = -s * pin_r
+    m[:, 2, 2] = c * pin_r
+    m[:, 0, 3] = xs
+    m[:, 1, 3] = c * (radius + h / 2)
+    m[:, 2, 3] = s * (radius + h / 2)
+    m[:, 3, 3] = 1.0
+    return m
+
+
+class BigDrum:
+    name = "bigdrum"
+
+    def __init__(self, seed: int = 11, density: float = 0.8):
+        self.centre = np.array(BIG_DRUM_CENTRE)
+        self.radius = BIG_DRUM_RADIUS
+        self.length = BIG_DRUM_LENGTH
+        self.col, xs, self.angle, self.height, sign = pin_pattern(BIG_DRUM_COLS, BIG_DRUM_ROWS, self.radius,
+                                                                  self.length, density, seed)
+        self.pins = pin_locals(xs, self.angle, self.height, self.radius, 0.034, 0.2)
+        self.pin_sign = sign
+        self.n_pins = len(xs)
+
+    def tooth_lift(self, drum_angle: float) -> np.ndarray:
+        """How far each read-head tooth is pushed now: the tallest pin passing under it (0..1)."""
+        d = (self.angle + drum_angle - CONTACT_ANGLE + math.pi) % (2 * math.pi) - math.pi
+        bump = np.clip(1 - np.abs(d) / 0.05, 0, 1) * self.height
+        lift = np.zeros(BIG_DRUM_COLS)
+        np.maximum.at(lift, self.col, bump)
+        return lift
+
+    def _frame(self, angle: float) -> np.ndarray:
+        return compose(translate(*self.centre), rot_x(angle))
+
+    def emit(self, fb, state, ec: EmitContext) -> None:
+        pal = ec.palette
+        a = state.big_drum_angle
+        f = self._frame(a)
+        L, R = self.length, self.radius
+        body = compose(f, rot_z(math.pi / 2), scale(R, L, R))
+        fb.add("cyl", body, pal.iron_light)
+        # Flanges and spokes: the spokes make the turning visible even where no pin catches the light.
+        fl = [compose(f, translate(s * (L / 2 + 0.05), 0, 0), rot_z(math.pi / 2), scale(R + 0.12, 0.1, R + 0.12))
+              for s in (-1, 1)]
+        fb.add("cyl", np.stack(fl), pal.brass)
+        spokes = []
+        for s in (-1, 1):
+            for k in range(4):
+                spokes.append(compose(f, translate(s * (L / 2 + 0.12), 0, 0), rot_x(k * math.pi / 4),
+                                      scale(0.06, 2 * R, 0.14)))
+        fb.add("box", np.stack(spokes), pal.iron)
+        pins = f @ self.pins
+        colors = np.where(self.pin_sign[:, None], np.array(pal.brass.color), np.array(pal.steel.color))
+        fb.add("pin", pins, pal.brass, colors=colors)
+        # Axle and the two standards that hold it.
+        cx, cy, cz = self.centre
+        fb.add("cyl", compose(translate(cx, cy, cz), rot_z(math.pi / 2), scale(0.16, L + 1.0, 0.16)), pal.steel)
+        stands = []
+        for s in (-1, 1):
+            x = cx + s * (L / 2 + 0.38)
+            stands.append(compose(translate(x, cy / 2, cz), scale(0.22, cy, 0.5)))
+            stands.append(compose(translate(x, 0.12, cz), scale(0.6, 0.24, 1.3)))
+        fb.add("box", np.stack(stands), pal.iron)
+        bearings = [compose(translate(cx + s * (L / 2 + 0.38), cy, cz), rot_z(math.pi / 2), scale(0.3, 0.3, 0.3))
+                    for s in (-1, 1)]
+        fb.add("cyl", np.stack(bearings), pal.brass)
+        fb.shadow(cx, 0.012, cz, L + 1.8, 2 * R + 0.8, 0.6)

@@ -1,0 +1,118 @@
+"""The bridge of meters over the tape: one meter per guess, a copper column of p/q against a red line at r.
+
+acceptance_ratio = p / q; the guess passes iff r <= p/q (SCIENCE.md section 5). Full scale is 1: a column
+that overflows (q < p, always accepted) is capped and says "> 1". Pass and fail differ in shape (ring
+vs cross) and label, not only colour; meters after the first rejection are marked untested.
+The meters lean back a little so their faces turn towards the audience.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scenes.geometry import compose, rot_x, scale, translate
+from scenes.layout import BRIDGE_Z, CELL, TAPE_WINDOW_X, EmitContext, cell_x
+from scenes.text_atlas import RING, SOLID
+
+TILT = math.radians(16)
+BEAM_Y = 1.95           # centre of the beam the meters stand on
+BEAM_H = 0.5
+PLATE_V = (0.0, 2.45)   # plate extent along the meter's (tilted) up axis, from the beam's top
+COLUMN_V0 = 0.22        # column foot
+COLUMN_H = 1.55         # full scale (p/q = 1)
+PLATE_W = 0.88
+UP = np.array([0.0, math.cos(TILT), -math.sin(TILT)])
+NORMAL = np.array([0.0, math.sin(TILT), math.cos(TILT)])
+RIGHT = np.array([1.0, 0.0, 0.0])
+
+
+def meter_point(i: int, v: float, w: float = 0.0, u: float = 0.0) -> np.ndarray:
+    """A point on meter i: v up its face from the beam's top, w out of the face, u across."""
+    base = np.array([cell_x(i), BEAM_Y + BEAM_H / 2, BRIDGE_Z])
+    return base + RIGHT * u + UP * v + NORMAL * w
+
+
+def column_top_v(ratio: float, fill: float = 1.0) -> float:
+    return COLUMN_V0 + min(max(ratio, 0.0), 1.0) * COLUMN_H * fill
+
+
+def fmt(x: float) -> str:
+    return f"{x:.2f}" if x < 10 else f"{x:.0f}"
+
+
+def _box(p, su, sv, sw) -> np.ndarray:
+    return compose(translate(*p), rot_x(-TILT), scale(su, sv, sw))
+
+
+class MeterBridge:
+    name = "bridge"
+
+    def emit(self, fb, state, ec: EmitContext) -> None:
+        pal = ec.palette
+        g = max(state.gamma, 1)
+        x0, x1 = TAPE_WINDOW_X - 0.25, TAPE_WINDOW_X + g * CELL + 0.25
+        xm = (x0 + x1) / 2
+        beam = [compose(translate(xm, BEAM_Y, BRIDGE_Z), scale(x1 - x0, BEAM_H, 0.4)),
+                compose(translate(x0 - 0.1, BEAM_Y / 2, BRIDGE_Z), scale(0.2, BEAM_Y, 0.34)),
+                compose(translate(x1 + 0.1, BEAM_Y / 2, BRIDGE_Z), scale(0.2, BEAM_Y, 0.34))]
+        fb.add("box", np.stack(beam), pal.iron)
+        fb.add("box", compose(translate(xm, BEAM_Y + BEAM_H / 2, BRIDGE_Z), scale(x1 - x0 + 0.1, 0.05, 0.44)),
+               pal.brass)
+        fb.shadow(xm, 0.012, BRIDGE_Z, x1 - x0 + 0.6, 0.9, 0.45)
+        plates, frames, columns, caps, lines = [], [], [], [], []
+        for i in range(state.gamma):
+            m = state.meters[i] if i < len(state.meters) else None
+            pv = (PLATE_V[0] + PLATE_V[1]) / 2
+            plates.append(_box(meter_point(i, pv, -0.05), PLATE_W, PLATE_V[1] - PLATE_V[0], 0.1))
+            frames.append(_box(meter_point(i, PLATE_V[1], -0.05), PLATE_W + 0.06, 0.06, 0.14))
+            for f, w in ((0.0, 0.5), (0.5, 0.22), (1.0, 0.5)):
+                fb.shape(SOLID, meter_point(i, COLUMN_V0 + f * COLUMN_H, 0.005, -0.14), RIGHT, UP, w * 0.6, 0.025,
+                         pal.label_sub)
+            if m is None:
+                continue
+            top = column_top_v(m.ratio, m.fill)
+            if m.fill > 0:
+                h = top - COLUMN_V0
+                columns.append(_box(meter_point(i, COLUMN_V0 + h / 2, 0.03), 0.36, max(h, 0.01), 0.06))
+                if m.ratio > 1 and m.fill >= 0.999:
+                    caps.append(_box(meter_point(i, top + 0.05, 0.04), 0.5, 0.1, 0.09))
+            if m.fill > 0 and m.verdict != "untested":
+                lines.append(_box(meter_point(i, COLUMN_V0 + min(m.r, 1.0) * COLUMN_H, 0.07), 0.66, 0.05, 0.03))
+            self._labels(fb, i, m, pal)
+        if plates:
+            fb.add("box", np.stack(plates), pal.iron_light)
+            fb.add("box", np.stack(frames), pal.brass)
+        if columns:
+            fb.add("box", np.stack(columns), pal.copper)
+        if caps:
+            fb.add("box", np.stack(caps), pal.brass)
+        if lines:
+            fb.add("box", np.stack(lines), pal.red_line)
+
+    def _labels(self, fb, i, m, pal) -> None:
+        # The ratio and r above the column; "> 1" when the column is capped.
+        if m.fill >= 0.999:
+            txt = fmt(m.ratio) if m.ratio <= 1 else f"{fmt(m.ratio)}>1"
+            size = 0.34 if m.ratio <= 1 else 0.25
+            fb.text(txt, meter_point(i, COLUMN_V0 + COLUMN_H + 0.36, 0.01), RIGHT, UP, size, pal.label,
+                    anchor="center")
+            fb.text(f"r {m.r:.2f}", meter_point(i, COLUMN_V0 + COLUMN_H + 0.1, 0.01), RIGHT, UP, 0.22,
+                    pal.label_sub, anchor="center")
+        # The verdict on the beam's face: ring = pass, cross = fail, dash = untested, and a word beside it.
+        c = np.array([cell_x(i) - 0.27, BEAM_Y, BRIDGE_Z + 0.21])
+        cw = c + RIGHT * 0.4
+        up = np.array([0.0, 1.0, 0.0])
+        if m.verdict == "pass":
+            fb.shape(RING, c, RIGHT, up, 0.28, 0.28, pal.label)
+        elif m.verdict == "fail":
+            d1 = (RIGHT + up) / math.sqrt(2)
+            d2 = (up - RIGHT) / math.sqrt(2)
+            fb.shape(SOLID, c, d1, d2, 0.34, 0.07, pal.label)
+            fb.shape(SOLID, c, d1, d2, 0.07, 0.34, pal.label)
+        elif m.verdict == "untested":
+            fb.shape(SOLID, c, RIGHT, up, 0.26, 0.06, pal.label_sub)
+        word = {"pass": "通过", "fail": "退回", "untested": "未检"}.get(m.verdict, "")
+        if word:
+            col = pal.label_sub if m.verdict == "untested" else pal.label
+            fb.text(word, cw, RIGHT, up, 0.27, col, anchor="center", valign="middle")

@@ -1,0 +1,48 @@
+"""The arithmetic mill: gears that turn as fast as the arithmetic units are busy.
+
+Gear speed = busy fraction from the hardware model (models.hardware.busy_fraction): with one lane lit the
+gears barely move; nine lanes at H100's ratio keep them about 3% busy; about 295 lanes would be needed
+for the arithmetic to keep up with the reading (SCIENCE.md sections 1, 2 and 11).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from scenes.geometry import box_matrix, compose, rot_z, scale, translate
+from scenes.layout import MILL_CENTRE, EmitContext
+
+# (dx, dy, radius, mesh): the first gear drives the others.
+GEARS = ((-0.55, 0.25, 0.95, "gear_big"), (0.85, -0.15, 0.55, "gear"), (1.32, 0.56, 0.36, "gear"))
+
+
+class Mill:
+    name = "mill"
+
+    def emit(self, fb, state, ec: EmitContext) -> None:
+        pal = ec.palette
+        cx, cy, cz = MILL_CENTRE
+        a = state.mill_angle
+        mats = {"gear_big": [], "gear": []}
+        for i, (dx, dy, r, mesh) in enumerate(GEARS):
+            ang = gear_angle(a, i)
+            mats[mesh].append(compose(translate(cx + dx, cy + dy, cz), rot_z(ang), scale(r, r, 0.18)))
+        for mesh, ms in mats.items():
+            fb.add(mesh, np.stack(ms), pal.brass if mesh == "gear_big" else pal.copper)
+        fb.add("box", np.stack([compose(translate(cx + dx, cy + dy, cz - 0.25), scale(0.14, 0.14, 0.4))
+                                for dx, dy, _, _ in GEARS]), pal.steel)
+        # Back plate and base.
+        fb.add("box", np.stack([box_matrix(cx + 0.35, cy * 0.75, cz - 0.35, 3.4, cy * 1.5 + 0.9, 0.16),
+                                box_matrix(cx + 0.35, 0.25, cz - 0.1, 3.6, 0.5, 0.9)]), pal.iron)
+        fb.shadow(cx + 0.35, 0.012, cz - 0.1, 4.2, 1.6, 0.5)
+        # Readout: arithmetic busy now.
+        right, up = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+        pct = state.extra.get("pass_busy", state.mill_busy) * 100
+        txt = f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
+        fb.text(ec.say("算术忙 " + txt, "busy " + txt), (cx + 0.35, 0.25, cz + 0.36), right, up, 0.3,
+                pal.label, anchor="center", valign="middle")
+
+
+def gear_angle(mill_angle: float, index: int) -> float:
+    """Meshing gears share their rim speed: the angle scales by r0 / r and the sense alternates."""
+    r0 = GEARS[0][2]
+    return (-1) ** index * mill_angle * r0 / GEARS[index][2] + 0.1 * index

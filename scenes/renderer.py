@@ -1,0 +1,307 @@
+"""The renderer: collects a frame's instances by shape, draws each shape once, and counts what it drew.
+
+Parts never touch OpenGL: they append instances (matrices + materials), shadow blobs and text quads to a
+FrameBuilder; the Renderer uploads each group into one instance buffer and issues one draw call per group.
+That keeps the full table at a couple of dozen draw calls however many pins, teeth and beads it shows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from scenes.geometry import build_meshes
+from scenes.palette import Material, Palette
+from scenes.text_atlas import SOLID, GlyphAtlas
+
+SHADER_DIR = Path(__file__).resolve().parents[1] / "assets" / "shaders"
+INST_FLOATS = 24      # mat4 + rgba + material
+TEXT_FLOATS = 19      # origin, axis u, axis v, uv rect, rgba, (reveal, shape)
+
+
+@dataclass
+class RenderStats:
+    draw_calls: int
+    triangles: int
+    frame_ms: float
+    instances: int = 0
+
+
+def load_shader(name: str) -> str:
+    return (SHADER_DIR / name).read_text(encoding="utf-8")
+
+
+class FrameBuilder:
+    """Everything one frame draws, grouped for instancing. Cheap to fill: numpy arrays, no GL calls."""
+
+    def __init__(self, atlas: GlyphAtlas):
+        self.atlas = atlas
+        self.groups: dict[tuple[str, bool], list[np.ndarray]] = {}
+        self.shadows: list[np.ndarray] = []
+        self.world_text: list[np.ndarray] = []
+        self.screen_text: list[np.ndarray] = []
+        # Exploded view: every instance and world text of the part being emitted moves by this offset.
+        self.offset = np.zeros(3)
+
+    # ---------------------------------------------------------------- geometry
+    def add(self, mesh: str, matrices: np.ndarray, material: Material, colors: np.ndarray | None = None,
+            emissive: np.ndarray | float | None = None, alpha: float | None = None) -> None:
+        m = np.asarray(matrices, dtype=np.float64)
+        if m.ndim == 2:
+            m = m[None]
+        n = len(m)
+        if n == 0:
+            return
+        rows = np.empty((n, INST_FLOATS), dtype=np.float32)
+        if self.offset.any():
+            m = m.copy()
+            m[:, :3, 3] += self.offset * m[:, 3:4, 3]
+        rows[:, :16] = m.transpose(0, 2, 1).reshape(n, 16)      # column-major for GLSL
+        if colors is None:
+            rows[:, 16:20] = material.color
+        else:
+            rows[:, 16:20] = np.broadcast_to(np.asarray(colors, dtype=np.float32), (n, 4))
+        if alpha is not None:
+            rows[:, 19] = alpha
+        rows[:, 20:24] = material.material_vec()
+        if emissive is not None:
+            rows[:, 22] = emissive
+        transparent = bool(rows[0, 19] < 0.999)
+        self.groups.setdefault((mesh, transparent), []).append(rows)
+
+    def shadow(self, cx: float, y: float, cz: float, sx: float, sz: float, strength: float = 0.55) -> None:
+        m = np.diag([sx, 1.0, sz, 1.0])
+        m[:3, 3] = (cx, y, cz)
+        row = np.zeros(INST_FLOATS, dtype=np.float32)
+        row[:16] = m.T.reshape(16)
+        row[19] = strength
+        self.shadows.append(row[None])
+
+    # ---------------------------------------------------------------- text
+    @staticmethod
+    def _text_row(origin, au, av, uv, color, reveal=1.0, shape=0.0) -> np.ndarray:
+        r = np.empty(TEXT_FLOATS, dtype=np.float32)
+        r[0:3], r[3:6], r[6:9] = origin, au, av
+        r[9:13], r[13:17] = uv, color
+        r[13:16] **= 1 / 2.2         # palette colours are linear; text is blended straight into the sRGB frame
+        r[17], r[18] = reveal, shape
+        return r
+
+    def text(self, text: str, origin, right, up, size: float, color, anchor: str = "left",
+             reveal: float = 1.0, screen: bool = False, valign: str = "baseline") -> float:
+        """Lay a line of text from `origin` along unit vectors right/up with em height `size`.
+        anchor left|center|right; valign baseline|middle|top. Returns the line width (world or px)."""
+        if not text:
+            return 0.0
+        right = np.asarray(right, dtype=np.float64)
+        up = np.asarray(up, dtype=np.float64)
+        o = np.asarray(origin, dtype=np.float64).copy()
+        if not screen:
+            o += self.offset
+        width = self.atlas.advance(text) * size
+        if anchor == "center":
+            o -= right * width / 2
+        elif anchor == "right":
+            o -= right * width
+        if valign == "middle":
+            o -= up * size * 0.36
+        elif valign == "top":
+            o -= up * size * 0.88
+        rows = []
+        for g, x, y, w, h in self.atlas.layout(text):
+            rows.append(self._text_row(o + right * x * size + up * y * size, right * w * size, up * h * size,
+                                       g.uv, color, reveal))
+        if rows:
+            (self.screen_text if screen else self.world_text).append(np.stack(rows))
+        return width
+
+    def glyph_cell(self, ch: str, centre, right, up, size: float, color, reveal: float = 1.0) -> None:
+        """One character centred in a square cell (the tape's cells): the em box is centred, not the ink."""
+        right = np.asarray(right, dtype=np.float64)
+        up = np.asarray(up, dtype=np.float64)
+        g = self.atlas.glyph(ch)
+        adv = g.advance / self.atlas.px
+        asc, desc = self.atlas.ascender / self.atlas.px, self.atlas.descender / self.atlas.px
+        base = np.asarray(centre, dtype=np.float64) + self.offset - right * adv * size / 2 - up * (asc + desc) / 2 * size
+        if g.width and g.height:
+            x, y = g.left / self.atlas.px, (g.top - g.height) / self.atlas.px
+            w, h = g.width / self.atlas.px, g.height / self.atlas.px
+            self.world_text.append(self._text_row(base + right * x * size + up * y * size, right * w * size,
+                                                  up * h * size, g.uv, color, reveal)[None])
+
+    def shape(self, key: str, centre, right, up, w: float, h: float, color, screen: bool = False) -> None:
+        """A solid quad (SOLID), disc (DISC) or ring (RING) centred at `centre`, w along right, h along up."""
+        right = np.asarray(right, dtype=np.float64)
+        up = np.asarray(up, dtype=np.float64)
+        g = self.atlas.glyphs[key] if key in self.atlas.glyphs else self.atlas.glyph(key)
+        o = np.asarray(centre, dtype=np.float64) - right * w / 2 - up * h / 2
+        if not screen:
+            o = o + self.offset
+        row = self._text_row(o, right * w, up * h, g.uv, color, 1.0, 1.0)
+        (self.screen_text if screen else self.world_text).append(row[None])
+
+    def rect_screen(self, x: float, y: float, w: float, h: float, color) -> None:
+        """A solid screen rectangle, (x, y) its top-left corner in pixels (y down)."""
+        self.shape(SOLID, (x + w / 2, y + h / 2, 0), (1, 0, 0), (0, -1, 0), w, h, color, screen=True)
+
+
+class Renderer:
+    """GPU resources made once (programs, meshes, instance buffers); draw(frame) issues the draw calls."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.lit = ctx.program(vertex_shader=load_shader("lit.vert"), fragment_shader=load_shader("lit.frag"))
+        self.shadow_prog = ctx.program(vertex_shader=load_shader("shadow.vert"),
+                                       fragment_shader=load_shader("shadow.frag"))
+        self.text_prog = ctx.program(vertex_shader=load_shader("text.vert"), fragment_shader=load_shader("text.frag"))
+        self.bg_prog = ctx.program(vertex_shader=load_shader("background.vert"),
+                                   fragment_shader=load_shader("background.frag"))
+        self.bg_vao = ctx.vertex_array(self.bg_prog, [])
+        self.meshes = build_meshes()
+        self.mesh_vbos = {k: ctx.buffer(v.tobytes()) for k, v in self.meshes.items()}
+        self.mesh_tris = {k: len(v) // 3 for k, v in self.meshes.items()}
+        self._inst: dict[str, tuple] = {}     # key -> (buffer, vao, capacity_rows)
+        self.corner_vbo = ctx.buffer(np.array([0, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1], dtype=np.float32).tobytes())
+
+    # ---------------------------------------------------------------- buffers
+    def _vao(self, key: str, prog, mesh: str | None, rows: int, floats: int):
+        buf, vao, cap = self._inst.get(key, (None, None, 0))
+        if rows > cap:
+            if vao is not None:
+                vao.release()
+                buf.release()
+            cap = max(rows, int(cap * 1.5), 64)
+            buf = self.ctx.buffer(reserve=cap * floats * 4, dynamic=True)
+            if mesh is None:
+                content = [(self.corner_vbo, "2f", "in_corner"),
+                           (buf, "3f 3f 3f 4f 4f 2f/i", "i_origin", "i_axis_u", "i_axis_v", "i_uv", "i_color",
+                            "i_extra")]
+            else:
+                content = [(self.mesh_vbos[mesh], "3f 3f", "in_pos", "in_normal"),
+                           (buf, "16f 4f 4f/i", "i_model", "i_color", "i_material")]
+            vao = self.ctx.vertex_array(prog, content, skip_errors=True)
+            self._inst[key] = (buf, vao, cap)
+        return buf, vao
+
+    # ---------------------------------------------------------------- drawing
+    def draw(self, frame: FrameBuilder, viewproj: np.ndarray, eye, palette: Palette, width: int, height: int,
+             stats: RenderStats) -> None:
+        ctx = self.ctx
+        vp = np.asarray(viewproj, dtype=np.float32).T.tobytes()
+
+        ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
+        self.bg_prog["u_top"].value = tuple(c ** (1 / 2.2) for c in palette.background_top)
+        self.bg_prog["u_bottom"].value = tuple(c ** (1 / 2.2) for c in palette.background_bottom)
+        self.bg_prog["u_aspect"].value = width / max(height, 1)
+        self.bg_vao.render(vertices=3)
+        stats.draw_calls += 1
+        stats.triangles += 1
+
+        lit = self.lit
+        lit["u_viewproj"].write(vp)
+        lit["u_eye"].value = tuple(float(x) for x in eye)
+        key = np.array([-0.45, 0.85, 0.55])
+        lit["u_key_dir"].value = tuple(float(x) for x in key / np.linalg.norm(key))
+        lit["u_key_color"].value = tuple(palette.key_color)
+        lit["u_fill_dir"].value = (0.7, 0.35, 0.35)
+        lit["u_fill_color"].value = tuple(palette.fill_color)
+        lit["u_sky"].value = tuple(palette.sky)
+        lit["u_ground"].value = tuple(palette.ground)
+        lit["u_exposure"].value = palette.exposure
+
+        ctx.enable(ctx.DEPTH_TEST)
+        ctx.depth_func = "<="
+        ctx.depth_mask = True
+        for (mesh, transparent), parts in sorted(frame.groups.items(), key=lambda kv: kv[0][1]):
+            if transparent:
+                continue
+            self._draw_group(mesh, parts, stats)
+
+        # Shadows after the opaque surfaces they fall on; no depth writes, so they never hide anything.
+        if frame.shadows:
+            ctx.enable(ctx.BLEND)
+            ctx.blend_func = ctx.SRC_ALPHA, ctx.ONE_MINUS_SRC_ALPHA
+            ctx.depth_mask = False
+            data = np.concatenate(frame.shadows)
+            buf, vao = self._shadow_vao(len(data))
+            buf.write(data.tobytes())
+            self.shadow_prog["u_viewproj"].write(vp)
+            vao.render(instances=len(data))
+            stats.draw_calls += 1
+            stats.triangles += 2 * len(data)
+            stats.instances += len(data)
+
+        # Glass last among the solids: blended over what is behind it.
+        ctx.enable(ctx.BLEND)
+        ctx.blend_func = ctx.SRC_ALPHA, ctx.ONE_MINUS_SRC_ALPHA
+        ctx.depth_mask = False
+        for (mesh, transparent), parts in frame.groups.items():
+            if transparent:
+                self._draw_group(mesh, parts, stats, key_suffix=":t")
+
+        tex = frame.atlas.texture_for(ctx)
+        tex.use(0)
+        self.text_prog["u_atlas"].value = 0
+        if frame.world_text:
+            self.text_prog["u_viewproj"].write(vp)
+            self._draw_text("text_world", frame.world_text, stats)
+        if frame.screen_text:
+            ctx.disable(ctx.DEPTH_TEST)
+            ortho = np.array([[2 / width, 0, 0, -1], [0, -2 / height, 0, 1], [0, 0, 1, 0], [0, 0, 0, 1]],
+                             dtype=np.float32)
+            self.text_prog["u_viewproj"].write(ortho.T.tobytes())
+            self._draw_text("text_screen", frame.screen_text, stats)
+        ctx.depth_mask = True
+        ctx.disable(ctx.BLEND)
+
+    def _shadow_vao(self, rows: int):
+        key = "shadow_quad"
+        buf, vao, cap = self._inst.get(key, (None, None, 0))
+        if rows > cap:
+            if vao is not None:
+                vao.release()
+                buf.release()
+            cap = max(rows, 64)
+            if "quad" not in self.mesh_vbos:
+                from scenes.geometry import quad_mesh
+                self.mesh_vbos["quad"] = self.ctx.buffer(quad_mesh().tobytes())
+            buf = self.ctx.buffer(reserve=cap * INST_FLOATS * 4, dynamic=True)
+            vao = self.ctx.vertex_array(self.shadow_prog, [(self.mesh_vbos["quad"], "3f 3f", "in_pos", "in_normal"),
+                                                           (buf, "16f 4f 4f/i", "i_model", "i_color", "i_material")],
+                                        skip_errors=True)
+            self._inst[key] = (buf, vao, cap)
+        return buf, vao
+
+    def _draw_group(self, mesh: str, parts: list[np.ndarray], stats: RenderStats, key_suffix: str = "") -> None:
+        data = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        n = len(data)
+        buf, vao = self._vao(mesh + key_suffix, self.lit, mesh, n, INST_FLOATS)
+        buf.write(data.tobytes())
+        vao.render(instances=n)
+        stats.draw_calls += 1
+        stats.triangles += self.mesh_tris[mesh] * n
+        stats.instances += n
+
+    def _draw_text(self, key: str, parts: list[np.ndarray], stats: RenderStats) -> None:
+        data = np.concatenate(parts)
+        n = len(data)
+        buf, vao = self._vao(key, self.text_prog, None, n, TEXT_FLOATS)
+        buf.write(data.tobytes())
+        vao.render(vertices=6, instances=n)
+        stats.draw_calls += 1
+        stats.triangles += 2 * n
+        stats.instances += n
+
+    def release(self) -> None:
+        for buf, vao, _ in self._inst.values():
+            vao.release()
+            buf.release()
+        self._inst.clear()
+        for b in self.mesh_vbos.values():
+            b.release()
+        self.corner_vbo.release()
+        self.bg_vao.release()
+        for p in (self.lit, self.shadow_prog, self.text_prog, self.bg_prog):
+            p.release()
+

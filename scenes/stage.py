@@ -1,0 +1,233 @@
+"""The Stage: the whole cast-iron table as one object the app and the CLI drive (set a run, pick a view, render).
+
+It wires the timeline (model side: traces -> state at time t) to the parts (view side: state -> instances)
+and the renderer (instances -> draw calls). Nothing here computes probabilities: every number it shows comes
+from a StepTrace, the TubesResult, or the hardware model.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from scenes.bigdrum import BigDrum
+from scenes.bridge import MeterBridge
+from scenes.cabinet import KVCabinet
+from scenes.camera import VIEWS, Camera, project
+from scenes.labels import emit_hud, emit_part_labels
+from scenes.layout import PARTS, EmitContext
+from scenes.mill import Mill
+from scenes.palette import get_palette
+from scenes.readhead import ReadHead
+from scenes.renderer import FrameBuilder, Renderer, RenderStats
+from scenes.smalldrum import PencilCart, SmallDrum
+from scenes.table import CastIronTable
+from scenes.tape import PaperTape, TypingHead
+from scenes.text_atlas import GlyphAtlas
+from scenes.timeline import Timeline, Timing
+from scenes.tubes import TestTubes
+
+# Which part each close-up view is about (its title in the HUD; the exploded view lifts them all).
+VIEW_PART = {"bigdrum": "bigdrum", "readhead": "readhead", "cutaway": "readhead", "smalldrum": "smalldrum",
+             "tape": "tape", "bridge": "bridge", "mill": "mill", "cabinet": "cabinet", "tubes": "tubes"}
+# Parts that ride along with another part when the table is taken apart.
+LIFT_WITH = {"pencil": "smalldrum", "typing": "tape"}
+
+
+def _busy_function(hardware):
+    """lanes -> arithmetic busy fraction, from models.hardware (default: H100 SXM running Llama 3.1 8B)."""
+    if callable(hardware):
+        return hardware
+    from models.hardware import busy_fraction
+
+    device, model = "h100-sxm", "llama-3.1-8b"
+    if isinstance(hardware, dict):
+        device, model = hardware.get("device", device), hardware.get("model", model)
+    elif isinstance(hardware, (tuple, list)) and len(hardware) == 2:
+        device, model = hardware
+    elif isinstance(hardware, str):
+        device = hardware
+    busy_fraction(device, model, 1)        # InputError now for an unknown device or model, not mid-frame
+    return lambda lanes: busy_fraction(device, model, lanes)
+
+
+class Stage:
+    """The table. set_run(...) then render(fbo, w, h) each frame; timeline is the clock the app advances."""
+
+    def __init__(self, ctx, palette: str = "default"):
+        self.ctx = ctx
+        self.palette = get_palette(palette)
+        self.renderer = Renderer(ctx)
+        self.atlas = GlyphAtlas(ctx)
+        self.atlas.ensure("0123456789.%>/·:γ= 第步轮条通道亮次每目标独写投机解码其他通过退回未检KVrp")
+        self.camera = Camera("table")
+        self.view = "table"
+        self.language = "both"          # zh | en | both
+        self.show_labels = True
+        self.show_hud = True
+        self.samples = 0                # MSAA samples for render(); 0 = none (cheapest on llvmpipe)
+        self.camera_transition_s = 0.7
+        self.hidden: set[str] = set()   # parts not drawn (teaching, tests)
+        self._reduced_motion = False
+        self._rendered = False
+        self._explode = 0.0
+        self._explode_from = 0.0
+        self._explode_to = 0.0
+        self._explode_start = 0.0
+        self._msaa = None
+        self.table = CastIronTable()
+        self.bigdrum = BigDrum()
+        self.readhead = ReadHead(self.bigdrum)
+        self.smalldrum = SmallDrum(self.bigdrum.n_pins)
+        self.pencil = PencilCart()
+        self.tape = PaperTape()
+        self.typing = TypingHead()
+        self.bridge = MeterBridge()
+        self.mill = Mill()
+        self.cabinet = KVCabinet()
+        self.tubes = TestTubes()
+        self.parts = [self.table, self.bigdrum, self.readhead, self.mill, self.cabinet, self.tubes, self.smalldrum,
+                      self.tape, self.bridge, self.pencil, self.typing]
+        self.run: dict = {"display": str, "prefix": [], "batch_lanes": 1, "kv_capacity": 64}
+        self.traces: list = []
+        self.timeline = Timeline([])
+
+    # ---------------------------------------------------------------- configuration
+    def set_run(self, pair, traces, *, tubes=None, hardware=None, batch_lanes: int = 1, settings=None) -> None:
+        """Show a run: its step traces (in order), optionally a TubesResult, the hardware the mill models,
+        the number of sequences batched (lanes and drawers) and the sampler settings (for c and γ)."""
+        traces = list(traces or [])
+        batch_lanes = max(1, int(batch_lanes))
+        cost_ratio = float(getattr(settings, "cost_ratio", getattr(settings, "c", 0.1)) or 0.1)
+        prefix = list(traces[0].context) if traces else []
+        end_len = len(traces[-1].context) + len(traces[-1].tokens_written) if traces else 0
+        display = pair.display if pair is not None else str
+        self.run = {"display": display, "prefix": prefix, "batch_lanes": batch_lanes,
+                    "kv_capacity": max(16, int(end_len * 1.15) + 4), "pair": pair, "settings": settings}
+        self.traces = traces
+        self.tubes.set_result(tubes)
+        old = self.timeline
+        self.timeline = Timeline(traces, timing=Timing(cost_ratio=cost_ratio), batch_lanes=batch_lanes,
+                                 busy=_busy_function(hardware), tube_rounds=tubes.rounds if tubes is not None else 0,
+                                 prefix_len=len(prefix))
+        self.timeline.paused, self.timeline.speed = old.paused, old.speed
+        self.timeline.reduced_motion = self._reduced_motion
+        if pair is not None:
+            self.atlas.ensure("".join(pair.display(t) for tr in traces for t in set(tr.guesses) | {tr.final_token}))
+
+    def set_view(self, name: str) -> None:
+        Camera.check(name)
+        now = time.perf_counter()
+        duration = 0.0 if (self._reduced_motion or not self._rendered) else self.camera_transition_s
+        self.camera.move_to(name, now, duration)
+        self.view = name
+        self._explode_from = self._explode
+        self._explode_to = 1.0 if name == "exploded" else 0.0
+        self._explode_start = now
+        if duration == 0.0:
+            self._explode = self._explode_to
+
+    def set_palette(self, name: str) -> None:
+        self.palette = get_palette(name)
+
+    @property
+    def reduced_motion(self) -> bool:
+        return self._reduced_motion
+
+    @reduced_motion.setter
+    def reduced_motion(self, value: bool) -> None:
+        self._reduced_motion = bool(value)
+        self.timeline.reduced_motion = self._reduced_motion
+
+    # ---------------------------------------------------------------- queries (tests, the app's overlays)
+    def viewproj(self, width: int, height: int) -> np.ndarray:
+        return self.camera.viewproj(width / max(height, 1))
+
+    def project(self, point, width: int, height: int) -> tuple[float, float]:
+        x, y, _ = project(self.viewproj(width, height), point, width, height)
+        return x, y
+
+    def state(self):
+        return self.timeline.state_at()
+
+    def offsets(self) -> dict:
+        """Exploded-view lift of every part now."""
+        return {name: tuple(self._explode * v for v in info.lift) for name, info in PARTS.items()}
+
+    def tape_cells(self):
+        """The tape's visible cells now (characters, marks and where they are), as drawn."""
+        return self.tape.cells(self.state(), self.run["prefix"], self.run["display"])
+
+    # ---------------------------------------------------------------- drawing
+    def render(self, fbo, width: int, height: int) -> RenderStats:
+        t0 = time.perf_counter()
+        ctx = self.ctx
+        now = t0
+        self.camera.update(now)
+        if self._explode != self._explode_to:
+            k = 1.0 if self.camera_transition_s <= 0 else min(1.0, (now - self._explode_start) / self.camera_transition_s)
+            k = k * k * (3 - 2 * k)
+            self._explode = self._explode_from + (self._explode_to - self._explode_from) * k
+        vp = self.viewproj(width, height)
+        right, up = self.camera.basis()
+        state = self.timeline.state_at()
+        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run)
+        fb = FrameBuilder(self.atlas)
+        offsets = self.offsets()
+        for part in self.parts:
+            if part.name in self.hidden:
+                continue
+            key = LIFT_WITH.get(part.name, part.name)
+            fb.offset = np.asarray(offsets.get(key, (0.0, 0.0, 0.0)), dtype=np.float64)
+            part.emit(fb, state, ec)
+        fb.offset = np.zeros(3)
+        if self.show_labels and self.view in ("table", "exploded"):
+            emit_part_labels(fb, vp, width, height, ec, offsets, self.hidden)
+        if self.show_hud:
+            part = VIEW_PART.get(self.view)
+            title = (PARTS[part].zh, PARTS[part].en) if part else None
+            if self.view == "cutaway":
+                title = ("读头剖面", "read head, cut away")
+            emit_hud(fb, state, width, height, ec, len(self.traces), title)
+
+        target = fbo if fbo is not None else ctx.screen
+        draw_to = target
+        if self.samples:
+            if self._msaa is None or self._msaa[0] != (width, height, self.samples):
+                self._release_msaa()
+                color = ctx.renderbuffer((width, height), 4, samples=self.samples)
+                depth = ctx.depth_renderbuffer((width, height), samples=self.samples)
+                self._msaa = ((width, height, self.samples), ctx.framebuffer([color], depth), color, depth)
+            draw_to = self._msaa[1]
+        draw_to.use()
+        ctx.viewport = (0, 0, width, height)
+        draw_to.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
+        stats = RenderStats(0, 0, 0.0)
+        self.renderer.draw(fb, vp, self.camera.pose.eye, self.palette, width, height, stats)
+        if draw_to is not target:
+            ctx.copy_framebuffer(target, draw_to)
+            target.use()
+        ctx.finish()
+        self._rendered = True
+        stats.frame_ms = (time.perf_counter() - t0) * 1000.0
+        self.last_stats = stats
+        return stats
+
+    @property
+    def animating(self) -> bool:
+        """True while a camera move or explode transition is running (render even when the clock is paused)."""
+        return self.camera.moving or self._explode != self._explode_to
+
+    def _release_msaa(self) -> None:
+        if self._msaa is not None:
+            for obj in self._msaa[1:]:
+                obj.release()
+            self._msaa = None
+
+    def release(self) -> None:
+        self._release_msaa()
+        self.atlas.release()
+        self.renderer.release()
+
+
+__all__ = ["Stage", "RenderStats", "VIEWS"]

@@ -1,0 +1,389 @@
+"""The timeline: step traces turned into timed events on a fixed-step clock, and the scene's state at any time t.
+
+The clock is separate from the frame clock: `advance(dt)` moves t in whole ticks (1/120 s) and `state_at(t)`
+is a pure function of t, so a run renders identically at any frame rate, can be scrubbed backwards and
+forwards, and exports to video frame by frame.
+
+One speculative step, in order (SCIENCE.md sections 3-5):
+  draft   the small drum turns γ times, c x the big drum's time each; the pencil writes one guess per turn
+  verify  the big drum turns once with γ+1 lanes lit; every KV drawer is pulled and read
+  check   the meters fill one by one, left to right, up to the first rejection (p/q against r)
+  write   rejected guesses are struck out and erased, the KV entries rolled back; the typing head inks the
+          accepted guesses (dot) and the target's own token (diamond)
+  scroll  the tape moves on by the number of tokens written
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from models.trace import StepTrace
+
+TICK = 1.0 / 120.0
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Durations in seconds at speed 1. The draft turn is cost_ratio x big_turn: the drums' speeds are c."""
+    big_turn: float = 2.4
+    cost_ratio: float = 0.1
+    meter: float = 0.6
+    hold: float = 0.4
+    strike: float = 0.4
+    erase: float = 0.35
+    ink: float = 0.32
+    scroll: float = 0.55
+    tube_round: float = 1.6
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str          # small_drum_turn, pencil_stroke, big_drum_turn, lanes_lit, drawer_pull, meter_fill,
+                       # strike, erase, kv_rollback, ink, tape_scroll, bead_drop
+    step: int
+    start: float
+    end: float
+    index: int = -1    # guess / token / round index within the step, where it applies
+
+
+@dataclass
+class StepTiming:
+    index: int
+    start: float
+    draft: tuple[float, float]
+    verify: tuple[float, float]
+    check: tuple[float, float]
+    write: tuple[float, float]
+    scroll: tuple[float, float]
+    strokes: list[tuple[float, float]]
+    tests: list[tuple[float, float]]
+    strike: tuple[float, float]
+    erase: tuple[float, float]
+    inks: list[tuple[float, float]]
+    position: int          # tape position of the first guess (length of the text before the step)
+    lanes: int             # tokens computed in the pass (x batch lanes)
+
+    @property
+    def end(self) -> float:
+        return self.scroll[1]
+
+
+@dataclass
+class TapeCell:
+    position: int          # index in the whole text (prefix included)
+    token: int
+    pencil: float          # 0..1 how much of the pencil guess is drawn
+    ink: float             # 0..1 inked by the typing head
+    struck: float          # 0..1 strike-out line drawn
+    erased: float          # 0..1 faded away (rejected guesses, erasable because pencil)
+    mark: str = ""         # "" | "dot" (accepted guess) | "diamond" (token the target wrote)
+    step: int = -1
+
+
+@dataclass
+class MeterState:
+    index: int
+    ratio: float           # p/q of the guess (acceptance_ratio)
+    r: float               # the uniform it was tested against
+    p: float
+    q: float
+    fill: float            # 0..1 of the column's rise animation
+    verdict: str           # "" (not yet) | "pass" | "fail" | "untested"
+
+
+@dataclass
+class SceneState:
+    t: float
+    step: int                          # current step index (-1 before the first, n_steps after the last)
+    phase: str                         # idle | draft | verify | check | write | scroll | done
+    phase_progress: float
+    big_drum_angle: float
+    small_drum_angle: float
+    lanes_lit: int                     # lanes lit now (capped to the nine shafts by the read head)
+    lanes_true: int                    # tokens computed at once (may exceed nine when batching)
+    mill_angle: float
+    mill_busy: float                   # arithmetic busy fraction now
+    tape_view: float                   # tape position under the writing window (scrolls)
+    tape: list[TapeCell]
+    meters: list[MeterState]
+    pencil_cell: float                 # pencil cart position (cells from the window start)
+    pencil_down: float                 # 0..1 pressing the paper
+    typing_cell: float
+    typing_down: float
+    kv_tokens: float                   # entries in each drawer
+    kv_tentative: float                # entries added by this pass, not yet confirmed
+    drawer_pull: float                 # 0..1 drawers out
+    gamma: int
+    tube_round: int
+    tube_progress: float
+    extra: dict = field(default_factory=dict)
+
+
+def _ramp(t: float, a: float, b: float) -> float:
+    if b <= a:
+        return 1.0 if t >= a else 0.0
+    return min(max((t - a) / (b - a), 0.0), 1.0)
+
+
+def _smooth(x: float) -> float:
+    return x * x * (3 - 2 * x)
+
+
+class Timeline:
+    """Fixed-step clock over a list of StepTraces. t is seconds of animation; speed may be negative (rewind)."""
+
+    def __init__(self, traces: list[StepTrace] | None = None, *, timing: Timing | None = None, batch_lanes: int = 1,
+                 busy=None, tube_rounds: int = 0, prefix_len: int | None = None):
+        self.timing = timing or Timing()
+        self.traces = list(traces or [])
+        self.batch_lanes = max(1, int(batch_lanes))
+        self.busy = busy or (lambda lanes: min(1.0, lanes / 295.0))
+        self.tube_rounds = int(tube_rounds)
+        self.paused = False
+        self.speed = 1.0
+        self.reduced_motion = False
+        self._t = 0.0
+        self._acc = 0.0
+        self.prefix_len = prefix_len if prefix_len is not None else (len(self.traces[0].context) if self.traces else 0)
+        self.steps: list[StepTiming] = []
+        self.events: list[Event] = []
+        self._build()
+
+    # ---------------------------------------------------------------- schedule
+    def _build(self) -> None:
+        T = self.timing
+        t = 0.0
+        small = T.cost_ratio * T.big_turn
+        mill_segments = []
+        for k, tr in enumerate(self.traces):
+            g = len(tr.guesses)
+            start = t
+            strokes = [(t + i * small, t + (i + 1) * small) for i in range(g)]
+            t += g * small
+            draft = (start, t)
+            verify = (t, t + T.big_turn)
+            t = verify[1]
+            tested = tr.tested if g else 0
+            tests = [(t + i * T.meter, t + (i + 1) * T.meter) for i in range(tested)]
+            t += tested * T.meter + (T.hold if g else 0.0)
+            check = (verify[1], t)
+            rejected = tr.n_accepted < g
+            strike = (t, t + (T.strike if rejected else 0.0))
+            t = strike[1]
+            erase = (t, t + (T.erase if rejected else 0.0))
+            t = erase[1]
+            n_written = len(tr.tokens_written)
+            inks = [(t + i * T.ink, t + (i + 1) * T.ink) for i in range(n_written)]
+            t += n_written * T.ink
+            write = (check[1], t)
+            scroll = (t, t + T.scroll)
+            t = scroll[1]
+            lanes = max(1, int(tr.lanes_lit)) * self.batch_lanes
+            st = StepTiming(k, start, draft, verify, check, write, scroll, strokes, tests, strike, erase, inks,
+                            len(tr.context), lanes)
+            self.steps.append(st)
+            ev = self.events
+            for i, (a, b) in enumerate(strokes):
+                ev.append(Event("small_drum_turn", k, a, b, i))
+                ev.append(Event("pencil_stroke", k, a, b, i))
+            ev.append(Event("big_drum_turn", k, *verify))
+            ev.append(Event("lanes_lit", k, verify[0], write[1], lanes))
+            ev.append(Event("drawer_pull", k, *verify))
+            for i, (a, b) in enumerate(tests):
+                ev.append(Event("meter_fill", k, a, b, i))
+            if rejected:
+                ev.append(Event("strike", k, *strike, tr.n_accepted))
+                ev.append(Event("erase", k, *erase, tr.n_accepted))
+                ev.append(Event("kv_rollback", k, *erase, g - tr.n_accepted))
+            for i, (a, b) in enumerate(inks):
+                ev.append(Event("ink", k, a, b, i))
+            ev.append(Event("tape_scroll", k, *scroll, n_written))
+            mill_segments.append((verify[0], verify[1], self.busy(lanes)))
+        self.steps_end = t
+        for r in range(self.tube_rounds):
+            self.events.append(Event("bead_drop", -1, r * T.tube_round, (r + 0.8) * T.tube_round, r))
+        self._mill = mill_segments
+        self.duration = max(self.steps_end, self.tube_rounds * T.tube_round)
+
+    # ---------------------------------------------------------------- clock
+    @property
+    def t(self) -> float:
+        return self._t
+
+    @t.setter
+    def t(self, value: float) -> None:
+        self.seek(value)
+
+    def seek(self, t: float) -> None:
+        """Jump to time t (snapped to the tick grid, clamped to [0, duration])."""
+        t = min(max(float(t), 0.0), self.duration)
+        self._t = round(t / TICK) * TICK if t < self.duration else self.duration
+        self._acc = 0.0
+
+    def advance(self, dt: float) -> None:
+        """Feed wall-clock seconds; t moves in whole ticks of speed-scaled time (frame-rate independent)."""
+        if self.paused or dt <= 0:
+            return
+        self._acc += dt * self.speed
+        ticks = math.floor(self._acc / TICK) if self._acc >= 0 else -math.floor(-self._acc / TICK)
+        if ticks:
+            self._acc -= ticks * TICK
+            t = self._t + ticks * TICK
+            self._t = min(max(t, 0.0), self.duration)
+
+    def step_start(self, k: int) -> float:
+        """Time at which step k (0-based) begins; k == number of steps gives the end of the run."""
+        if not self.steps:
+            return 0.0
+        if k >= len(self.steps):
+            return self.steps_end
+        return self.steps[max(k, 0)].start
+
+    def step_end(self, k: int) -> float:
+        return self.steps[k].end
+
+    def step_moment(self, k: int, phase: str = "write") -> float:
+        """A telling moment of step k: the end of the named phase (draft/verify/check/write) or its middle (mid-*)."""
+        st = self.steps[k]
+        if phase.startswith("mid-"):
+            a, b = getattr(st, phase[4:])
+            return (a + b) / 2
+        return getattr(st, phase)[1] - TICK
+
+    @property
+    def current_step(self) -> int:
+        return self.step_at(self._t)
+
+    def step_at(self, t: float) -> int:
+        if not self.steps:
+            return -1
+        for st in self.steps:
+            if t < st.end:
+                return st.index
+        return len(self.steps) - 1
+
+    def events_at(self, t: float) -> list[Event]:
+        return [e for e in self.events if e.start <= t < e.end]
+
+    # ---------------------------------------------------------------- state
+    def _p(self, t: float, span: tuple[float, float]) -> float:
+        x = _ramp(t, *span)
+        if self.reduced_motion:
+            return 1.0 if x >= 0.5 else 0.0
+        return x
+
+    def mill_angle(self, t: float) -> float:
+        # The integral of the gear speed (2 turns/s at 100% busy) over the passes so far.
+        a = 0.0
+        for s, e, busy in self._mill:
+            if t <= s:
+                break
+            a += (min(t, e) - s) * busy
+        return a * 2 * 2 * math.pi
+
+    def state_at(self, t: float | None = None) -> SceneState:
+        t = self._t if t is None else t
+        T = self.timing
+        tube_round = tube_progress = 0
+        if self.tube_rounds:
+            tube_round = min(int(t / T.tube_round), self.tube_rounds - 1)
+            tube_progress = min(1.0, (t - tube_round * T.tube_round) / (0.8 * T.tube_round))
+            if self.reduced_motion:
+                tube_progress = 1.0
+        if not self.steps:
+            return SceneState(t, -1, "idle", 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, float(self.prefix_len), [],
+                              [], 0.0, 0.0, 0.0, 0.0, float(self.prefix_len), 0.0, 0.0, 0, 0, tube_round,
+                              tube_progress)
+        k = self.step_at(t)
+        st = self.steps[k]
+        tr = self.traces[k]
+        g = len(tr.guesses)
+        n = tr.n_accepted
+        # Phase.
+        phase, prog = "done", 1.0
+        for name in ("draft", "verify", "check", "write", "scroll"):
+            a, b = getattr(st, name)
+            if t < b or (name == "scroll" and t <= b and k < len(self.steps) - 1):
+                phase, prog = name, _ramp(t, a, b)
+                break
+        if t >= self.steps_end:
+            phase, prog = "done", 1.0
+        # Drums: whole turns completed so far, plus the current partial turn.
+        small_turns = sum(len(s.strokes) for s in self.steps[:k]) + sum(_ramp(t, *s) for s in st.strokes)
+        big_turns = k + _ramp(t, *st.verify)
+        if self.reduced_motion:
+            small_turns = big_turns = 0.0
+        lanes_true = st.lanes if st.verify[0] <= t < st.write[1] else 0
+        busy = self.busy(st.lanes) if st.verify[0] <= t < st.verify[1] else 0.0
+        # Tape: earlier steps' tokens inked; this step's guesses in pencil, then struck / erased / inked.
+        tape: list[TapeCell] = []
+        for s_idx in range(k):
+            tr_s, st_s = self.traces[s_idx], self.steps[s_idx]
+            for i, tok in enumerate(tr_s.tokens_written):
+                mark = "dot" if i < tr_s.n_accepted else "diamond"
+                tape.append(TapeCell(st_s.position + i, tok, 1.0, 1.0, 0.0, 0.0, mark, s_idx))
+        for i, tok in enumerate(tr.guesses):
+            pencil = self._p(t, st.strokes[i])
+            ink = self._p(t, st.inks[i]) if i < n else 0.0
+            struck = self._p(t, st.strike) if i >= n else 0.0
+            erased = self._p(t, st.erase) if i >= n else 0.0
+            tape.append(TapeCell(st.position + i, tok, pencil, ink, struck, erased, "dot" if ink > 0 else "", k))
+        fin = self._p(t, st.inks[n])
+        if fin > 0:
+            tape.append(TapeCell(st.position + n, tr.final_token, 1.0, fin, 0.0, 0.0, "diamond", k))
+        # Meters: one per guess.
+        meters = []
+        for i in range(g):
+            x = tr.guesses[i]
+            p = float(tr.p_rows[i, x])
+            q = float(tr.q_rows[i, x])
+            if i < len(st.tests):
+                fill = self._p(t, st.tests[i])
+                verdict = ("pass" if tr.accepted[i] else "fail") if t >= st.tests[i][1] - 1e-9 else ""
+            else:
+                fill = 0.0
+                # Untested from the moment the first rejection is found (the last test run).
+                verdict = "untested" if t >= (st.tests[-1][1] if st.tests else st.check[0]) else ""
+            if t >= st.scroll[0] + T.scroll * 0.5 and k < len(self.steps) - 1 or t < st.verify[1]:
+                fill, verdict = 0.0, ""
+            meters.append(MeterState(i, float(tr.ratios[i]), float(tr.r[i]), p, q, fill, verdict))
+        # Carts.
+        pencil_cell, pencil_down = 0.0, 0.0
+        for i, span in enumerate(st.strokes):
+            if t >= span[0]:
+                pencil_cell = i + _ramp(t, *span) * 0.8
+                pencil_down = math.sin(math.pi * _ramp(t, *span))
+        if t >= st.draft[1]:
+            # Parked to the right, clear of the cells the class is reading.
+            pencil_cell = g - 0.2 + 2.2 * _ramp(t, st.draft[1], st.draft[1] + 0.5)
+            pencil_down = 0.0
+        typing_cell, typing_down = -1.0, 0.0
+        for i, span in enumerate(st.inks):
+            if t >= span[0]:
+                typing_cell = float(i)
+                typing_down = math.sin(math.pi * _ramp(t, *span))
+        if st.inks and t >= st.inks[-1][1]:
+            typing_cell, typing_down = -1.0, 0.0
+        # Tape scroll.
+        view = st.position + (len(tr.tokens_written) * _smooth(self._p(t, st.scroll)))
+        # KV drawer: γ tentative entries read in during the pass, the rejected ones rolled back.
+        pull = math.sin(math.pi * self._p(t, st.verify)) if st.verify[0] <= t < st.verify[1] else 0.0
+        tentative = g * self._p(t, (st.verify[0], st.verify[0] + 0.6 * T.big_turn))
+        if st.erase[0] <= t:
+            tentative -= (g - n) * self._p(t, st.erase) if n < g else 0.0
+        if t >= st.inks[-1][1]:
+            tentative += 1
+        kv = float(st.position)
+        if phase == "done" or (t >= st.scroll[1]):
+            kv, tentative = float(st.position + len(tr.tokens_written)), 0.0
+        return SceneState(
+            t=t, step=k, phase=phase, phase_progress=prog,
+            big_drum_angle=2 * math.pi * big_turns, small_drum_angle=2 * math.pi * small_turns,
+            lanes_lit=min(9, lanes_true), lanes_true=lanes_true,
+            mill_angle=0.0 if self.reduced_motion else self.mill_angle(t), mill_busy=busy,
+            tape_view=view, tape=tape, meters=meters,
+            pencil_cell=pencil_cell, pencil_down=pencil_down, typing_cell=typing_cell, typing_down=typing_down,
+            kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull, gamma=g,
+            tube_round=tube_round, tube_progress=tube_progress,
+            extra={"pass_busy": self.busy(lanes_true) if lanes_true else 0.0},
+        )

@@ -1,0 +1,156 @@
+"""The test tubes: the next character after a prefix drawn many times by the target alone (left rack) and by
+speculative decoding (right rack); both converge to the target's p (SCIENCE.md section 6).
+
+One tube per character (the most likely few, then "other"). Each round's draws fall in as beads (left:
+steel, right: copper = accepted guess, red = the target's replacement); a black line marks p x draws, and a
+brass ring marks the cumulative frequency so far, which settles on the black line. Counts come from
+models.tubes.TubesResult; nothing here is random except the order in which a round's beads fall.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from scenes.geometry import box_matrix, compose, scale, translate
+from scenes.layout import TUBES_CENTRE, EmitContext
+
+N_CHARS = 4           # tubes per rack besides "other"
+TUBE_R = 0.23
+TUBE_H = 2.9
+TUBE_Y0 = 0.32
+SPACING = 0.56
+BEAD_R = 0.088
+LAYER = 0.16          # two beads side by side per layer
+RACK_GAP = 0.55
+
+
+def chosen_characters(result, k: int = N_CHARS) -> list[int]:
+    """The tubes: characters with the largest max(p, q), so the draft's over- and under-estimates both show."""
+    score = np.maximum(result.target_p, result.draft_q)
+    return [int(i) for i in np.argsort(-score, kind="stable")[:k]]
+
+
+def bead_slot(n: int) -> tuple[float, float]:
+    """(dx, y) of the n-th bead from the bottom of a tube."""
+    return ((-1) ** n * BEAD_R * 1.05, TUBE_Y0 + 0.08 + BEAD_R + (n // 2) * LAYER)
+
+
+def count_height(count: float) -> float:
+    """Height in a tube of `count` beads (the same scale for the p line and the cumulative ring)."""
+    return TUBE_Y0 + 0.08 + count / 2 * LAYER
+
+
+class TestTubes:
+    __test__ = False        # not a pytest class
+    name = "tubes"
+
+    def __init__(self):
+        self.result = None
+        self.chars: list[int] = []
+
+    def set_result(self, result) -> None:
+        self.result = result
+        self.chars = chosen_characters(result) if result is not None else []
+
+    def tube_x(self, rack: int, j: int) -> float:
+        n = N_CHARS + 1
+        width = n * SPACING
+        x0 = TUBES_CENTRE[0] - RACK_GAP / 2 - width if rack == 0 else TUBES_CENTRE[0] + RACK_GAP / 2
+        return x0 + (j + 0.5) * SPACING
+
+    def counts(self, rack: int, rnd: int):
+        """Per tube (chosen characters, then other): this round's count, and for the right rack the copper
+        (accepted) part; plus the cumulative frequency up to and including this round."""
+        r = self.result
+        per = r.left_round[rnd] if rack == 0 else r.right_round[rnd]
+        cum = (r.left_round[:rnd + 1] if rack == 0 else r.right_round[:rnd + 1]).sum(axis=0)
+        acc = r.right_accepted_round[rnd] if rack == 1 else per
+        idx = self.chars
+        now = [int(per[i]) for i in idx] + [int(per.sum() - per[idx].sum())]
+        copper = [int(acc[i]) for i in idx] + [int(acc.sum() - acc[idx].sum())]
+        total = max(int(cum.sum()), 1)
+        freq = [float(cum[i]) / total for i in idx] + [float(cum.sum() - cum[idx].sum()) / total]
+        return now, copper, freq
+
+    def bead_positions(self, rack: int, rnd: int):
+        """World centres of this round's beads per tube (all fallen), and which are red (replacements)."""
+        now, copper, _ = self.counts(rack, rnd)
+        out = []
+        for j, (n, c) in enumerate(zip(now, copper)):
+            x = self.tube_x(rack, j)
+            pts = [(x + bead_slot(b)[0], bead_slot(b)[1], TUBES_CENTRE[2]) for b in range(n)]
+            out.append((pts, [b >= c for b in range(n)]))
+        return out
+
+    def emit(self, fb, state, ec: EmitContext) -> None:
+        pal = ec.palette
+        z = TUBES_CENTRE[2]
+        right, up = np.array([1.0, 0, 0]), np.array([0, 1.0, 0])
+        # Racks: a base plate and a top rail each.
+        for rack in (0, 1):
+            xs = [self.tube_x(rack, j) for j in range(N_CHARS + 1)]
+            xm, w = (xs[0] + xs[-1]) / 2, xs[-1] - xs[0] + SPACING
+            fb.add("box", np.stack([box_matrix(xm, 0.12, z, w + 0.2, 0.24, 0.8),
+                                    box_matrix(xm, TUBE_Y0 + TUBE_H - 0.2, z - 0.3, w + 0.2, 0.1, 0.12),
+                                    box_matrix(xs[0] - SPACING / 2 - 0.05, (TUBE_H + 0.3) / 2, z - 0.3, 0.1,
+                                               TUBE_H + 0.3, 0.12),
+                                    box_matrix(xs[-1] + SPACING / 2 + 0.05, (TUBE_H + 0.3) / 2, z - 0.3, 0.1,
+                                               TUBE_H + 0.3, 0.12)]), pal.iron)
+            # A paper chart behind the glass, so the black p lines and the beads read against it.
+            fb.add("box", box_matrix(xm, TUBE_Y0 + TUBE_H / 2 - 0.05, z - 0.36, w + 0.05, TUBE_H - 0.3, 0.04),
+                   pal.paper)
+            fb.add("cyl", np.stack([compose(translate(x, TUBE_Y0 - 0.03, z), scale(TUBE_R + 0.04, 0.08, TUBE_R + 0.04))
+                                    for x in xs]), pal.brass)
+            fb.add("tube", np.stack([compose(translate(x, TUBE_Y0 + TUBE_H / 2, z), scale(TUBE_R, TUBE_H, TUBE_R))
+                                     for x in xs]), pal.glass)
+            fb.shadow(xm, 0.012, z, w + 0.8, 1.3, 0.5)
+            title = ec.say("目标独写", "target alone") if rack == 0 else ec.say("投机解码", "speculative")
+            fb.text(title, (xm, TUBE_Y0 + TUBE_H + 1.0, z), right, up, 0.28, pal.label, anchor="center")
+        r = self.result
+        if r is None:
+            return
+        display = ec.run.get("display", str)
+        rnd = state.tube_round
+        prog = state.tube_progress
+        beads_steel, beads_copper, beads_red = [], [], []
+        lines, rings = [], []
+        rng = np.random.default_rng(1000 + rnd)
+        for rack in (0, 1):
+            now, copper, freq = self.counts(rack, rnd)
+            total = sum(now)
+            order = rng.permutation(total)     # the order this round's beads fall in (for show only)
+            k = 0
+            for j, (n, c) in enumerate(zip(now, copper)):
+                x = self.tube_x(rack, j)
+                for b in range(n):
+                    start = order[k] / max(total, 1) * 0.75
+                    k += 1
+                    s = min(max((prog - start) / 0.25, 0.0), 1.0)
+                    if s <= 0:
+                        continue
+                    dx, y = bead_slot(b)
+                    top = TUBE_Y0 + TUBE_H + 0.3
+                    yy = top + (y - top) * s * s
+                    m = box_matrix(x + dx, yy, z, BEAD_R, BEAD_R, BEAD_R)
+                    (beads_steel if rack == 0 else beads_copper if b < c else beads_red).append(m)
+                # The black line at p (expected count per round) and the ring at the cumulative frequency.
+                p = float(r.target_p[self.chars[j]]) if j < N_CHARS else float(1 - r.target_p[self.chars].sum())
+                lines.append(compose(translate(x, count_height(p * r.draws), z),
+                                     scale(TUBE_R + 0.012, 0.045, TUBE_R + 0.012)))
+                rings.append(compose(translate(x, count_height(freq[j] * r.draws), z),
+                                     scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
+                # Character under the tube, cumulative frequency over it.
+                label = display(self.chars[j]) if j < N_CHARS else ("other" if ec.language == "en" else "其他")
+                fb.text(label, (x, TUBE_Y0 + TUBE_H + 0.45, z), right, up, 0.4 if j < N_CHARS else 0.24,
+                        pal.label, anchor="center")
+                fb.text(f"{freq[j]:.2f}", (x, TUBE_Y0 + TUBE_H + 0.12, z), right, up, 0.22, pal.label_sub,
+                        anchor="center")
+        if beads_steel:
+            fb.add("bead", np.stack(beads_steel), pal.steel)
+        if beads_copper:
+            fb.add("bead", np.stack(beads_copper), pal.bead_copper)
+        if beads_red:
+            fb.add("bead", np.stack(beads_red), pal.bead_red)
+        fb.add("tube", np.stack(lines), pal.iron.with_color(pal.p_line))
+        fb.add("tube", np.stack(rings), pal.brass)
+        fb.text(ec.say(f"第 {rnd + 1}/{r.rounds} 轮 · 每轮 {r.draws} 次", f"round {rnd + 1}/{r.rounds} · {r.draws} draws"),
+                (TUBES_CENTRE[0], TUBE_Y0 + TUBE_H + 1.45, z), right, up, 0.22, pal.label_sub, anchor="center")

@@ -1,0 +1,84 @@
+"""Shared fixtures for the scene tests: a headless GL context, a seeded real run, render-and-read helpers."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+
+@functools.lru_cache(maxsize=1)
+def gl_context():
+    from scenes.offscreen import headless_context
+    return headless_context()
+
+
+@functools.lru_cache(maxsize=1)
+def pair():
+    from models.ngram import NGramPair
+    return NGramPair.load()
+
+
+@functools.lru_cache(maxsize=8)
+def traces(seed: int = 0, gamma: int = 4, steps: int = 6, prefix: str = "孔乙己"):
+    from models.sampler import SamplerSettings, SpeculativeSampler
+    p = pair()
+    s = SpeculativeSampler(p, SamplerSettings(gamma=gamma, seed=seed))
+    s.reset(p.encode(prefix))
+    return tuple(s.step() for _ in range(steps))
+
+
+@functools.lru_cache(maxsize=2)
+def tubes(rounds: int = 30, seed: int = 1):
+    from models.tubes import run_tubes
+    return run_tubes(pair(), rounds=rounds, seed=seed)
+
+
+def make_stage(seed=0, gamma=4, steps=6, with_tubes=True, batch_lanes=1, **kw):
+    from models.sampler import SamplerSettings
+    from scenes.stage import Stage
+    st = Stage(gl_context(), **kw)
+    st.set_run(pair(), list(traces(seed, gamma, steps)), tubes=tubes() if with_tubes else None,
+               batch_lanes=batch_lanes, settings=SamplerSettings(gamma=gamma, seed=seed))
+    st.show_hud = False
+    st.camera_transition_s = 0.0      # views switch at once: frames depend on t only
+    return st
+
+
+class Shooter:
+    """Renders a stage into a reusable offscreen framebuffer and returns (H, W, 3) uint8 arrays."""
+
+    def __init__(self, width=640, height=360):
+        from scenes.offscreen import Offscreen
+        self.w, self.h = width, height
+        self.off = Offscreen(gl_context(), width, height)
+        self.last_stats = None
+
+    def shoot(self, stage) -> np.ndarray:
+        self.last_stats = stage.render(self.off.fbo, self.w, self.h)
+        return self.off.read()
+
+    def release(self):
+        self.off.release()
+
+
+def patch(img: np.ndarray, x: float, y: float, r: int = 3) -> np.ndarray:
+    h, w = img.shape[:2]
+    xi, yi = int(round(x)), int(round(y))
+    return img[max(yi - r, 0):min(yi + r + 1, h), max(xi - r, 0):min(xi + r + 1, w)].astype(np.float64)
+
+
+def copper(px) -> bool:
+    """Copper or brass, not the red line: warm with a good share of green."""
+    px = np.asarray(px, dtype=np.float64)
+    return warm(px) and px[1] > 0.5 * px[0] and px[2] < 0.45 * px[0]
+
+
+def red(px) -> bool:
+    px = np.asarray(px, dtype=np.float64)
+    return bool(px[0] > 120 and px[1] < 0.48 * px[0] and px[2] < 0.5 * px[0])
+
+
+def warm(px) -> bool:
+    """Copper / amber / red: red well above blue."""
+    px = np.asarray(px, dtype=np.float64)
+    return bool(px[0] > 110 and px[0] - px[2] > 60)

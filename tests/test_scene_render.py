@@ -1,0 +1,132 @@
+"""The table rendered offscreen: parts where the camera expects them, lit lanes, bounded cost, determinism."""
+import numpy as np
+import pytest
+
+from corpus.errors import InputError
+from scenes.layout import PARTS
+from scenes.readhead import lane_probe
+from tests.scene_helpers import Shooter, make_stage, patch, traces, warm
+
+W, H = 640, 360
+
+
+@pytest.fixture(scope="module")
+def stage():
+    st = make_stage()
+    yield st
+    st.release()
+
+
+@pytest.fixture(scope="module")
+def shooter():
+    sh = Shooter(W, H)
+    yield sh
+    sh.release()
+
+
+def test_each_part_appears_where_the_camera_expects_it(stage, shooter):
+    stage.set_view("table")
+    stage.show_labels = False
+    stage.timeline.seek(stage.timeline.step_moment(1, "check"))
+    full = shooter.shoot(stage)
+    try:
+        for name, info in PARTS.items():
+            x, y = stage.project(info.probe, W, H)
+            assert 0 <= x < W and 0 <= y < H, name
+            stage.hidden = {name}
+            without = shooter.shoot(stage)
+            here = np.abs(patch(full, x, y, 4) - patch(without, x, y, 4)).mean()
+            assert here > 10, f"{name}: nothing drawn at its probe ({here:.1f})"
+            # Hiding one part leaves far-away pixels alone (the table's front-left corner).
+            corner = np.abs(patch(full, W * 0.05, H * 0.95, 4) - patch(without, W * 0.05, H * 0.95, 4)).mean()
+            assert corner < 2, name
+    finally:
+        stage.hidden = set()
+        stage.show_labels = True
+
+
+def _lit_lanes(stage, shooter):
+    img = shooter.shoot(stage)
+    return [warm(patch(img, *stage.project(lane_probe(k), W, H), 1).reshape(-1, 3).mean(0)) for k in range(9)]
+
+
+def test_lit_lanes_equal_tokens_in_the_pass(stage, shooter):
+    stage.set_view("readhead")
+    trs = traces()
+    for k in (0, 2):
+        stage.timeline.seek(stage.timeline.step_moment(k, "mid-verify"))
+        lit = _lit_lanes(stage, shooter)
+        assert lit == [i < trs[k].lanes_lit for i in range(9)], lit
+    stage.timeline.seek(stage.timeline.step_moment(1, "mid-draft"))
+    assert _lit_lanes(stage, shooter) == [False] * 9
+
+
+def test_batching_lights_one_lane_per_sequence(shooter):
+    st = make_stage(gamma=1, steps=2, with_tubes=False, batch_lanes=3)
+    try:
+        st.set_view("readhead")
+        st.timeline.seek(st.timeline.step_moment(0, "mid-verify"))
+        lit = _lit_lanes(st, shooter)
+        assert lit == [i < 6 for i in range(9)]    # 3 sequences x (γ + 1) tokens
+    finally:
+        st.release()
+
+
+@pytest.mark.parametrize("view", ["table", "exploded"])
+def test_draw_calls_and_triangles_stay_bounded(view, shooter):
+    st = make_stage(gamma=8, steps=3, batch_lanes=9)
+    try:
+        st.show_hud = True
+        st.set_view(view)
+        st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))
+        shooter.shoot(st)
+        s = shooter.last_stats
+        assert 5 <= s.draw_calls < 60
+        assert 10_000 < s.triangles < 300_000
+        assert s.frame_ms > 0
+    finally:
+        st.release()
+
+
+def test_exploded_view_lifts_every_part(stage, shooter):
+    stage.set_view("exploded")
+    try:
+        off = stage.offsets()
+        assert all(np.linalg.norm(off[name]) > 1.0 for name in PARTS)
+        stage.show_labels = False
+        full = shooter.shoot(stage)
+        probe = np.add(PARTS["bigdrum"].probe, off["bigdrum"])
+        stage.hidden = {"bigdrum"}
+        without = shooter.shoot(stage)
+        x, y = stage.project(probe, W, H)
+        assert np.abs(patch(full, x, y, 4) - patch(without, x, y, 4)).mean() > 10
+    finally:
+        stage.hidden = set()
+        stage.show_labels = True
+        stage.set_view("table")
+
+
+def test_same_time_same_frame_and_projector_palette_is_brighter(stage, shooter):
+    stage.set_view("table")
+    stage.timeline.seek(0)
+    for _ in range(150):                 # 2.5 s at 60 fps
+        stage.timeline.advance(1 / 60)
+    a = shooter.shoot(stage)
+    stage.timeline.seek(0)
+    for _ in range(60):                  # 2.5 s at 24 fps
+        stage.timeline.advance(1 / 24)
+    b = shooter.shoot(stage)
+    assert np.abs(a.astype(int) - b.astype(int)).max() <= 2
+    stage.set_palette("projector")
+    try:
+        c = shooter.shoot(stage)
+    finally:
+        stage.set_palette("default")
+    assert c.mean() > a.mean() + 5
+
+
+def test_unknown_view_and_palette_are_input_errors(stage):
+    with pytest.raises(InputError):
+        stage.set_view("ceiling")
+    with pytest.raises(InputError):
+        stage.set_palette("neon")

@@ -1,0 +1,90 @@
+"""The test tubes as drawn: each tube holds as many beads as the experiment drew, copper below red."""
+import numpy as np
+import pytest
+
+from scenes.tubes import LAYER, N_CHARS, bead_slot, count_height
+from scenes.layout import TUBES_CENTRE
+from tests.scene_helpers import Shooter, copper, make_stage, patch, red, tubes
+
+W, H = 960, 540
+
+
+@pytest.fixture(scope="module")
+def setup():
+    st = make_stage(steps=2)
+    st.set_view("tubes")
+    sh = Shooter(W, H)
+    yield st, sh
+    sh.release()
+    st.release()
+
+
+def _round_images(stage, shooter, rnd):
+    R = stage.timeline.timing.tube_round
+    stage.timeline.seek(rnd * R)                 # the round begins: no bead has fallen yet
+    empty = shooter.shoot(stage)
+    stage.timeline.seek((rnd + 0.9) * R)         # every bead of the round is in
+    full = shooter.shoot(stage)
+    return empty, full
+
+
+def _near_marker(stage, rack, j, rnd, b) -> bool:
+    """True where the brass ring (cumulative) or the black p line crosses bead b and may hide it."""
+    result = tubes()
+    _, _, freq = stage.tubes.counts(rack, rnd)
+    chars = stage.tubes.chars
+    p = float(result.target_p[chars[j]]) if j < N_CHARS else float(1 - result.target_p[chars].sum())
+    y = bead_slot(b)[1]
+    return any(abs(y - count_height(f * result.draws)) < LAYER for f in (freq[j], p))
+
+
+def _slot(stage, rack, j, b):
+    dx, y = bead_slot(b)
+    return stage.project((stage.tubes.tube_x(rack, j) + dx, y, TUBES_CENTRE[2] + 0.05), W, H)
+
+
+@pytest.mark.parametrize("rnd", [4, 17])
+def test_bead_counts_follow_the_experiment(setup, rnd):
+    stage, shooter = setup
+    result = tubes()
+    empty, full = _round_images(stage, shooter, rnd)
+    assert stage.state().tube_round == rnd
+    chars = stage.tubes.chars
+    for rack in (0, 1):
+        per = (result.left_round if rack == 0 else result.right_round)[rnd]
+        counts = [int(per[c]) for c in chars] + [int(per.sum() - per[chars].sum())]
+        assert sum(counts) == result.draws
+        for j, n in enumerate(counts):
+            if n > 30:          # taller than the tube shows (never for these counts)
+                continue
+            if n and not _near_marker(stage, rack, j, rnd, n - 1):
+                top = _slot(stage, rack, j, n - 1)
+                assert np.abs(patch(full, *top, 1) - patch(empty, *top, 1)).mean() > 25, (rack, j, n)
+            if _near_marker(stage, rack, j, rnd, n + 1):
+                continue
+            above = _slot(stage, rack, j, n + 1)
+            assert np.abs(patch(full, *above, 1) - patch(empty, *above, 1)).mean() < 12, (rack, j, n)
+
+
+def test_right_tube_beads_are_copper_then_red(setup):
+    stage, shooter = setup
+    result = tubes()
+    rnd = 9
+    _, full = _round_images(stage, shooter, rnd)
+    chars = stage.tubes.chars
+    seen_red = seen_copper = 0
+    for j, c in enumerate(chars[:N_CHARS]):
+        n = int(result.right_round[rnd][c])
+        acc = int(result.right_accepted_round[rnd][c])
+        for b in range(n):
+            if _near_marker(stage, 1, j, rnd, b):
+                continue
+            x, y = _slot(stage, 1, j, b)
+            px = patch(full, x, y, 0).reshape(3)
+            if b < acc:
+                assert copper(px), (j, b, px)
+                seen_copper += 1
+            else:
+                assert red(px), (j, b, px)
+                seen_red += 1
+    assert seen_copper and seen_red
