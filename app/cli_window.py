@@ -1,10 +1,100 @@
-"""Subcommands that open the window (placeholder until its owner fills it in)."""
+"""Subcommands that open the window: `spectable run` (the real loop, scripted) and the bare `spectable`."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
 from corpus.errors import InputError
 
 
 def register(sub) -> None:
-    pass
+    p = sub.add_parser("run", help="open the window; with --frames N run N frames (scripted keys) and exit")
+    p.add_argument("--frames", type=int, default=None, help="run this many frames, then exit (fixed 1/30 s steps)")
+    p.add_argument("--screenshot", type=Path, default=None, help="save the last frame as PNG")
+    p.add_argument("--script", type=Path, default=None, help="key presses, one per line (see docs/README-app.md)")
+    p.add_argument("--mode", choices=("tour", "lab", "step", "tubes", "exploded", "hardware"), default=None)
+    p.add_argument("--chapter", type=int, default=None, help="tour chapter to start at (1-12)")
+    p.add_argument("--size", default=None, help="window size WxH (default: last used, 1280x720)")
+    p.add_argument("--lang", choices=("zh", "en"), default=None)
+    p.add_argument("--palette", choices=("default", "projector"), default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--prompt", default=None)
+    p.add_argument("--gamma", type=int, default=None)
+    p.add_argument("--export-dir", type=Path, default=None, help="where screenshots, plots, logs and GIFs go")
+    p.add_argument("--gif-seconds", type=float, default=None, help="length of the GIF replay (default 6 s)")
+    p.add_argument("--gif-fps", type=int, default=None, help="frame rate of the GIF replay (default 12)")
+    p.add_argument("--no-save", action="store_true", help="do not write the settings file on exit")
+    p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
+    p.set_defaults(func=_run)
+
+
+def _size(text: str | None):
+    if text is None:
+        return None
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise InputError(f"--size wants WxH, e.g. 1280x720, not {text!r}") from None
+    if w < 160 or h < 120 or w > 8192 or h > 8192:
+        raise InputError(f"--size {text} is out of range (160x120 .. 8192x8192)")
+    return w, h
+
+
+def _run(args) -> int:
+    from app.settings import load_settings
+    if args.frames is not None and args.frames < 1:
+        raise InputError("--frames must be at least 1")
+    if args.chapter is not None and not 1 <= args.chapter <= 12:
+        raise InputError("--chapter must be between 1 and 12")
+    size = _size(args.size)
+    settings, notice = load_settings()
+    if notice:
+        print(f"spectable: {notice}", file=sys.stderr)
+    for name in ("lang", "palette", "seed", "prompt", "gamma", "mode"):
+        v = getattr(args, name)
+        if v is not None:
+            setattr(settings, "language" if name == "lang" else name, v)
+    if args.chapter is not None:
+        settings.chapter = args.chapter - 1
+    settings.clamp()
+    if args.gif_seconds is not None and not 0.1 <= args.gif_seconds <= 120:
+        raise InputError("--gif-seconds must be between 0.1 and 120")
+    if args.gif_fps is not None and not 1 <= args.gif_fps <= 60:
+        raise InputError("--gif-fps must be between 1 and 60")
+    gif = {k: v for k, v in (("seconds", args.gif_seconds), ("fps", args.gif_fps)) if v is not None}
+    return _open(settings, size=size, frames=args.frames, screenshot=args.screenshot, script_path=args.script,
+                 export_dir=args.export_dir, persist=not args.no_save, notice=notice, as_json=args.json, gif=gif)
+
+
+def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None, export_dir=None, persist=True,
+          notice=None, as_json=False, gif=None) -> int:
+    from app.window import App
+    script = None
+    if script_path is not None:      # read the script before opening a window: a bad script is a quick exit 2
+        from app.keys import parse_script
+        script = parse_script(script_path)
+    app = App(settings, size=size, export_dir=export_dir, persist=persist, notice=notice,
+              fixed_step=frames is not None)
+    app.gif_options = gif or {}
+    try:
+        app.run(frames=frames, script=script, screenshot=screenshot)
+        state = app.state()
+    finally:
+        app.close()
+    if screenshot is not None:
+        state["screenshot"] = str(screenshot)
+    if as_json:
+        print(json.dumps(state, ensure_ascii=False))
+    return 0
 
 
 def open_window_default() -> int:
-    raise InputError("the window is not built yet")
+    """`spectable` with no arguments: the window on the shipped corpus, where the teacher left off."""
+    from app.settings import load_settings
+    settings, notice = load_settings()
+    if notice:
+        print(f"spectable: {notice}", file=sys.stderr)
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    return _open(settings, notice=notice)

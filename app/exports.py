@@ -1,0 +1,172 @@
+"""Everything the program writes for a teacher: screenshots, plots (PNG/SVG), the run log (CSV), GIF/MP4 replays.
+
+All files are written atomically (temp file in the same folder, then os.replace). The replay renders
+the table at a fixed frame rate from the deterministic timeline, so the same run gives the same file.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+GIF_FPS = 12
+GIF_SECONDS = 6.0
+GIF_SIZE = (640, 360)
+
+
+def stamp(kind: str, ext: str) -> str:
+    return f"spectable-{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{int(time.time() * 1000) % 1000:03d}.{ext}"
+
+
+def _umask_mode() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return 0o666 & ~old
+
+
+def _atomic_bytes(path: Path, data: bytes) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=path.suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, _umask_mode())    # mkstemp makes 0600; an export is an ordinary file
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def save_png(rgb: np.ndarray, path: Path) -> Path:
+    buf = io.BytesIO()
+    Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="PNG")
+    return _atomic_bytes(path, buf.getvalue())
+
+
+def export_plots(app, names=None) -> list[Path]:
+    """Every panel plot as PNG and SVG."""
+    from app import figures, plots
+    out = []
+    for name in names or figures.PLOT_NAMES:
+        fig = figures.make(app, name)
+        try:
+            for ext in ("png", "svg"):
+                out.append(plots.save_figure(fig, app.out_dir() / stamp(f"plot-{name}", ext)))
+        finally:
+            plots.close(fig)
+    return out
+
+
+LOG_COLUMNS = ("step", "guess_index", "context_tail", "guess", "q", "p", "p_over_q", "r", "verdict",
+               "final_token", "final_kind", "draft_backed_off", "target_backed_off")
+
+
+def run_log_rows(app):
+    """One row per guess of every target pass: the numbers of the acceptance test and its verdict."""
+    run = app.session.ensure()
+    pair = app.session.pair()
+    rows = []
+    for tr in run.traces if run else []:
+        tail = pair.decode(tr.context[-2:])
+        for i, g in enumerate(tr.guesses):
+            tested = i < tr.tested
+            verdict = ("accepted" if tr.accepted[i] else "rejected") if tested else "untested"
+            rows.append({
+                "step": tr.step_index, "guess_index": i, "context_tail": tail.replace("\n", "↵"),
+                "guess": pair.display(g), "q": f"{tr.q_rows[i][g]:.6g}", "p": f"{tr.p_rows[i][g]:.6g}",
+                "p_over_q": f"{tr.ratios[i]:.6g}", "r": f"{tr.r[i]:.6g}", "verdict": verdict,
+                "final_token": pair.display(tr.final_token), "final_kind": tr.final_kind,
+                "draft_backed_off": int(tr.draft_backed_off[i]), "target_backed_off": int(tr.target_backed_off[i]),
+            })
+    return rows
+
+
+def export_run_log(app, path: Path | None = None) -> Path:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=LOG_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    w.writerows(run_log_rows(app))
+    return _atomic_bytes(path or app.out_dir() / stamp("runlog", "csv"), buf.getvalue().encode("utf-8"))
+
+
+class GifJob:
+    """Renders the replay a few frames per UI frame so the window can show a progress bar meanwhile."""
+
+    def __init__(self, app, seconds: float = GIF_SECONDS, fps: int = GIF_FPS, size=GIF_SIZE, path: Path | None = None):
+        self.app = app
+        self.fps = fps
+        self.size = size
+        self.total = max(1, int(round(seconds * fps)))
+        self.frames: list[Image.Image] = []
+        self.count = 0
+        self.path = Path(path) if path else app.out_dir() / stamp("replay", "gif")
+        self.done = False
+        self.stage = app.stage
+        self.fbo = None
+        if self.stage is not None:
+            ctx = app.ctx
+            self.color = ctx.texture(size, 4)
+            self.depth = ctx.depth_renderbuffer(size)
+            self.fbo = ctx.framebuffer(color_attachments=[self.color], depth_attachment=self.depth)
+            self.t0 = self.stage.timeline.t
+            self.start = self.stage.timeline.step_start(0) if hasattr(self.stage.timeline, "step_start") else 0.0
+
+    @property
+    def progress(self) -> float:
+        return self.count / self.total
+
+    def advance(self, batch: int = 3) -> None:
+        if self.done:
+            return
+        for _ in range(batch):
+            if len(self.frames) >= self.total:
+                break
+            self.frames.append(self._frame(len(self.frames)))
+            self.count = len(self.frames)
+        if len(self.frames) >= self.total:
+            self._finish()
+
+    def _frame(self, i: int) -> Image.Image:
+        if self.fbo is None:
+            rgb = self.app.read_frame()
+            img = Image.fromarray(np.ascontiguousarray(rgb))
+            return img.resize(self.size, Image.LANCZOS)
+        tl = self.stage.timeline
+        tl.seek(self.start + i / self.fps)
+        self.fbo.use()
+        self.app.ctx.clear(*self.app.colors["clear"])
+        self.stage.render(self.fbo, *self.size)
+        data = self.fbo.read(components=3)
+        arr = np.frombuffer(data, dtype=np.uint8).reshape(self.size[1], self.size[0], 3)[::-1]
+        return Image.fromarray(np.ascontiguousarray(arr))
+
+    def _finish(self) -> None:
+        if self.fbo is not None:
+            self.stage.timeline.seek(self.t0)
+            self.app.ctx.screen.use()
+            for obj in (self.fbo, self.color, self.depth):
+                obj.release()
+        buf = io.BytesIO()
+        self.frames[0].save(buf, format="GIF", save_all=True, append_images=self.frames[1:],
+                            duration=int(1000 / self.fps), loop=0, optimize=False)
+        _atomic_bytes(self.path, buf.getvalue())
+        ffmpeg = shutil.which("ffmpeg")
+        if ffmpeg:     # MP4 only where an encoder is already installed; we never download one
+            mp4 = self.path.with_suffix(".mp4")
+            raw = b"".join(f.convert("RGB").tobytes() for f in self.frames)
+            subprocess.run([ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                            "-s", f"{self.size[0]}x{self.size[1]}", "-r", str(self.fps), "-i", "-",
+                            "-pix_fmt", "yuv420p", str(mp4)], input=raw, check=False)
+        self.frames = []
+        self.done = True

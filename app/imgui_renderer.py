@@ -1,0 +1,160 @@
+"""Draws Dear ImGui's draw data with moderngl (imgui-bundle 1.93, renderer_has_textures protocol).
+
+imgui-bundle's own OpenGL backend needs PyOpenGL and moderngl-window's integration predates the 1.92
+texture protocol, so this is a small renderer of our own: one program, one VAO, streamed buffers,
+and a table from ImTextureID (plain ints we hand out) to moderngl textures.
+"""
+from __future__ import annotations
+
+import ctypes
+
+import moderngl
+import numpy as np
+from imgui_bundle import imgui
+
+_VERTEX = """
+#version 330
+uniform mat4 proj;
+in vec2 in_pos;
+in vec2 in_uv;
+in vec4 in_col;
+out vec2 uv;
+out vec4 col;
+void main() {
+    uv = in_uv;
+    col = in_col;
+    gl_Position = proj * vec4(in_pos, 0.0, 1.0);
+}
+"""
+
+_FRAGMENT = """
+#version 330
+uniform sampler2D tex;
+in vec2 uv;
+in vec4 col;
+out vec4 out_col;
+void main() { out_col = col * texture(tex, uv); }
+"""
+
+
+class ImGuiRenderer:
+    """Uploads ImGui's textures on request and draws its triangle lists into the bound framebuffer."""
+
+    def __init__(self, ctx: moderngl.Context):
+        self.ctx = ctx
+        self.prog = ctx.program(vertex_shader=_VERTEX, fragment_shader=_FRAGMENT)
+        self.prog["tex"].value = 0
+        self.vbo = ctx.buffer(reserve=1 << 16, dynamic=True)
+        self.ibo = ctx.buffer(reserve=1 << 16, dynamic=True)
+        # ImDrawVert: pos (2 f4), uv (2 f4), col (4 u1 normalised) = 20 bytes.
+        self.vao = ctx.vertex_array(self.prog, [(self.vbo, "2f 2f 4f1", "in_pos", "in_uv", "in_col")],
+                                    index_buffer=self.ibo, index_element_size=imgui.INDEX_SIZE)
+        self.textures: dict[int, moderngl.Texture] = {}
+        self._next_id = 1
+        io = imgui.get_io()
+        io.backend_flags |= imgui.BackendFlags_.renderer_has_textures
+        limit = int(ctx.info.get("GL_MAX_TEXTURE_SIZE", 8192))
+        pio = imgui.get_platform_io()
+        pio.renderer_texture_max_width = limit
+        pio.renderer_texture_max_height = limit
+
+    # --- textures -------------------------------------------------------------------------------
+    def register_rgba(self, rgba: np.ndarray, tex_id: int | None = None) -> int:
+        """Upload an (h, w, 4) uint8 image (a plot) as a texture; returns its ImTextureID."""
+        h, w = rgba.shape[:2]
+        data = np.ascontiguousarray(rgba, dtype=np.uint8).tobytes()
+        if tex_id is not None and tex_id in self.textures and self.textures[tex_id].size == (w, h):
+            self.textures[tex_id].write(data)
+            return tex_id
+        if tex_id is not None:
+            self.release_texture(tex_id)
+        tex = self.ctx.texture((w, h), 4, data)
+        tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+        tex_id = tex_id if tex_id is not None else self._new_id()
+        self.textures[tex_id] = tex
+        return tex_id
+
+    def release_texture(self, tex_id: int) -> None:
+        tex = self.textures.pop(tex_id, None)
+        if tex is not None:
+            tex.release()
+
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def _update_textures(self) -> None:
+        S = imgui.ImTextureStatus
+        for tex in imgui.get_platform_io().textures:
+            status = tex.status
+            if status == S.ok or status == S.destroyed:
+                continue
+            if status == S.want_create:
+                pixels = tex.get_pixels_array()
+                gl_tex = self.ctx.texture((tex.width, tex.height), 4, pixels.tobytes())
+                gl_tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+                gl_tex.repeat_x = gl_tex.repeat_y = False
+                tid = self._new_id()
+                self.textures[tid] = gl_tex
+                tex.set_tex_id(tid)
+                tex.status = S.ok
+            elif status == S.want_updates:
+                gl_tex = self.textures[tex.tex_id]
+                full = tex.get_pixels_array().reshape(tex.height, tex.width, 4)
+                for r in tex.updates:
+                    block = np.ascontiguousarray(full[r.y:r.y + r.h, r.x:r.x + r.w])
+                    gl_tex.write(block.tobytes(), viewport=(r.x, r.y, r.w, r.h))
+                tex.status = S.ok
+            elif status == S.want_destroy:
+                self.release_texture(tex.tex_id)
+                tex.set_tex_id(0)
+                tex.status = S.destroyed
+
+    # --- drawing --------------------------------------------------------------------------------
+    def render(self, draw_data, fb_width: int, fb_height: int) -> None:
+        self._update_textures()
+        if fb_width <= 0 or fb_height <= 0:
+            return
+        ctx = self.ctx
+        dw, dh = draw_data.display_size
+        sx, sy = fb_width / max(dw, 1), fb_height / max(dh, 1)
+        ox, oy = draw_data.display_pos
+        # Orthographic projection: ImGui's top-left pixel space to clip space (column-major).
+        proj = np.array([[2.0 / dw, 0, 0, 0], [0, -2.0 / dh, 0, 0], [0, 0, -1, 0],
+                         [-(2 * ox + dw) / dw, (2 * oy + dh) / dh, 0, 1]], dtype="f4")
+        self.prog["proj"].write(proj.tobytes())
+        ctx.enable_only(moderngl.BLEND)
+        ctx.blend_func = (moderngl.SRC_ALPHA, moderngl.ONE_MINUS_SRC_ALPHA, moderngl.ONE, moderngl.ONE_MINUS_SRC_ALPHA)
+        ctx.blend_equation = moderngl.FUNC_ADD
+        ctx.viewport = (0, 0, fb_width, fb_height)
+        for dl in draw_data.cmd_lists:
+            vbytes = ctypes.string_at(dl.vtx_buffer.data_address(), dl.vtx_buffer.size() * imgui.VERTEX_SIZE)
+            ibytes = ctypes.string_at(dl.idx_buffer.data_address(), dl.idx_buffer.size() * imgui.INDEX_SIZE)
+            if len(vbytes) > self.vbo.size:
+                self.vbo.orphan(len(vbytes) * 2)
+            if len(ibytes) > self.ibo.size:
+                self.ibo.orphan(len(ibytes) * 2)
+            self.vbo.write(vbytes)
+            self.ibo.write(ibytes)
+            for cmd in dl.cmd_buffer:
+                x0, y0, x1, y1 = cmd.clip_rect
+                x0, y0, x1, y1 = (x0 - ox) * sx, (y0 - oy) * sy, (x1 - ox) * sx, (y1 - oy) * sy
+                if x1 <= x0 or y1 <= y0:
+                    continue
+                tex = self.textures.get(cmd.get_tex_id())
+                if tex is None:
+                    continue
+                tex.use(0)
+                ctx.scissor = (int(x0), int(fb_height - y1), int(x1 - x0), int(y1 - y0))
+                # 32-bit indices: ImGui never splits a list with vtx_offset, so idx_offset is all we need.
+                self.vao.render(moderngl.TRIANGLES, vertices=cmd.elem_count, first=cmd.idx_offset)
+        ctx.scissor = None
+        ctx.disable(moderngl.BLEND)
+
+    def release(self) -> None:
+        for tid in list(self.textures):
+            self.release_texture(tid)
+        self.vao.release()
+        self.vbo.release()
+        self.ibo.release()
+        self.prog.release()

@@ -1,0 +1,112 @@
+"""Keyboard bindings (clicker-safe) and the key-script format that lets tests drive the real loop.
+
+PageDown / Space / Right = next, PageUp / Left = previous: a presentation clicker sends PageDown /
+PageUp, and nothing else is bound to those two keys.
+
+Key script (spectable run --script keys.txt): one entry per line, delivered one per frame from
+frame 1 on; `wait N` lets N frames pass; `#` starts a comment. Entries are key names as pygame
+spells them ("page down", "space", "f11", "b", ".", "l", "h", "?", "1".."6", "f12", "e", "c", "g")
+or the aliases below.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pygame
+
+from corpus.errors import InputError
+
+ACTIONS = {
+    "next": ("page down", "space", "right"),
+    "prev": ("page up", "left"),
+    "blank": ("b", "."),
+    "fullscreen": ("f11",),
+    "language": ("l",),
+    "help": ("h", "?", "f1"),
+    "pause": ("p",),
+    "palette": ("f9",),
+    "scale_up": ("=", "+", "[+]"),
+    "scale_down": ("-", "[-]"),
+    "reduced_motion": ("m",),
+    "screenshot": ("f12",),
+    "export_plots": ("e",),
+    "export_log": ("c",),
+    "export_gif": ("g",),
+    "mode_tour": ("1",),
+    "mode_lab": ("2",),
+    "mode_step": ("3",),
+    "mode_tubes": ("4",),
+    "mode_exploded": ("5",),
+    "mode_hardware": ("6",),
+    "cutaway": ("x",),
+    "close": ("escape",),
+}
+
+ALIASES = {"pagedown": "page down", "pgdn": "page down", "pageup": "page up", "pgup": "page up",
+           "period": ".", "question": "?", "esc": "escape", "plus": "+", "minus": "-"}
+
+
+def action_for(key: int, unicode: str = "") -> str | None:
+    """The action a key press means, or None. '?' arrives as shift+'/' on most layouts: use its character."""
+    if unicode == "?":
+        return "help"
+    if unicode == "+":
+        return "scale_up"
+    name = pygame.key.name(key).lower()
+    for action, names in ACTIONS.items():
+        if name in names:
+            return action
+    return None
+
+
+def parse_script(path: str | Path) -> list[str | int]:
+    """Returns a list of key names and integer waits; InputError on an unknown key name."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read key script {path}: {exc.strerror or exc}") from None
+    out: list[str | int] = []
+    for n, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if " #" in line:
+            line = line.split(" #", 1)[0].strip()
+        low = line.lower()
+        if low.startswith("wait"):
+            try:
+                out.append(max(0, int(low.split()[1])))
+            except (IndexError, ValueError):
+                raise InputError(f"key script {path} line {n}: 'wait' needs a frame count") from None
+            continue
+        name = ALIASES.get(low, low)
+        if name not in ("?", "+") and not _known(name):
+            raise InputError(f"key script {path} line {n}: unknown key {line!r}")
+        out.append(name)
+    return out
+
+
+def _known(name: str) -> bool:
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # key names do not need an initialised display
+        try:
+            pygame.key.key_code(name)
+            return True
+        except ValueError:
+            return False
+
+
+def key_event(name: str) -> list[pygame.event.Event]:
+    """KEYDOWN + KEYUP for a script entry, as the window's event queue would deliver them."""
+    if name == "?":
+        key, uni, mod = pygame.K_SLASH, "?", pygame.KMOD_SHIFT
+    elif name == "+":
+        key, uni, mod = pygame.K_EQUALS, "+", pygame.KMOD_SHIFT
+    else:
+        key = pygame.key.key_code(name)
+        uni = name if len(name) == 1 else ""
+        mod = 0
+    down = pygame.event.Event(pygame.KEYDOWN, key=key, unicode=uni, mod=mod, scancode=0, scripted=True)
+    up = pygame.event.Event(pygame.KEYUP, key=key, unicode="", mod=mod, scancode=0, scripted=True)
+    return [down, up]

@@ -1,0 +1,117 @@
+"""Lab mode (实验台): every knob of the run; the table, numbers and plots follow at once."""
+from __future__ import annotations
+
+from imgui_bundle import imgui
+
+from app import ui
+from app.modes.base import Panel
+
+
+class LabPanel(Panel):
+    view = "table"
+
+    def __init__(self, app):
+        super().__init__(app)
+        self.plots = ui.PlotTextures(app)
+        self.plot = "speedup"
+        self.prompt_buf = app.settings.prompt
+
+    def draw(self) -> None:
+        app, t, s = self.app, self.app.t, self.app.settings
+        c = app.colors
+        ui.begin_panel("##lab", ui.panel_rect(app))
+        ui.heading(app, t("mode.lab"))
+        imgui.push_item_width(imgui.get_content_region_avail().x * 0.55)
+        changed, self.prompt_buf = imgui.input_text(t("lab.prompt"), self.prompt_buf)
+        if changed and self.prompt_buf:
+            s.prompt = self.prompt_buf
+        if app.session.error:
+            imgui.text_colored(imgui.ImVec4(*c["reject"]), app.session.error)
+        _, s.gamma = imgui.slider_int(t("lab.gamma"), s.gamma, 1, 10)
+        _, s.c = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
+        _, s.temperature = imgui.slider_float(t("lab.temperature"), s.temperature, 0.0, 2.0, "%.2f")
+        _, s.top_k = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
+        _, s.top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
+        _, s.seed = imgui.input_int(t("lab.seed"), s.seed)
+        _, s.steps = imgui.slider_int(t("lab.steps"), s.steps, 1, 60)
+        _, s.lanes = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512, flags=imgui.SliderFlags_.logarithmic)
+        _, s.context = imgui.slider_int(t("lab.context"), s.context, 1, 131072, flags=imgui.SliderFlags_.logarithmic)
+        if imgui.radio_button(t("lab.char"), s.tokens == "char"):
+            s.tokens = "char"
+        imgui.same_line()
+        if imgui.radio_button(t("lab.word"), s.tokens == "word"):
+            s.tokens = "word"
+        devices = self.devices()
+        if devices and imgui.begin_combo(t("lab.device"), s.device):
+            for d in devices:
+                if imgui.selectable(d, d == s.device)[0]:
+                    s.device = d
+            imgui.end_combo()
+        imgui.pop_item_width()
+        s.clamp()
+        imgui.separator()
+        for name in ("speedup", "tpp", "roofline"):
+            if imgui.radio_button(t("plot.tab." + name), self.plot == name):
+                self.plot = name
+            imgui.same_line()
+        imgui.new_line()
+        self.plots.image(self.plot, imgui.get_content_region_avail().x)
+        imgui.end()
+        # Lower left, under the table: the text the run wrote and what it adds up to.
+        ui.begin_panel("##labresult", ui.narration_rect(app), bg_alpha=0.9)
+        self.draw_text()
+        imgui.separator()
+        f = app.live_facts()
+        rows = [(t("fact.alpha"), f["alpha"]), (t("fact.tpp_counted"), f["tpp_counted"]),
+                (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
+                (t("fact.best_gamma"), f"γ = {f['best_gamma']} → {f['best_speedup']}"),
+                (t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
+                (t("fact.bytes_per_step"), f["bytes_per_step"])]
+        if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
+            for i in range(0, len(rows), 2):
+                imgui.table_next_row()
+                for label, value in rows[i:i + 2]:
+                    imgui.table_next_column()
+                    imgui.text(label)
+                    imgui.table_next_column()
+                    imgui.text_colored(imgui.ImVec4(*c["accent"]), value)
+            imgui.end_table()
+        imgui.end()
+
+    def stage_rect(self):
+        x, y, w, h = ui.narration_rect(self.app)
+        top = ui.bar_h(self.app)
+        return 0.0, top, w, y - top
+
+    def devices(self) -> list[str]:
+        try:
+            from models import hardware
+            return list(hardware.DEVICES)
+        except Exception:  # noqa: BLE001
+            return []
+
+    def draw_text(self) -> None:
+        """The written text: prompt muted, accepted guesses copper, target-written tokens blue."""
+        app = self.app
+        run = app.session.run
+        if not run:
+            return
+        pair = app.session.pair()
+        c = app.colors
+        imgui.text_colored(imgui.ImVec4(*c["muted"]), app.t("lab.text"))
+        w = imgui.get_content_region_avail().x
+        x = 0.0
+        imgui.push_font(None, app.font_size * 1.25)
+        pieces = [(pair.display(i), c["muted"]) for i in run.prompt_ids]
+        for tr in run.traces:
+            for k, tok in enumerate(tr.tokens_written):
+                pieces.append((pair.display(tok), c["accent"] if k < tr.n_accepted else c["target"]))
+        for text, col in pieces[-160:]:
+            tw = imgui.calc_text_size(text).x
+            if x > 0 and x + tw < w:
+                imgui.same_line(0, 0)
+            else:
+                x = 0.0
+            imgui.text_colored(imgui.ImVec4(*col), text)
+            x += tw
+        imgui.pop_font()

@@ -1,0 +1,26 @@
+"""Where the program finds its shipped assets and the user's config folder."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSETS = ROOT / "assets"
+I18N_DIR = ASSETS / "i18n"
+TOUR_DIR = ASSETS / "tour"
+MEASUREMENTS_DIR = ASSETS / "measurements"
+
+
+def config_dir() -> Path:
+    """The user's config folder ($XDG_CONFIG_HOME/spectable, else ~/.config/spectable; %APPDATA% on Windows)."""
+    base = os.environ.get("XDG_CONFIG_HOME")
+    if not base:
+        base = os.environ.get("APPDATA") if os.name == "nt" else None
+    if not base:
+        base = str(Path.home() / ".config")
+    return Path(base) / "spectable"
+
+
+def default_export_dir() -> Path:
+    """Screenshots, plots, logs and GIFs go here unless --export-dir says otherwise."""
+    return Path.home() / "spectable-exports"

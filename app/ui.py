@@ -1,0 +1,210 @@
+"""Shared pieces of the UI: layout rectangles, the mode bar, status line, help overlay, plot textures, tables.
+
+Layout is proportional to the framebuffer so the same lesson reads at 1280x720 and on a 1920x1080
+projector: the table fills the window, the mode's panel takes the right 40%, the tour's narration the
+lower left.
+"""
+from __future__ import annotations
+
+import time
+
+from imgui_bundle import imgui
+
+from app.palette import u32
+from app.settings import MODES
+
+FLAGS = (imgui.WindowFlags_.no_title_bar | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_move
+         | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_saved_settings)
+
+
+def bar_h(app) -> float:
+    return app.font_size * 2.0
+
+
+def status_h(app) -> float:
+    return app.font_size * 1.7
+
+
+def panel_rect(app):
+    """Right-hand panel: (x, y, w, h)."""
+    x = app.fb_w * 0.60
+    y = bar_h(app)
+    return x, y, app.fb_w - x, app.fb_h - y - status_h(app)
+
+
+def narration_rect(app):
+    """Lower-left narration box of the tour."""
+    h = app.fb_h * 0.30
+    return 0.0, app.fb_h - status_h(app) - h, app.fb_w * 0.60, h
+
+
+def begin_panel(name: str, rect, bg_alpha: float | None = None) -> bool:
+    x, y, w, h = rect
+    imgui.set_next_window_pos((x, y))
+    imgui.set_next_window_size((w, h))
+    if bg_alpha is not None:
+        imgui.set_next_window_bg_alpha(bg_alpha)
+    return imgui.begin(name, None, FLAGS)[0]
+
+
+def top_bar(app) -> None:
+    t, s = app.t, app.settings
+    begin_panel("##bar", (0, 0, app.fb_w, bar_h(app)))
+    for i, mode in enumerate(MODES):
+        if i:
+            imgui.same_line()
+        active = mode == app.mode
+        if active:
+            imgui.push_style_color(imgui.Col_.button, imgui.ImVec4(*app.colors["accent"]))
+            imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(0, 0, 0, 1))
+        if imgui.button(f"{i + 1} {t('mode.' + mode)}"):
+            app.set_mode(mode)
+        if active:
+            imgui.pop_style_color(2)
+    right = [("EN" if s.language == "zh" else "中文", "language"), (t("bar.projector"), "palette"),
+             ("A-", "scale_down"), ("A+", "scale_up"), ("?", "help")]
+    widths = sum(imgui.calc_text_size(lbl).x + imgui.get_style().frame_padding.x * 2 + imgui.get_style().item_spacing.x
+                 for lbl, _ in right)
+    imgui.same_line(max(imgui.get_cursor_pos_x(), app.fb_w - widths - 12))
+    for i, (label, action) in enumerate(right):
+        if i:
+            imgui.same_line()
+        if action == "palette" and s.palette == "projector":
+            imgui.push_style_color(imgui.Col_.button, imgui.ImVec4(*app.colors["header"]))
+            clicked = imgui.button(label)
+            imgui.pop_style_color()
+        else:
+            clicked = imgui.button(label)
+        if clicked:
+            app.do(action)
+    imgui.end()
+
+
+def status_line(app) -> None:
+    t = app.t
+    h = status_h(app)
+    begin_panel("##status", (0, app.fb_h - h, app.fb_w, h))
+    now = time.monotonic()
+    recent = [m for ts, m in app.messages if now - ts < 12.0 or app.fixed_step]
+    hint = t("status.keys")
+    if app.paused:
+        hint = t("status.paused") + "   " + hint
+    if app.stage is None and app.stage_error:
+        hint = t("status.no_stage") + "   " + hint
+    imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), recent[-1] if recent else hint)
+    imgui.end()
+
+
+HELP_ROWS = (
+    ("PageDown / Space / →", "help.next"), ("PageUp / ←", "help.prev"), ("B / .", "help.blank"),
+    ("F11", "help.fullscreen"), ("L", "help.language"), ("H / ?", "help.help"), ("P", "help.pause"),
+    ("F9", "help.palette"), ("+ / -", "help.scale"), ("M", "help.motion"), ("X", "help.cutaway"),
+    ("1 – 6", "help.modes"), ("F12", "help.screenshot"), ("E", "help.plots"), ("C", "help.log"),
+    ("G", "help.gif"), ("Esc", "help.close"), ("Ctrl+Q", "help.quit"),
+)
+
+
+def help_overlay(app) -> None:
+    t = app.t
+    w, h = app.fb_w * 0.5, app.fb_h * 0.8
+    begin_panel("##help", ((app.fb_w - w) / 2, (app.fb_h - h) / 2, w, h), bg_alpha=1.0)
+    imgui.push_font(None, app.font_size * 1.3)
+    imgui.text_colored(imgui.ImVec4(*app.colors["accent"]), t("help.title"))
+    imgui.pop_font()
+    imgui.separator()
+    if imgui.begin_table("keys", 2, imgui.TableFlags_.row_bg):
+        imgui.table_setup_column("k", imgui.TableColumnFlags_.width_fixed, w * 0.33)
+        for key, label in HELP_ROWS:
+            imgui.table_next_row()
+            imgui.table_next_column()
+            imgui.text_colored(imgui.ImVec4(*app.colors["accent"]), key)
+            imgui.table_next_column()
+            imgui.text(t(label))
+        imgui.end_table()
+    imgui.end()
+
+
+def progress_overlay(app, job) -> None:
+    w, h = app.fb_w * 0.4, app.font_size * 4
+    begin_panel("##progress", ((app.fb_w - w) / 2, app.fb_h * 0.45, w, h), bg_alpha=0.97)
+    imgui.text(app.t("msg.rendering_gif", fps=job.fps))
+    imgui.progress_bar(job.progress, (-1, 0), f"{int(job.progress * 100)}%")
+    imgui.end()
+
+
+def heading(app, text: str, scale: float = 1.25) -> None:
+    imgui.push_font(None, app.font_size * scale)
+    imgui.text_colored(imgui.ImVec4(*app.colors["accent"]), text)
+    imgui.pop_font()
+
+
+def facts_table(app, rows) -> None:
+    """rows: [(label, value)] two columns, values right next to their names."""
+    if not rows:
+        return
+    if imgui.begin_table("facts", 2, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
+        for label, value in rows:
+            imgui.table_next_row()
+            imgui.table_next_column()
+            imgui.text_wrapped(label)
+            imgui.table_next_column()
+            imgui.text(value)
+        imgui.end_table()
+
+
+def bars(app, items, width: float, height: float, highlight: int | None = None, color=None, max_value=None) -> None:
+    """Horizontal labelled bars: items = [(label, value, token_id)]; the highlighted one drawn in red."""
+    dl = imgui.get_window_draw_list()
+    x0, y0 = imgui.get_cursor_screen_pos()
+    n = max(1, len(items))
+    row = height / n
+    label_w = app.font_size * 2.6
+    vmax = max_value or max([v for _, v, _ in items] + [1e-12])
+    col = u32(color or app.colors["accent"])
+    red = u32(app.colors["reject"])
+    txt = u32(app.colors["text"])
+    for i, (label, value, tid) in enumerate(items):
+        y = y0 + i * row
+        dl.add_text((x0, y + (row - app.font_size) / 2), txt, label)
+        bw = (width - label_w - app.font_size * 4.5) * value / vmax
+        dl.add_rect_filled((x0 + label_w, y + row * 0.15), (x0 + label_w + bw, y + row * 0.85),
+                           red if tid == highlight else col)
+        dl.add_text((x0 + label_w + bw + 6, y + (row - app.font_size) / 2), txt, f"{value:.4f}")
+    imgui.dummy((width, height))
+
+
+class PlotTextures:
+    """Matplotlib figures as textures, rebuilt only when what they show changes."""
+
+    def __init__(self, app):
+        self.app = app
+        self.cache: dict[str, tuple] = {}
+
+    def image(self, name: str, width: float, key=()) -> None:
+        from app import figures, plots
+        app = self.app
+        s = app.settings
+        full_key = (key, app.session.version, s.language, s.palette, int(width), s.c, s.lanes, s.context,
+                    s.device, s.tube_rule, s.tokens)
+        entry = self.cache.get(name)
+        if name == "tubes" and not app.fixed_step and app.session.tubes_ready() is None:
+            imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), app.t("tubes.computing"))
+            return
+        if entry is None or entry[0] != full_key:
+            try:
+                dpi_w = max(320, int(width))
+                fig = figures.make(app, name)
+                fig.set_dpi(dpi_w / fig.get_figwidth())
+                rgba = plots.figure_rgba(fig)
+                plots.close(fig)
+            except Exception as exc:  # noqa: BLE001 - a model still landing must not kill the panel
+                imgui.text_wrapped(f"{name}: {type(exc).__name__}: {exc}")
+                return
+            tex_id = app.renderer.register_rgba(rgba, entry[1] if entry else None)
+            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0])
+            self.cache[name] = entry
+        _, tex_id, w, h = entry
+        # Never taller than the space left: a plot cut off at the panel's edge is no use on a projector.
+        avail_h = imgui.get_content_region_avail().y
+        shown_w = min(width, max(avail_h, width * 0.3) * w / h)
+        imgui.image(imgui.ImTextureRef(tex_id), (shown_w, shown_w * h / w))

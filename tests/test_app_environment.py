@@ -1,0 +1,64 @@
+"""Bad environments and bad input: one clear line, exit code 2; a corrupt settings file is set aside."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from app_helpers import SIZE, run_subprocess
+
+RUN = ["run", "--frames", "1", "--size", SIZE, "--no-save"]
+
+
+def _one_line_exit_2(proc):
+    assert proc.returncode == 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("spectable: error:"), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+def test_no_display_exits_2(tmp_path):
+    line = _one_line_exit_2(run_subprocess(RUN, {"SDL_VIDEODRIVER": None, "DISPLAY": None,
+                                                 "WAYLAND_DISPLAY": None}, tmp_path))
+    assert "display" in line
+
+
+def test_no_gl_exits_2(tmp_path):
+    line = _one_line_exit_2(run_subprocess(RUN, {"SDL_VIDEODRIVER": "dummy"}, tmp_path))
+    assert "OpenGL" in line
+
+
+def test_gl_library_missing_exits_2(tmp_path):
+    line = _one_line_exit_2(run_subprocess(RUN, {"SDL_VIDEODRIVER": "offscreen",
+                                                 "SDL_VIDEO_EGL_DRIVER": str(tmp_path / "no-libEGL.so")}, tmp_path))
+    assert "OpenGL" in line
+
+
+def test_missing_font_exits_2(tmp_path):
+    line = _one_line_exit_2(run_subprocess(RUN, {"SDL_VIDEODRIVER": "offscreen",
+                                                 "SPECTABLE_FONT": str(tmp_path / "gone.otf")}, tmp_path))
+    assert "font" in line
+
+
+def test_bad_script_and_bad_arguments_exit_2(tmp_path):
+    bad = tmp_path / "keys.txt"
+    bad.write_text("page down\nnot-a-key\n")
+    _one_line_exit_2(run_subprocess(RUN + ["--script", str(bad)], {"SDL_VIDEODRIVER": "offscreen"}, tmp_path))
+    _one_line_exit_2(run_subprocess(RUN + ["--size", "big"], {"SDL_VIDEODRIVER": "offscreen"}, tmp_path))
+    _one_line_exit_2(run_subprocess(RUN + ["--chapter", "13"], {"SDL_VIDEODRIVER": "offscreen"}, tmp_path))
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"gamma": "many"}'])
+def test_corrupt_settings_are_set_aside(tmp_path, content):
+    folder = tmp_path / "config" / "spectable"
+    folder.mkdir(parents=True)
+    (folder / "settings.json").write_text(content)
+    proc = run_subprocess(["run", "--frames", "1", "--size", SIZE, "--json"], {"SDL_VIDEODRIVER": "offscreen"}, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "set aside" in proc.stderr
+    aside = list(folder.glob("settings.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_text() == content
+    # The run then saved good settings in its place.
+    assert json.loads((folder / "settings.json").read_text())["language"] in ("zh", "en")
+    assert "set aside" in " ".join(json.loads(proc.stdout)["messages"])
