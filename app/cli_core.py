@@ -1,7 +1,6 @@
 """Core subcommands: corpus build/info, probs, generate, step, alpha, tubes, roofline (all take --json)."""
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
