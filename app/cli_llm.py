@@ -5,7 +5,6 @@ that is how tools/gpu_measure.sh runs the bench on a GPU machine with a fixed so
 """
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -57,6 +56,7 @@ def register(sub) -> None:
     p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="torch.compile the block "
                    "(auto: on CUDA)")
     p.add_argument("--graphs", default="auto", choices=["auto", "on", "off"], help="CUDA graphs (auto: on CUDA)")
+    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--out", required=True, metavar="FILE.json", help="where the measurement file is written")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true", help="print the whole result as one JSON object on stdout")
@@ -152,6 +152,7 @@ def llm_generate(args) -> dict:
             raise InputError("the prompt encodes to no tokens")
     else:
         prompt = _ints(args.prompt_ids, "--prompt-ids")
+    _check_memory(args, dtype, device, len(prompt))
     target, t_random = load_model(checkpoint=args.checkpoint, name=args.random, dtype=dtype, device=device,
                                   seed=args.seed)
     V = target.config.vocab_size
@@ -164,7 +165,7 @@ def llm_generate(args) -> dict:
                                      device=device, seed=args.seed + 1)
         if draft.config.vocab_size != V:
             raise InputError(f"draft vocabulary {draft.config.vocab_size} differs from the target's {V}")
-    seq = len(prompt) + args.tokens + 2 * (args.gamma + 1)
+    seq = -(-(len(prompt) + args.tokens + 2 * (args.gamma + 1)) // 16) * 16   # aligned rows for attention kernels
     target.setup_caches(1, seq)
     t0 = time.perf_counter()
     if draft is None:
@@ -193,6 +194,23 @@ def llm_generate(args) -> dict:
     return out
 
 
+def _check_memory(args, dtype, device, prompt_len: int) -> None:
+    """Estimate before allocating: both models' weights and caches must fit in what the device has free."""
+    from models.llama import LlamaConfig, read_checkpoint_config
+    from models.llm_bench import available_bytes
+
+    cfgs = [read_checkpoint_config(args.checkpoint) if args.checkpoint else LlamaConfig.from_name(args.random)]
+    if (args.draft_checkpoint or args.draft_random) and not args.plain:
+        cfgs.append(read_checkpoint_config(args.draft_checkpoint) if args.draft_checkpoint
+                    else LlamaConfig.from_name(args.draft_random))
+    seq = prompt_len + args.tokens + 2 * (args.gamma + 1)
+    need = sum(c.weight_bytes(dtype) + seq * c.kv_bytes_per_token(dtype) + seq * seq for c in cfgs)
+    free = available_bytes(device)
+    if need * 1.1 > free:
+        raise InputError(f"{' + '.join(c.name for c in cfgs)} in {args.dtype} needs about {need / 1e9:.1f} GB; "
+                         f"{device.type} has {free / 1e9:.1f} GB free")
+
+
 def cmd_llm_generate(args) -> int:
     out = llm_generate(args)
     lines = [out.get("text", " ".join(map(str, out["tokens"])))]
@@ -214,6 +232,10 @@ def cmd_bench(args) -> int:
                       batches=_ints(args.batch, "--batch"), context=args.context, tokens=args.tokens,
                       checkpoint=args.checkpoint, draft_checkpoint=args.draft_checkpoint, seed=args.seed,
                       prompt_len=args.prompt_len, reps=args.reps, compile=args.compile, graphs=args.graphs)
+    if args.threads < 0:
+        raise InputError("--threads must be >= 0")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     out_path = Path(args.out)
     if out_path.is_dir():
         raise InputError(f"--out {args.out!r} is a directory; give a file name")
@@ -242,6 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"spectable: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        return 0
 
 
 if __name__ == "__main__":

@@ -58,7 +58,14 @@ def _run(args) -> int:
             setattr(settings, "language" if name == "lang" else name, v)
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
+    if args.gamma is not None and not 1 <= args.gamma <= 12:
+        raise InputError("--gamma must be between 1 and 12")
     settings.clamp()
+    if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
+        from models.ngram import NGramPair
+        if not args.prompt:
+            raise InputError("--prompt is empty")
+        NGramPair.load(tokens=settings.tokens).encode(args.prompt)
     if args.gif_seconds is not None and not 0.1 <= args.gif_seconds <= 120:
         raise InputError("--gif-seconds must be between 0.1 and 120")
     if args.gif_fps is not None and not 1 <= args.gif_fps <= 60:
@@ -76,8 +83,7 @@ def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None
         from app.keys import parse_script
         script = parse_script(script_path)
     app = App(settings, size=size, export_dir=export_dir, persist=persist, notice=notice,
-              fixed_step=frames is not None)
-    app.gif_options = gif or {}
+              fixed_step=frames is not None, gif_options=gif)
     try:
         app.run(frames=frames, script=script, screenshot=screenshot)
         state = app.state()

@@ -103,8 +103,13 @@ def export_run_log(app, path: Path | None = None) -> Path:
 class GifJob:
     """Renders the replay a few frames per UI frame so the window can show a progress bar meanwhile."""
 
-    def __init__(self, app, seconds: float = GIF_SECONDS, fps: int = GIF_FPS, size=GIF_SIZE, path: Path | None = None):
+    def __init__(self, app, seconds: float | None = None, fps: int = GIF_FPS, size=GIF_SIZE, path: Path | None = None):
         self.app = app
+        if seconds is None:
+            # Default: the first two target passes of the run (one full draft-verify-write cycle and the next).
+            tl = app.stage.timeline if app.stage is not None else None
+            steps = getattr(tl, "steps", None)
+            seconds = min(30.0, tl.step_end(min(1, len(steps) - 1))) if steps else GIF_SECONDS
         self.fps = fps
         self.size = size
         self.total = max(1, int(round(seconds * fps)))
@@ -154,7 +159,7 @@ class GifJob:
     def _finish(self) -> None:
         if self.fbo is not None:
             self.stage.timeline.seek(self.t0)
-            self.app.ctx.screen.use()
+            self.app._use_screen()
             for obj in (self.fbo, self.color, self.depth):
                 obj.release()
         buf = io.BytesIO()

@@ -80,6 +80,9 @@ def facts(app) -> Facts:
         tr0 = run.traces[0]
         pair = ses.pair()
         put("step_written", lambda: f"{pair.decode(tr0.tokens_written)} ({tr0.n_accepted}+1)")
+        put("count_guesses", lambda: "".join(pair.display(g) for g in tr0.guesses))
+        put("count_kept", lambda: f"{tr0.n_accepted}")
+        put("count_written", lambda: "".join(pair.display(g) for g in tr0.tokens_written))
         cp = checkpoint(app)
         if cp:
             tr, i = cp

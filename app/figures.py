@@ -19,8 +19,9 @@ def make(app, name: str, size=(6.4, 4.0)):
         return plots.speedup_plot(t, pal, curves, alpha, ses.speedups(alpha), list(GAMMAS), g, s.c)
     if name == "tpp":
         alpha = ses.toy_alpha()
+        passes = max(40, s.steps)
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), ses.tokens_per_pass_formula(alpha),
-                                          ses.tokens_per_pass_counted(), alpha)
+                                          ses.tokens_per_pass_counted(passes), alpha, passes)
     if name == "roofline":
         lanes, tps, busy = ses.lane_sweep()
         return plots.roofline_plot(t, pal, lanes, tps, busy, s.lanes, s.device, s.model, s.context)

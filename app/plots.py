@@ -64,7 +64,7 @@ def _hex(rgba) -> tuple:
 
 
 def _legend(ax, pal):
-    leg = ax.legend(fontsize=10, facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])
+    leg = ax.legend(fontsize=10, loc="best", framealpha=0.85, facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])
     for text in leg.get_texts():
         text.set_color(pal["mpl_fg"])
 
@@ -72,9 +72,10 @@ def _legend(ax, pal):
 def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best_gamma: int, c: float):
     """curves: {alpha: speedups over gammas} (alphas cited from the papers); toy_curve: the toy's own."""
     fig, ax = _figure(pal)
-    cmap = matplotlib.colormaps["winter"]
+    # Bright, distinct hues that stay readable on the dark and the projector's black background.
+    hues = ("#8da0cb", "#66c2a5", "#a6d854", "#ffd92f", "#e78ac3")
     for j, (alpha, ys) in enumerate(curves.items()):
-        col = cmap(j / max(1, len(curves) - 1))
+        col = hues[j % len(hues)]
         ax.plot(gammas, ys, color=col, lw=1.6, ls="--", label=f"α = {alpha:.1f}")
         ax.annotate(f"α={alpha:.1f}", (gammas[-1], ys[-1]), xytext=(4, 0), textcoords="offset points",
                     color=col, fontsize=10, va="center")
@@ -93,10 +94,10 @@ def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best
     return fig
 
 
-def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float):
+def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes: int):
     fig, ax = _figure(pal)
     ax.plot(gammas, formula, "-o", color=_hex(pal["target"]), lw=2, label=t("plot.formula", alpha=f"{alpha:.3f}"))
-    ax.bar(gammas, counted, width=0.45, color=_hex(pal["accent"]), alpha=0.85, label=t("plot.counted"))
+    ax.bar(gammas, counted, width=0.45, color=_hex(pal["accent"]), alpha=0.85, label=t("plot.counted", passes=passes))
     ax.plot(gammas, [g + 1 for g in gammas], ":", color=pal["mpl_fg"], lw=1, label=t("plot.max_tokens"))
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.tokens_per_pass"))

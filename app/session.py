@@ -86,7 +86,7 @@ class Session:
             sampler = SpeculativeSampler(pair, self.sampler_settings())
             sampler.reset(prompt_ids)
             traces = [sampler.step() for _ in range(s.steps)]
-        except InputError as exc:
+        except (InputError, OSError, ValueError) as exc:    # a bad prompt or table: say so, keep the last run
             self.error = str(exc)
             self._run_key = key
             return self.run

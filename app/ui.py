@@ -25,9 +25,14 @@ def status_h(app) -> float:
     return app.font_size * 1.7
 
 
+def panel_frac(app) -> float:
+    """Share of the width the mode's panel takes (a tour page with no plot leaves more to the table)."""
+    return getattr(app.panels[app.mode], "panel_frac", 0.40)
+
+
 def panel_rect(app):
     """Right-hand panel: (x, y, w, h)."""
-    x = app.fb_w * 0.60
+    x = app.fb_w * (1.0 - panel_frac(app))
     y = bar_h(app)
     return x, y, app.fb_w - x, app.fb_h - y - status_h(app)
 
@@ -35,7 +40,7 @@ def panel_rect(app):
 def narration_rect(app):
     """Lower-left narration box of the tour."""
     h = app.fb_h * 0.30
-    return 0.0, app.fb_h - status_h(app) - h, app.fb_w * 0.60, h
+    return 0.0, app.fb_h - status_h(app) - h, app.fb_w * (1.0 - panel_frac(app)), h
 
 
 def begin_panel(name: str, rect, bg_alpha: float | None = None) -> bool:
@@ -180,11 +185,12 @@ class PlotTextures:
         self.app = app
         self.cache: dict[str, tuple] = {}
 
-    def image(self, name: str, width: float, key=()) -> None:
+    def image(self, name: str, width: float, key=(), aspect: float | None = None) -> None:
+        """Draw plot `name` `width` pixels wide; `aspect` (w/h) re-lays the figure out for a wide box."""
         from app import figures, plots
         app = self.app
         s = app.settings
-        full_key = (key, app.session.version, s.language, s.palette, int(width), s.c, s.lanes, s.context,
+        full_key = (key, aspect, app.session.version, s.language, s.palette, int(width), s.c, s.lanes, s.context,
                     s.device, s.tube_rule, s.tokens)
         entry = self.cache.get(name)
         if name == "tubes" and not app.fixed_step and app.session.tubes_ready() is None:
@@ -194,6 +200,9 @@ class PlotTextures:
             try:
                 dpi_w = max(320, int(width))
                 fig = figures.make(app, name)
+                if aspect:
+                    fig.set_size_inches(10.0, 10.0 / aspect)
+                    fig.tight_layout()
                 fig.set_dpi(dpi_w / fig.get_figwidth())
                 rgba = plots.figure_rgba(fig)
                 plots.close(fig)
@@ -206,5 +215,7 @@ class PlotTextures:
         _, tex_id, w, h = entry
         # Never taller than the space left: a plot cut off at the panel's edge is no use on a projector.
         avail_h = imgui.get_content_region_avail().y
-        shown_w = min(width, max(avail_h, width * 0.3) * w / h)
+        full_h = width * h / w
+        # Shrink to fit when it nearly fits; when it cannot (a large UI scale), full width and let the panel scroll.
+        shown_w = width if avail_h < 0.6 * full_h else min(width, avail_h * w / h)
         imgui.image(imgui.ImTextureRef(tex_id), (shown_w, shown_w * h / w))

@@ -41,13 +41,14 @@ def resolve_font() -> Path:
 class App:
     def __init__(self, settings: AppSettings, *, size: tuple[int, int] | None = None, export_dir: Path | None = None,
                  settings_file: Path | None = None, persist: bool = True, notice: str | None = None,
-                 fixed_step: bool = False):
+                 fixed_step: bool = False, gif_options: dict | None = None):
         self.settings = settings
         self.t = Strings(settings.language)
         self.export_dir = Path(export_dir) if export_dir else None
         self.settings_file = settings_file
         self.persist = persist
         self.fixed_step = fixed_step
+        self.gif_options = gif_options or {}
         self.messages: list[tuple[float, str]] = []
         if notice:
             self.notify(notice)
@@ -56,10 +57,11 @@ class App:
         self.paused = False
         self.quit = False
         self.frame = 0
-        self.sim_time = 0.0
         self.tour = TourState(settings.chapter)
         self.step_pos = 0                    # index into session.run.points
         self.cutaway = False
+        self.pending_screenshot = False
+        self._quiet_frames = 0
         self.exports_done: list[str] = []
         self.gif_job: exports.GifJob | None = None
         self.session = Session(settings)
@@ -96,11 +98,17 @@ class App:
             pygame.display.gl_set_attribute(pygame.GL_DOUBLEBUFFER, 1)
             pygame.display.set_caption("铸铁台 spectable")
             self.windowed_size = tuple(size)
+            self.vsync = drv != "offscreen"
             flags = pygame.OPENGL | pygame.DOUBLEBUF | pygame.RESIZABLE
             if self.settings.fullscreen and drv != "offscreen":
                 flags |= pygame.FULLSCREEN
                 size = (0, 0)
-            pygame.display.set_mode(size, flags, vsync=0 if drv == "offscreen" else 1)
+            try:
+                pygame.display.set_mode(size, flags, vsync=0 if drv == "offscreen" else 1)
+            except pygame.error:
+                # Some drivers (Xvfb, remote X, some VMs) cannot sync to the refresh: run unsynced, capped below.
+                pygame.display.set_mode(size, flags, vsync=0)
+                self.vsync = False
         except pygame.error as exc:
             raise InputError(f"cannot open an OpenGL 3.3 window: {exc}") from None
         import moderngl
@@ -110,13 +118,14 @@ class App:
             raise InputError(f"OpenGL 3.3 is not available: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         self._update_size()
 
-    def _update_size(self) -> None:
+    def _update_size(self, size: tuple[int, int] | None = None) -> None:
+        """The framebuffer size. Taken from the size we asked for or a resize event when known: right after
+        set_mode some X servers still report the old window size."""
         pg = self.pg
-        self.win_w, self.win_h = pg.display.get_window_size()
-        # HiDPI: the framebuffer may have more pixels than the window has points.
-        vp = self.ctx.screen.viewport
-        self.fb_w, self.fb_h = max(self.win_w, vp[2]), max(self.win_h, vp[3])
-        self.ctx.screen.viewport = (0, 0, self.fb_w, self.fb_h)
+        self.win_w, self.win_h = size if size else pg.display.get_window_size()
+        # pygame does not ask SDL for high-DPI windows, so the drawable has the window's size; the text size
+        # follows the framebuffer height (font_size), which is what makes a 4K panel or a projector readable.
+        self.fb_w, self.fb_h = int(self.win_w), int(self.win_h)
 
     def _init_imgui(self) -> None:
         from imgui_bundle import imgui
@@ -314,7 +323,7 @@ class App:
         elif action == "export_log":
             self.record_exports([exports.export_run_log(self)])
         elif action == "export_gif":
-            self.gif_job = exports.GifJob(self, **getattr(self, "gif_options", {}))
+            self.gif_job = exports.GifJob(self, **self.gif_options)
         elif action == "cutaway":
             self.cutaway = not self.cutaway
             self.set_view("cutaway" if self.cutaway else "readhead")
@@ -335,15 +344,26 @@ class App:
         return d
 
     def toggle_fullscreen(self) -> None:
+        """F11. set_mode on the existing OpenGL window keeps the GL context (pygame 2) and, unlike
+        toggle_fullscreen(), resizes the GL drawable on X11 too."""
         pg = self.pg
         self.settings.fullscreen = not self.settings.fullscreen
         if os.environ.get("SDL_VIDEODRIVER") == "offscreen":
+            self.save()
             return   # nothing to fill; keep the state so the setting round-trips
+        base = pg.OPENGL | pg.DOUBLEBUF
         try:
-            pg.display.toggle_fullscreen()
+            if self.settings.fullscreen:
+                self.windowed_size = (self.win_w, self.win_h)
+                desktop = pg.display.get_desktop_sizes()[0]
+                pg.display.set_mode((0, 0), base | pg.FULLSCREEN, vsync=int(self.vsync))
+                self._update_size(desktop)
+            else:
+                pg.display.set_mode(self.windowed_size, base | pg.RESIZABLE, vsync=int(self.vsync))
+                self._update_size(self.windowed_size)
         except pg.error as exc:
+            self.settings.fullscreen = not self.settings.fullscreen
             self.notify(f"fullscreen: {exc}")
-        self._update_size()
         self.save()
 
     # ---- the loop ----------------------------------------------------------------------------------
@@ -352,15 +372,19 @@ class App:
         io = imgui.get_io()
         if ev.type == pg.QUIT:
             self.quit = True
-        elif ev.type in (pg.WINDOWRESIZED, pg.WINDOWSIZECHANGED, pg.VIDEORESIZE):
-            self._update_size()
+        elif ev.type == pg.VIDEORESIZE:
+            self._update_size((ev.w, ev.h))
+            if not self.settings.fullscreen:
+                self.settings.window_w, self.settings.window_h = self.win_w, self.win_h
+        elif ev.type == pg.WINDOWSIZECHANGED:
+            self._update_size((ev.x, ev.y))
             if not self.settings.fullscreen:
                 self.settings.window_w, self.settings.window_h = self.win_w, self.win_h
         elif ev.type == pg.MOUSEMOTION:
-            io.add_mouse_pos_event(*self._to_ui(ev.pos))
+            io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
         elif ev.type in (pg.MOUSEBUTTONDOWN, pg.MOUSEBUTTONUP):
             if ev.button in (1, 2, 3):
-                io.add_mouse_pos_event(*self._to_ui(ev.pos))
+                io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
                 io.add_mouse_button_event({1: 0, 2: 2, 3: 1}[ev.button], ev.type == pg.MOUSEBUTTONDOWN)
         elif ev.type == pg.MOUSEWHEEL:
             io.add_mouse_wheel_event(float(ev.x), float(ev.y))
@@ -385,13 +409,6 @@ class App:
                 if action:
                     self.do(action)
 
-    def _to_ui(self, pos):
-        return (pos[0] * self.fb_w / max(self.win_w, 1) / self._ui_scale_px(),
-                pos[1] * self.fb_h / max(self.win_h, 1) / self._ui_scale_px())
-
-    def _ui_scale_px(self) -> float:
-        return 1.0     # ImGui works in framebuffer pixels; the font size carries the scale
-
     def draw_frame(self, dt: float) -> None:
         imgui = self.imgui
         io = imgui.get_io()
@@ -400,24 +417,24 @@ class App:
         io.delta_time = max(dt, 1e-4)
         self.sync_stage()
         self._tick_timeline(dt)
-        self.sim_time += 0 if self.paused else dt
         if self.gif_job is not None:
             self.gif_job.advance()
             if self.gif_job.done:
                 self.record_exports([self.gif_job.path])
                 self.gif_job = None
         ctx = self.ctx
-        ctx.screen.use()
+        self._use_screen()
+        full = (0, 0, self.fb_w, self.fb_h)
         c = self.colors["clear"]
         if self.blank:
-            ctx.clear(0, 0, 0, 1)
+            ctx.clear(0, 0, 0, 1, viewport=full)
             imgui.new_frame()
             imgui.render()
             return
-        ctx.clear(*c)
+        ctx.clear(*c, viewport=full)
         rect = self.panels[self.mode].stage_rect()
         drawn = self._render_stage(rect)
-        ctx.screen.use()
+        self._use_screen()
         style = imgui.get_style()
         style.font_size_base = self.font_size
         imgui.new_frame()
@@ -435,6 +452,12 @@ class App:
             ui.progress_overlay(self, self.gif_job)
         imgui.render()
         self.renderer.render(imgui.get_draw_data(), self.fb_w, self.fb_h)
+
+    def _use_screen(self) -> None:
+        """Bind the window's framebuffer at its current size. moderngl records the default framebuffer's size
+        when the context is made; after a resize or F11 that record is stale, so the viewport is set here."""
+        self.ctx.screen.use()
+        self.ctx.viewport = (0, 0, self.fb_w, self.fb_h)
 
     def _render_stage(self, rect) -> bool:
         """Render the table into its own texture, sized to the area the panels leave free."""
@@ -480,18 +503,22 @@ class App:
             pg.key.start_text_input()
         while not self.quit:
             # Script: one entry per frame from frame 1 on (frame 0 lays the panels out first).
-            if queue and self.frame >= 1:
-                if wait > 0:
-                    wait -= 1
+            if wait > 0:
+                wait -= 1
+            elif queue and self.frame >= 1:
+                entry = queue.pop(0)
+                if isinstance(entry, int):
+                    wait = entry - 1 if entry > 0 else 0     # this frame counts as the first of the wait
                 else:
-                    entry = queue.pop(0)
-                    if isinstance(entry, int):
-                        wait = entry - 1 if entry > 0 else 0
-                    else:
-                        for ev in keys.key_event(entry):
-                            pg.event.post(ev)
-            for ev in pg.event.get():
+                    for ev in keys.key_event(entry):
+                        pg.event.post(ev)
+            events = pg.event.get()
+            for ev in events:
                 self.handle_event(ev)
+            if frames is None and self._idle(bool(events)):
+                clock.tick(30)      # nothing moves and nobody touched anything: keep the last picture
+                last = time.perf_counter()
+                continue
             now = time.perf_counter()
             dt = FIXED_DT if (self.fixed_step or frames is not None) else min(0.1, now - last)
             last = now
@@ -507,12 +534,24 @@ class App:
             if final:
                 break
             if frames is None:
-                clock.tick(0)   # vsync paces the interactive loop
+                clock.tick(0 if self.vsync else 60)   # vsync paces the interactive loop; else cap at 60/s
         if self.gif_job is not None:     # a scripted run ends with its export finished, not abandoned
             while not self.gif_job.done:
                 self.gif_job.advance()
             self.record_exports([self.gif_job.path])
             self.gif_job = None
+
+    def _idle(self, had_events: bool) -> bool:
+        """Render on demand: after two quiet frames (both buffers hold the picture) stop drawing until an event,
+        a playing table, a camera move, an export or a finished background computation needs a new frame."""
+        key_before = self._stage_key
+        self.sync_stage()
+        moving = (self.stage is not None and not self.paused
+                  and (not self.stage.timeline.paused or self.stage.animating))
+        quiet = not (had_events or moving or self.gif_job is not None or self._stage_key != key_before
+                     or self.pending_screenshot)
+        self._quiet_frames = self._quiet_frames + 1 if quiet else 0
+        return self._quiet_frames > 2
 
     def state(self) -> dict:
         """What the run ended on (spectable run --json): tests read the program's state from here."""

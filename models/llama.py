@@ -85,8 +85,8 @@ class LlamaConfig:
             cfg.rope_scaling = None
         elif kind == "llama3":
             try:
-                cfg.rope_scaling = {k: float(rope[k]) for k in
-                                    ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")}
+                keys = ("factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings")
+                cfg.rope_scaling = {k: float(rope[k]) for k in keys}
             except KeyError as exc:
                 raise InputError(f"config.json llama3 rope scaling lacks {exc.args[0]!r}") from None
         else:
@@ -456,13 +456,9 @@ def load_checkpoint(path, *, dtype=torch.float32, device="cpu") -> Transformer:
     return model.eval()
 
 
-def save_checkpoint(model: Transformer, path, *, shards: int = 1) -> None:
-    """Write our model as a transformers checkpoint (config.json + safetensors): for tests and demos."""
-    from safetensors.torch import save_file
-
+def hf_state_dict(model: Transformer) -> dict[str, torch.Tensor]:
+    """Our weights under transformers' names (views, no copies): q/k/v and gate/up unstacked."""
     cfg = model.config
-    d = Path(path)
-    d.mkdir(parents=True, exist_ok=True)
     qd, kvd, ff = cfg.n_heads * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim, cfg.intermediate_size
     sd = {"model.embed_tokens.weight": model.tok_embeddings.weight, "model.norm.weight": model.norm.weight}
     if not cfg.tie_embeddings:
@@ -471,12 +467,23 @@ def save_checkpoint(model: Transformer, path, *, shards: int = 1) -> None:
         p = f"model.layers.{i}."
         wqkv, w13 = layer.attention.wqkv.weight, layer.feed_forward.w13.weight
         sd.update({p + "self_attn.q_proj.weight": wqkv[:qd], p + "self_attn.k_proj.weight": wqkv[qd:qd + kvd],
-                   p + "self_attn.v_proj.weight": wqkv[qd + kvd:], p + "self_attn.o_proj.weight": layer.attention.wo.weight,
+                   p + "self_attn.v_proj.weight": wqkv[qd + kvd:],
+                   p + "self_attn.o_proj.weight": layer.attention.wo.weight,
                    p + "mlp.gate_proj.weight": w13[:ff], p + "mlp.up_proj.weight": w13[ff:],
                    p + "mlp.down_proj.weight": layer.feed_forward.w2.weight,
                    p + "input_layernorm.weight": layer.attention_norm.weight,
                    p + "post_attention_layernorm.weight": layer.ffn_norm.weight})
-    sd = {k: v.detach().contiguous().cpu() for k, v in sd.items()}
+    return {k: v.detach() for k, v in sd.items()}
+
+
+def save_checkpoint(model: Transformer, path, *, shards: int = 1) -> None:
+    """Write our model as a transformers checkpoint (config.json + safetensors): for tests and demos."""
+    from safetensors.torch import save_file
+
+    cfg = model.config
+    d = Path(path)
+    d.mkdir(parents=True, exist_ok=True)
+    sd = {k: v.contiguous().cpu() for k, v in hf_state_dict(model).items()}
     keys = list(sd)
     if shards <= 1:
         save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})

@@ -162,6 +162,24 @@ def measure_copy_bandwidth(device: torch.device, reps: int) -> dict:
             "method": "torch copy_ of one buffer into another, read + write bytes counted, median of repetitions"}
 
 
+def measure_matmul(device: torch.device, dtype: torch.dtype, reps: int) -> dict:
+    """Dense matmul rate in the bench dtype: the arithmetic side of the roofline (2·n³ operations per product)."""
+    n = 8192 if device.type == "cuda" else 1024
+    a = torch.randn(n, n, device=device).to(dtype)
+    b = torch.randn(n, n, device=device).to(dtype)
+    for _ in range(2):
+        a @ b
+    sync(device)
+    k = max(reps // 2, 10) if device.type == "cuda" else 3
+    t0 = time.perf_counter()
+    for _ in range(k):
+        a @ b
+    sync(device)
+    per = (time.perf_counter() - t0) / k
+    return {"TFLOP_per_s": 2 * n ** 3 / per / 1e12, "n": n, "repetitions": k,
+            "method": f"{n}x{n} @ {n}x{n} matmul in the bench dtype, back to back, mean time; 2·n³ operations each"}
+
+
 def time_step(runner: StepRunner, inputs: tuple, reps: int, device) -> float:
     """Median seconds per call after warm-up; on CUDA the calls of one batch run back to back, one sync."""
     for _ in range(2):
@@ -301,13 +319,20 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
     }
     fig = out["figures"]
 
-    step("copy bandwidth")
+    step("copy bandwidth, matmul rate")
     bw = measure_copy_bandwidth(device, reps)
     fig["copy_bandwidth"] = bw
     B = bw["GB_per_s"] * 1e9
     spec = _hardware_roofline(label, tcfg.name, 1, s.prompt_len)
     if spec:
         fig["copy_bandwidth"]["spec_sheet_roofline_batch1"] = spec
+
+    mm = measure_matmul(device, dtype, reps)
+    fig["matmul"] = mm
+    # what models.hardware reads to add this run as a measured device (bandwidth and arithmetic rate)
+    out["measured"] = {"copy_bandwidth_GBps": bw["GB_per_s"], "matmul_tflops": mm["TFLOP_per_s"]}
+    if device.type == "cuda":
+        out["device"]["memory_bytes"] = torch.cuda.get_device_properties(device).total_memory
 
     step(f"building {tcfg.name} + {dcfg.name} ({s.dtype}, {'random' if random_weights else 'checkpoint'})")
     t0 = time.perf_counter()
@@ -387,7 +412,8 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
 
     def run_plain():
         plain = PlainDecoder(target, temperature=0.0, graphs=fast.graphs)
-        plain.generate(prompt, min(s.tokens, 8))                 # warm-up: graph capture outside the timing
+        if fast.graphs or fast.compile:
+            plain.generate(prompt, min(s.tokens, 8))             # warm-up: graph capture outside the timing
         return plain.generate(prompt, s.tokens), plain.decode_seconds
     plain_ids, plain_s = fast.guarded(run_plain)
     plain_tps = (s.tokens - 1) / plain_s
@@ -396,7 +422,8 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
 
     def run_spec():
         dec = SpeculativeDecoder(target, draft, gamma=s.gamma, temperature=0.0, graphs=fast.graphs)
-        dec.generate(prompt, min(s.tokens, 2 * s.gamma + 2))
+        if fast.graphs or fast.compile:
+            dec.generate(prompt, min(s.tokens, 2 * s.gamma + 2))
         return dec.generate(prompt, s.tokens), dec.decode_seconds
     res, spec_s = fast.guarded(run_spec)
     spec_written = sum(len(r.tokens) for r in res.records)
@@ -407,13 +434,14 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
         "speedup": spec_tps / plain_tps, "alpha": res.alpha, "tokens_per_pass": res.tokens_per_pass,
         "passes": res.passes, "same_tokens_as_plain": res.tokens == plain_ids,
         "on_paper_speedup": speedup_on_paper(res.alpha, s.gamma, c, v),
-        "projection_from_measured_costs": {f"alpha={a}": speedup_on_paper(a, s.gamma, c, v) for a in (0.6, 0.7, 0.8, 0.9)},
+        "projection_from_measured_costs": {f"alpha={a}": speedup_on_paper(a, s.gamma, c, v)
+                                           for a in (0.6, 0.7, 0.8, 0.9)},
         "alpha_note": ("random weights: the draft and target are unrelated, so α (and the end-to-end speedup) is not "
                        "meaningful; the projection shows what the measured costs give at realistic α"
                        if random_weights else "α measured on these checkpoints and this prompt"),
         "method": "greedy decoding after a prompt of prompt_len random ids, decode phase timed (prefill excluded), "
-                  "after one warm-up run; on paper = (1-α^(γ+1))/(1-α) / (γc + verify ratio) with the measured "
-                  "α, c and verify ratio"}
+                  "after one warm-up run where graphs or compilation are used; on paper = "
+                  "(1-α^(γ+1))/(1-α) / (γc + verify ratio) with the measured α, c and verify ratio"}
     if not res.tokens == plain_ids:
         out["notes"].append("greedy speculative output differed from greedy plain output: in bf16 the verify "
                             "and decode forwards round differently, so near-ties can flip (fp32 tests prove equality)")
@@ -451,6 +479,7 @@ def summary_lines(r: dict) -> list[str]:
     d, v, c, sp = f["decode_batch1"], f["verify_cost"], f["draft_cost"], f["speculative"]
     lines = [f"{r['device']['name']} · {r['dtype']} · torch {r['device']['torch']} · {r['weights']['note']}",
              f"copy bandwidth      {f['copy_bandwidth']['GB_per_s']:8.1f} GB/s",
+             f"matmul              {f['matmul']['TFLOP_per_s']:8.2f} TFLOP/s",
              f"decode batch 1      {d['ms_per_token']:8.2f} ms/token   on paper {d['on_paper_ms']:.2f} ms "
              f"({100 * d['fraction_of_roofline']:.0f}% of roofline)",
              f"verify {v['tokens']}/verify 1  {v['ratio']:8.2f}           on paper {v['on_paper_ratio']:.2f}",

@@ -82,11 +82,13 @@ class BigDrum:
         body = compose(f, rot_z(math.pi / 2), scale(R, L, R))
         fb.add("cyl", body, pal.iron_light)
         # Flanges and spokes: the spokes make the turning visible even where no pin catches the light.
+        # The cut-away drops the near (right) flange, spokes and standard so the drum shows its profile.
+        sides = (-1,) if ec.view == "cutaway" else (-1, 1)
         fl = [compose(f, translate(s * (L / 2 + 0.05), 0, 0), rot_z(math.pi / 2), scale(R + 0.12, 0.1, R + 0.12))
-              for s in (-1, 1)]
+              for s in sides]
         fb.add("cyl", np.stack(fl), pal.brass)
         spokes = []
-        for s in (-1, 1):
+        for s in sides:
             for k in range(4):
                 spokes.append(compose(f, translate(s * (L / 2 + 0.12), 0, 0), rot_x(k * math.pi / 4),
                                       scale(0.06, 2 * R, 0.14)))
@@ -98,12 +100,12 @@ class BigDrum:
         cx, cy, cz = self.centre
         fb.add("cyl", compose(translate(cx, cy, cz), rot_z(math.pi / 2), scale(0.16, L + 1.0, 0.16)), pal.steel)
         stands = []
-        for s in (-1, 1):
+        for s in sides:
             x = cx + s * (L / 2 + 0.38)
             stands.append(compose(translate(x, cy / 2, cz), scale(0.22, cy, 0.5)))
             stands.append(compose(translate(x, 0.12, cz), scale(0.6, 0.24, 1.3)))
         fb.add("box", np.stack(stands), pal.iron)
         bearings = [compose(translate(cx + s * (L / 2 + 0.38), cy, cz), rot_z(math.pi / 2), scale(0.3, 0.3, 0.3))
-                    for s in (-1, 1)]
+                    for s in sides]
         fb.add("cyl", np.stack(bearings), pal.brass)
         fb.shadow(cx, 0.012, cz, L + 1.8, 2 * R + 0.8, 0.6)

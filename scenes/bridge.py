@@ -12,13 +12,13 @@ import math
 import numpy as np
 
 from scenes.geometry import compose, rot_x, scale, translate
-from scenes.layout import BRIDGE_Z, CELL, TAPE_WINDOW_X, EmitContext, cell_x
+from scenes.layout import BRIDGE_Z, CELL, EmitContext, cell_x, window
 from scenes.text_atlas import RING, SOLID
 
 TILT = math.radians(16)
 BEAM_Y = 1.95           # centre of the beam the meters stand on
 BEAM_H = 0.5
-PLATE_V = (0.0, 2.45)   # plate extent along the meter's (tilted) up axis, from the beam's top
+PLATE_V = (0.0, 2.62)   # plate extent along the meter's (tilted) up axis, from the beam's top
 COLUMN_V0 = 0.22        # column foot
 COLUMN_H = 1.55         # full scale (p/q = 1)
 PLATE_W = 0.88
@@ -27,9 +27,9 @@ NORMAL = np.array([0.0, math.sin(TILT), math.cos(TILT)])
 RIGHT = np.array([1.0, 0.0, 0.0])
 
 
-def meter_point(i: int, v: float, w: float = 0.0, u: float = 0.0) -> np.ndarray:
-    """A point on meter i: v up its face from the beam's top, w out of the face, u across."""
-    base = np.array([cell_x(i), BEAM_Y + BEAM_H / 2, BRIDGE_Z])
+def meter_point(i: int, v: float, w: float = 0.0, u: float = 0.0, gamma: int = 4) -> np.ndarray:
+    """A point on meter i of γ: v up its face from the beam's top, w out of the face, u across."""
+    base = np.array([cell_x(i, gamma), BEAM_Y + BEAM_H / 2, BRIDGE_Z])
     return base + RIGHT * u + UP * v + NORMAL * w
 
 
@@ -51,7 +51,10 @@ class MeterBridge:
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
         g = max(state.gamma, 1)
-        x0, x1 = TAPE_WINDOW_X - 0.25, TAPE_WINDOW_X + g * CELL + 0.25
+        wx, cell = window(state.gamma)
+        k = cell / CELL             # meters narrow with the cells when γ is large
+        x0, x1 = wx - 0.25, wx + g * cell + 0.25
+        mp = lambda i, v, w=0.0, u=0.0: meter_point(i, v, w, u, state.gamma)  # noqa: E731
         xm = (x0 + x1) / 2
         beam = [compose(translate(xm, BEAM_Y, BRIDGE_Z), scale(x1 - x0, BEAM_H, 0.4)),
                 compose(translate(x0 - 0.1, BEAM_Y / 2, BRIDGE_Z), scale(0.2, BEAM_Y, 0.34)),
@@ -64,24 +67,24 @@ class MeterBridge:
         for i in range(state.gamma):
             m = state.meters[i] if i < len(state.meters) else None
             pv = (PLATE_V[0] + PLATE_V[1]) / 2
-            plates.append(_box(meter_point(i, pv, -0.05), PLATE_W, PLATE_V[1] - PLATE_V[0], 0.1))
-            frames.append(_box(meter_point(i, PLATE_V[1], -0.05), PLATE_W + 0.06, 0.06, 0.14))
+            plates.append(_box(mp(i, pv, -0.05), PLATE_W * k, PLATE_V[1] - PLATE_V[0], 0.1))
+            frames.append(_box(mp(i, PLATE_V[1], -0.05), PLATE_W * k + 0.06, 0.06, 0.14))
             for f, w in ((0.0, 0.5), (0.5, 0.22), (1.0, 0.5)):
-                fb.shape(SOLID, meter_point(i, COLUMN_V0 + f * COLUMN_H, 0.005, -0.14), RIGHT, UP, w * 0.6, 0.025,
+                fb.shape(SOLID, mp(i, COLUMN_V0 + f * COLUMN_H, 0.005, -0.14 * k), RIGHT, UP, w * 0.6 * k, 0.025,
                          pal.label_sub)
             if m is None:
                 continue
             top = column_top_v(m.ratio, m.fill)
             if m.fill > 0:
                 h = top - COLUMN_V0
-                columns.append(_box(meter_point(i, COLUMN_V0 + h / 2, 0.03), 0.36, max(h, 0.01), 0.06))
+                columns.append(_box(mp(i, COLUMN_V0 + h / 2, 0.03), 0.36 * k, max(h, 0.01), 0.06))
                 if m.ratio > 1 and m.fill >= 0.999:
-                    caps.append(_box(meter_point(i, top + 0.05, 0.04), 0.5, 0.1, 0.09))
+                    caps.append(_box(mp(i, top + 0.05, 0.04), 0.5 * k, 0.1, 0.09))
             if m.fill > 0 and m.verdict != "untested":
-                lines.append(_box(meter_point(i, COLUMN_V0 + min(m.r, 1.0) * COLUMN_H, 0.07), 0.66, 0.05, 0.03))
-            self._labels(fb, i, m, pal)
+                lines.append(_box(mp(i, COLUMN_V0 + min(m.r, 1.0) * COLUMN_H, 0.07), 0.66 * k, 0.05, 0.03))
+            self._labels(fb, i, m, pal, state.gamma, k)
         if plates:
-            fb.add("box", np.stack(plates), pal.iron_light)
+            fb.add("box", np.stack(plates), pal.meter_face)
             fb.add("box", np.stack(frames), pal.brass)
         if columns:
             fb.add("box", np.stack(columns), pal.copper)
@@ -90,29 +93,29 @@ class MeterBridge:
         if lines:
             fb.add("box", np.stack(lines), pal.red_line)
 
-    def _labels(self, fb, i, m, pal) -> None:
+    def _labels(self, fb, i, m, pal, gamma, k) -> None:
         # The ratio and r above the column; "> 1" when the column is capped.
         if m.fill >= 0.999:
             txt = fmt(m.ratio) if m.ratio <= 1 else f"{fmt(m.ratio)}>1"
-            size = 0.34 if m.ratio <= 1 else 0.25
-            fb.text(txt, meter_point(i, COLUMN_V0 + COLUMN_H + 0.36, 0.01), RIGHT, UP, size, pal.label,
+            size = (0.34 if m.ratio <= 1 else 0.25) * k
+            fb.text(txt, meter_point(i, COLUMN_V0 + COLUMN_H + 0.48, 0.01, 0, gamma), RIGHT, UP, size, pal.label,
                     anchor="center")
-            fb.text(f"r {m.r:.2f}", meter_point(i, COLUMN_V0 + COLUMN_H + 0.1, 0.01), RIGHT, UP, 0.22,
-                    pal.label_sub, anchor="center")
+            fb.text(f"r {m.r:.2f}", meter_point(i, COLUMN_V0 + COLUMN_H + 0.2, 0.01, 0, gamma), RIGHT, UP,
+                    0.22 * k, pal.label_sub, anchor="center")
         # The verdict on the beam's face: ring = pass, cross = fail, dash = untested, and a word beside it.
-        c = np.array([cell_x(i) - 0.27, BEAM_Y, BRIDGE_Z + 0.21])
-        cw = c + RIGHT * 0.4
+        c = np.array([cell_x(i, gamma) - 0.27 * k, BEAM_Y, BRIDGE_Z + 0.21])
+        cw = c + RIGHT * 0.4 * k
         up = np.array([0.0, 1.0, 0.0])
         if m.verdict == "pass":
-            fb.shape(RING, c, RIGHT, up, 0.28, 0.28, pal.label)
+            fb.shape(RING, c, RIGHT, up, 0.28 * k, 0.28 * k, pal.label)
         elif m.verdict == "fail":
             d1 = (RIGHT + up) / math.sqrt(2)
             d2 = (up - RIGHT) / math.sqrt(2)
-            fb.shape(SOLID, c, d1, d2, 0.34, 0.07, pal.label)
-            fb.shape(SOLID, c, d1, d2, 0.07, 0.34, pal.label)
+            fb.shape(SOLID, c, d1, d2, 0.34 * k, 0.07 * k, pal.label)
+            fb.shape(SOLID, c, d1, d2, 0.07 * k, 0.34 * k, pal.label)
         elif m.verdict == "untested":
-            fb.shape(SOLID, c, RIGHT, up, 0.26, 0.06, pal.label_sub)
+            fb.shape(SOLID, c, RIGHT, up, 0.26 * k, 0.06 * k, pal.label_sub)
         word = {"pass": "通过", "fail": "退回", "untested": "未检"}.get(m.verdict, "")
         if word:
             col = pal.label_sub if m.verdict == "untested" else pal.label
-            fb.text(word, cw, RIGHT, up, 0.27, col, anchor="center", valign="middle")
+            fb.text(word, cw, RIGHT, up, 0.27 * k, col, anchor="center", valign="middle")

@@ -27,7 +27,7 @@ class KVCabinet:
     def drawer_front(self, i: int, pull: float) -> tuple[float, float, float]:
         """Centre of drawer i's front face (i = 0 at the top)."""
         y = self.y1 - 0.15 - (i + 0.5) * self.slot_h
-        return ((self.x0 + self.x1) / 2, y, self.z1 + 0.05 + pull * 1.1)
+        return ((self.x0 + self.x1) / 2, y, self.z1 + 0.05 + pull * 1.3)
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
@@ -42,7 +42,7 @@ class KVCabinet:
         fb.add("box", box_matrix(xm, self.y1 + 0.04, zm, w + 0.15, 0.08, d + 0.15), pal.brass)
         fb.shadow(xm, 0.012, zm + 0.2, w + 0.9, d + 1.0, 0.6)
         capacity = max(16.0, float(ec.run.get("kv_capacity", 64)))
-        fronts, handles, gauges, cards_ok, cards_new, blanks = [], [], [], [], [], []
+        fronts, handles, gauges, cards_ok, cards_new, blanks, trays = [], [], [], [], [], [], []
         fw = w - 0.3
         for i in range(self.slots):
             active = i < drawers
@@ -61,17 +61,23 @@ class KVCabinet:
                 gauges.append(box_matrix(gx0 + gw / 2, cy, cz + 0.06, gw, self.slot_h * 0.28, 0.04))
             # Cards inside, seen when the drawer is out.
             if pull > 0.05:
+                trays.append(box_matrix(cx, cy - self.slot_h * 0.32, cz - 0.65, fw, 0.05, 1.2))
                 tok = state.kv_tokens + max(state.kv_tentative, 0.0)
                 per = max(1.0, math.ceil(tok / CARDS_MAX))
                 n_ok = int(state.kv_tokens // per)
                 n_all = int(math.ceil(tok / per))
                 depth = 1.0
-                zs = cz - 0.12 - (np.arange(n_all) + 0.5) / CARDS_MAX * depth
-                c = np.stack([np.full(n_all, cx - 0.2), np.full(n_all, cy + 0.02), zs], 1)
+                gap = min(0.09, depth / max(n_all, 1))      # a few cards spread out, many pack tight
+                zs = cz - 0.12 - (np.arange(n_all) + 0.5) * gap
+                # Index cards standing in the tray, taller than the drawer front so they show when it is out.
+                card_h = self.slot_h * 1.1
+                c = np.stack([np.full(n_all, cx - 0.2), np.full(n_all, cy - self.slot_h * 0.3 + card_h / 2), zs], 1)
                 if n_ok:
-                    cards_ok.append(boxes(c[:n_ok], (fw * 0.55, self.slot_h * 0.5, 0.012)))
+                    cards_ok.append(boxes(c[:n_ok], (fw * 0.55, card_h, 0.014)))
                 if n_all > n_ok:
-                    cards_new.append(boxes(c[n_ok:], (fw * 0.55, self.slot_h * 0.5, 0.012)))
+                    cards_new.append(boxes(c[n_ok:], (fw * 0.55, card_h, 0.014)))
+        if trays:
+            fb.add("box", np.stack(trays), pal.iron)
         if blanks:
             fb.add("box", np.stack(blanks), pal.iron_light)
         if fronts:

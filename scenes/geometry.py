@@ -134,6 +134,24 @@ def cylinder_mesh(segments: int = 24, caps: bool = True, smooth: bool = True) ->
     return _tris(verts, normals)
 
 
+def prism_mesh(sides: int = 6) -> np.ndarray:
+    """A flat-sided prism of radius 1 around y (-0.5..0.5) with a top cap and no bottom (it stands on a
+    surface): 2*sides + (sides - 2) triangles. The pins use it: thousands of copies, so every triangle counts."""
+    verts, normals = [], []
+    pts = [(math.cos(2 * math.pi * i / sides), math.sin(2 * math.pi * i / sides)) for i in range(sides)]
+    for i in range(sides):
+        (x0, z0), (x1, z1) = pts[i], pts[(i + 1) % sides]
+        am = 2 * math.pi * (i + 0.5) / sides
+        n = (math.cos(am), 0.0, math.sin(am))
+        b0, b1, t0, t1 = (x0, -0.5, z0), (x1, -0.5, z1), (x0, 0.5, z0), (x1, 0.5, z1)
+        verts += [b0, t1, b1, b0, t0, t1]
+        normals += [n] * 6
+    for i in range(1, sides - 1):
+        verts += [(pts[0][0], 0.5, pts[0][1]), (pts[i + 1][0], 0.5, pts[i + 1][1]), (pts[i][0], 0.5, pts[i][1])]
+        normals += [(0, 1, 0)] * 3
+    return _tris(verts, normals)
+
+
 def gear_mesh(teeth: int = 16, inner: float = 0.78, tooth_depth: float = 0.2, bore: float = 0.18) -> np.ndarray:
     """A spur gear of outer radius 1 in the xy plane, 1 thick along z (-0.5..0.5), with spokes cut as a bore ring."""
     verts, normals = [], []
@@ -211,5 +229,5 @@ def build_meshes() -> dict[str, np.ndarray]:
         "gear": gear_mesh(16),
         "gear_big": gear_mesh(28, inner=0.86, tooth_depth=0.14),
         "bead": sphere_mesh(1),
-        "pin": cylinder_mesh(6, caps=True, smooth=False),   # the weights: 24 triangles each
+        "pin": prism_mesh(6),               # the weights: 16 triangles each
     }

@@ -19,8 +19,9 @@ PHASES = {
 }
 
 
-def _plate(fb, x, y, lines, pal, anchor="center") -> None:
-    """Text lines [(text, size_px, colour)] on a dark plate; (x, y) the plate's top centre / top-left."""
+def _plate(fb, x, y, lines, pal, anchor="center") -> tuple[float, float]:
+    """Text lines [(text, size_px, colour)] on a dark plate; (x, y) the plate's top centre / top-left.
+    Returns the plate's (width, height)."""
     widths = [fb.atlas.advance(t) * s for t, s, _ in lines]
     w = max(widths) + 0.9 * lines[0][1]
     h = sum(s * 1.22 for _, s, _ in lines) + 0.45 * lines[0][1]
@@ -32,9 +33,11 @@ def _plate(fb, x, y, lines, pal, anchor="center") -> None:
         fb.text(t, (x0 + (w - tw) / 2 if anchor == "center" else x0 + 0.45 * lines[0][1], yy, 0), (1, 0, 0),
                 (0, -1, 0), s, col, screen=True)
         yy += s * 0.22
+    return w, h
 
 
-def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set) -> None:
+def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set,
+                     exploded: bool = False) -> None:
     pal = ec.palette
     big = height / 34.0
     small = height / 50.0
@@ -42,7 +45,8 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
         if name in hidden:
             continue
         off = offsets.get(name, (0, 0, 0))
-        a = tuple(info.anchor[i] + off[i] for i in range(3))
+        base = info.exploded_anchor if exploded and info.exploded_anchor else info.anchor
+        a = tuple(base[i] + off[i] for i in range(3))
         x, y, depth = project(viewproj, a, width, height)
         if not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
             continue
@@ -54,8 +58,9 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
         _plate(fb, x, y - (big + small) * 1.3, lines, pal)
 
 
-def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None) -> None:
-    """Top-left: where we are in the run and what is happening now."""
+def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
+             timing=None) -> None:
+    """Top-left: where we are in the run and what is happening now, and a strip of the step's phases."""
     pal = ec.palette
     big = height / 30.0
     small = height / 46.0
@@ -73,4 +78,27 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
         if ec.language in ("en", "both"):
             lines.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
     if lines:
-        _plate(fb, height * 0.025, height * 0.025, lines, pal, anchor="left")
+        x0, y0 = height * 0.025, height * 0.025
+        w, h = _plate(fb, x0, y0, lines, pal, anchor="left")
+        if timing is not None:
+            _phase_strip(fb, state, timing, x0, y0 + h + height * 0.006, w, height * 0.012, pal)
+
+
+def _phase_strip(fb, state, st, x, y, w, h, pal) -> None:
+    """The current step as a bar: one segment per phase (draft, verify, check, write), length = its time;
+    the part already played is bright, a marker shows now."""
+    spans = [st.draft, st.verify, st.check, st.write]
+    total = max(spans[-1][1] - spans[0][0], 1e-9)
+    colours = [pal.pencil, pal.lane_on.color, pal.copper.color, pal.label]
+    fb.rect_screen(x, y, w, h, pal.plate)
+    for (a, b), col in zip(spans, colours):
+        if b <= a:
+            continue
+        sx = x + (a - spans[0][0]) / total * w
+        sw = (b - a) / total * w
+        fb.rect_screen(sx + 1, y + h * 0.2, max(sw - 2, 1), h * 0.6, (col[0], col[1], col[2], 0.35))
+        done = min(max(state.t - a, 0.0), b - a) / (b - a)
+        if done > 0:
+            fb.rect_screen(sx + 1, y + h * 0.2, max((sw - 2) * done, 1), h * 0.6, (col[0], col[1], col[2], 1.0))
+    now = x + min(max(state.t - spans[0][0], 0.0), total) / total * w
+    fb.rect_screen(now - 1.5, y - h * 0.3, 3, h * 1.6, pal.label)

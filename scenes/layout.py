@@ -70,9 +70,17 @@ def tape_point(x: float, v: float, lift: float = 0.0) -> np.ndarray:
     return np.array([x, c[1], c[2]]) + tape_up() * v + tape_normal() * lift
 
 
-def cell_x(cell: float) -> float:
+def window(gamma: int) -> tuple[float, float]:
+    """(x of the writing window's left edge, cell width) for γ guesses: long runs of guesses move the window
+    left and, past what the tape can hold, narrow the cells, so the γ meters and the bonus cell stay on it."""
+    cell = min(CELL, 11.0 / (gamma + 1.5))
+    return min(TAPE_WINDOW_X, TAPE_X[1] - 0.3 - (gamma + 1.3) * cell), cell
+
+
+def cell_x(cell: float, gamma: int = 4) -> float:
     """Centre x of a tape cell counted from the writing window (cell 0 = the first guess of this step)."""
-    return TAPE_WINDOW_X + (cell + 0.5) * CELL
+    x0, w = window(gamma)
+    return x0 + (cell + 0.5) * w
 
 
 @dataclass
@@ -83,6 +91,7 @@ class PartInfo:
     anchor: tuple          # world point the label sits above (and tests project)
     lift: tuple            # exploded-view offset
     probe: tuple = ()      # world point on the part's body (tests look for it there)
+    exploded_anchor: tuple = ()   # where the label goes when the table is taken apart (before the lift)
 
 
 PARTS: dict[str, PartInfo] = {
@@ -90,11 +99,11 @@ PARTS: dict[str, PartInfo] = {
                         (-1.6, 2.1 + 1.25, -2.75)),
     "readhead": PartInfo("readhead", "读头 · 九条通道", "read head · nine lanes", (-1.6, 1.0, 1.3),
                          (-0.6, 3.2, 0.6), (-1.6, 2.1, -0.2)),
-    "smalldrum": PartInfo("smalldrum", "小鼓 · 草稿模型", "small drum · draft", (9.3, 2.3, 1.4), (1.6, 3.2, 0.4),
-                          (8.4, 1.6, 1.6)),
+    "smalldrum": PartInfo("smalldrum", "小鼓 · 草稿模型", "small drum · draft", (9.3, 3.0, 3.3), (1.6, 3.2, 0.4),
+                          (8.4, 1.6, 1.6), (8.4, 2.3, 1.6)),
     "tape": PartInfo("tape", "纸带", "paper tape", (-5.7, 0.5, 4.4), (0.0, 0.9, 2.0), (0.0, 0.62, 4.35)),
-    "bridge": PartInfo("bridge", "验证表桥", "bridge of meters", (5.5, 4.75, 3.0), (0.0, 2.6, 1.4),
-                       (4.0, 2.6, 3.3)),
+    "bridge": PartInfo("bridge", "验证表桥", "bridge of meters", (10.4, 3.2, 0.3), (0.0, 2.6, 1.4),
+                       (4.0, 2.6, 3.3), (5.5, 4.9, 3.3)),
     "mill": PartInfo("mill", "算术磨坊", "arithmetic mill", (2.9, 3.75, -1.9), (0.6, 3.8, 0.0), (2.2, 1.35, -1.75)),
     "cabinet": PartInfo("cabinet", "KV 柜", "KV cabinet", (6.1, 4.6, -3.55), (1.4, 3.6, -1.0), (6.1, 2.0, -2.5)),
     "tubes": PartInfo("tubes", "试管", "test tubes", (-7.1, 5.3, 0.3), (-1.6, 3.0, 0.6), (-8.5, 2.0, -0.1)),

@@ -38,8 +38,12 @@ class Mill:
         right, up = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
         pct = state.extra.get("pass_busy", state.mill_busy) * 100
         txt = f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
-        fb.text(ec.say("算术忙 " + txt, "busy " + txt), (cx + 0.35, 0.25, cz + 0.36), right, up, 0.3,
+        fb.text(ec.say("算术忙 " + txt, "busy " + txt), (cx + 0.35, 0.3, cz + 0.36), right, up, 0.3,
                 pal.label, anchor="center", valign="middle")
+        hw = ec.run.get("hardware_label", "")
+        if hw:
+            fb.text(hw, (cx + 0.35, 0.08, cz + 0.36), right, up, 0.14, pal.label_sub, anchor="center",
+                    valign="middle")
 
 
 def gear_angle(mill_angle: float, index: int) -> float:

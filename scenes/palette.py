@@ -38,6 +38,7 @@ class Palette:
     background_bottom: tuple
     iron: Material
     iron_light: Material
+    meter_face: Material        # dark in every palette: the meters' white numbers must stand out
     brass: Material
     copper: Material
     steel: Material
@@ -75,6 +76,7 @@ def _default() -> Palette:
         background_bottom=srgb("#0e0e10")[:3],
         iron=Material(srgb("#2a2c30"), metallic=0.55, roughness=0.55),
         iron_light=Material(srgb("#4a4d54"), metallic=0.6, roughness=0.45),
+        meter_face=Material(srgb("#33363d"), metallic=0.3, roughness=0.7),
         brass=Material(srgb("#c9a04a"), metallic=0.9, roughness=0.32),
         copper=Material(srgb("#c8703f"), metallic=0.9, roughness=0.3),
         steel=Material(srgb("#a9afb8"), metallic=0.85, roughness=0.28),
@@ -110,6 +112,7 @@ def _projector() -> Palette:
         background_bottom=srgb("#23252b")[:3],
         iron=Material(srgb("#4b4f57"), metallic=0.45, roughness=0.5),
         iron_light=Material(srgb("#6e737c"), metallic=0.5, roughness=0.45),
+        meter_face=Material(srgb("#25272c"), metallic=0.3, roughness=0.7),
         paper=Material(srgb("#fffaf0"), metallic=0.0, roughness=0.9),
         lane_on=Material(srgb("#ffd060"), metallic=0.1, roughness=0.3, emissive=1.3),
         pencil=srgb("#3e3e44"),

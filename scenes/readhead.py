@@ -88,16 +88,14 @@ class ReadHead:
             fb.add("box", box_matrix((self.x0 + self.x1) / 2, 0.9, zc, L, 1.5, zl - 0.1), pal.iron)
         # The comb's guide (where the teeth slide) and, unless cut away, the cover over the rods.
         fb.add("box", box_matrix((self.x0 + self.x1) / 2, y - 0.12, self.tip_z + 0.3, L, 0.1, 0.2), pal.iron_light)
-        if ec.view not in ("readhead", "cutaway"):
-            fb.add("box", box_matrix((self.x0 + self.x1) / 2, y + 0.23, zc + 0.15, L + 0.3, 0.06, zl * 0.55),
+        if ec.view != "cutaway":
+            # The comb's housing over the teeth; the lanes stay in sight so the class sees them light.
+            fb.add("box", box_matrix((self.x0 + self.x1) / 2, y + 0.2, self.tip_z + 0.45, L + 0.3, 0.08, 0.5),
                    pal.iron_light)
         # Lane numbers at the right end, on the end plate's face.
         right, up = ec.cam_right, ec.cam_up
         for lane in range(N_LANES):
             col = pal.lane_on.color if lane < lit else pal.label_sub
-            fb.text(str(lane + 1), (self.x1 + 0.3, y - 0.1, lane_z(lane)), right, up, 0.2, col,
+            fb.text(str(lane + 1), (self.x1 + 0.3, y - (0.3 if cut else 0.1), lane_z(lane)), right, up, 0.15, col,
                     anchor="left", valign="middle")
         fb.shadow((self.x0 + self.x1) / 2, 0.012, zc, L + 0.8, zl + 0.5, 0.5)
-
-    def readout(self, state, ec: EmitContext) -> str:
-        return ec.say(f"亮 {state.lanes_true} 条通道", f"{state.lanes_true} lanes lit")

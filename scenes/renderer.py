@@ -71,8 +71,12 @@ class FrameBuilder:
         self.groups.setdefault((mesh, transparent), []).append(rows)
 
     def shadow(self, cx: float, y: float, cz: float, sx: float, sz: float, strength: float = 0.55) -> None:
+        # A lifted part (exploded view) leaves a fainter, wider shadow where it stands.
+        lift = max(float(self.offset[1]), 0.0)
+        strength /= 1.0 + 0.6 * lift
+        sx, sz = sx * (1 + 0.08 * lift), sz * (1 + 0.08 * lift)
         m = np.diag([sx, 1.0, sz, 1.0])
-        m[:3, 3] = (cx, y, cz)
+        m[:3, 3] = (cx + self.offset[0], y, cz + self.offset[2])
         row = np.zeros(INST_FLOATS, dtype=np.float32)
         row[:16] = m.T.reshape(16)
         row[19] = strength
@@ -99,7 +103,8 @@ class FrameBuilder:
         o = np.asarray(origin, dtype=np.float64).copy()
         if not screen:
             o += self.offset
-        width = self.atlas.advance(text) * size
+        uv, xywh, width = self.atlas.layout_arrays(text)
+        width *= size
         if anchor == "center":
             o -= right * width / 2
         elif anchor == "right":
@@ -108,12 +113,19 @@ class FrameBuilder:
             o -= up * size * 0.36
         elif valign == "top":
             o -= up * size * 0.88
-        rows = []
-        for g, x, y, w, h in self.atlas.layout(text):
-            rows.append(self._text_row(o + right * x * size + up * y * size, right * w * size, up * h * size,
-                                       g.uv, color, reveal))
-        if rows:
-            (self.screen_text if screen else self.world_text).append(np.stack(rows))
+        n = len(uv)
+        if n:
+            rows = np.empty((n, TEXT_FLOATS), dtype=np.float32)
+            q = xywh * size
+            rows[:, 0:3] = o + q[:, 0:1] * right + q[:, 1:2] * up
+            rows[:, 3:6] = q[:, 2:3] * right
+            rows[:, 6:9] = q[:, 3:4] * up
+            rows[:, 9:13] = uv
+            rows[:, 13:16] = np.asarray(color[:3], dtype=np.float64) ** (1 / 2.2)
+            rows[:, 16] = color[3]
+            rows[:, 17] = reveal
+            rows[:, 18] = 0.0
+            (self.screen_text if screen else self.world_text).append(rows)
         return width
 
     def glyph_cell(self, ch: str, centre, right, up, size: float, color, reveal: float = 1.0) -> None:
@@ -159,8 +171,14 @@ class Renderer:
                                    fragment_shader=load_shader("background.frag"))
         self.bg_vao = ctx.vertex_array(self.bg_prog, [])
         self.meshes = build_meshes()
-        self.mesh_vbos = {k: ctx.buffer(v.tobytes()) for k, v in self.meshes.items()}
-        self.mesh_tris = {k: len(v) // 3 for k, v in self.meshes.items()}
+        # Indexed: corners shared by neighbouring triangles (same position and normal) are shaded once.
+        # On llvmpipe the vertex shader is a good part of the frame, so this saves a third or more.
+        self.mesh_vbos, self.mesh_ibos, self.mesh_tris = {}, {}, {}
+        for k, v in self.meshes.items():
+            verts, idx = np.unique(np.round(v, 5), axis=0, return_inverse=True)
+            self.mesh_vbos[k] = ctx.buffer(verts.astype(np.float32).tobytes())
+            self.mesh_ibos[k] = ctx.buffer(idx.astype(np.uint32).ravel().tobytes())
+            self.mesh_tris[k] = len(v) // 3
         self._inst: dict[str, tuple] = {}     # key -> (buffer, vao, capacity_rows)
         self.corner_vbo = ctx.buffer(np.array([0, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1], dtype=np.float32).tobytes())
 
@@ -180,7 +198,11 @@ class Renderer:
             else:
                 content = [(self.mesh_vbos[mesh], "3f 3f", "in_pos", "in_normal"),
                            (buf, "16f 4f 4f/i", "i_model", "i_color", "i_material")]
-            vao = self.ctx.vertex_array(prog, content, skip_errors=True)
+            if mesh is None:
+                vao = self.ctx.vertex_array(prog, content, skip_errors=True)
+            else:
+                vao = self.ctx.vertex_array(prog, content, index_buffer=self.mesh_ibos[mesh], index_element_size=4,
+                                            skip_errors=True)
             self._inst[key] = (buf, vao, cap)
         return buf, vao
 
@@ -191,13 +213,6 @@ class Renderer:
         vp = np.asarray(viewproj, dtype=np.float32).T.tobytes()
 
         ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
-        self.bg_prog["u_top"].value = tuple(c ** (1 / 2.2) for c in palette.background_top)
-        self.bg_prog["u_bottom"].value = tuple(c ** (1 / 2.2) for c in palette.background_bottom)
-        self.bg_prog["u_aspect"].value = width / max(height, 1)
-        self.bg_vao.render(vertices=3)
-        stats.draw_calls += 1
-        stats.triangles += 1
-
         lit = self.lit
         lit["u_viewproj"].write(vp)
         lit["u_eye"].value = tuple(float(x) for x in eye)
@@ -218,6 +233,16 @@ class Renderer:
                 continue
             self._draw_group(mesh, parts, stats)
 
+        # The backdrop after the solids, at the far plane: early depth rejection skips every pixel the
+        # table covers (on llvmpipe the fragment work is most of the frame).
+        ctx.depth_mask = False
+        self.bg_prog["u_top"].value = tuple(c ** (1 / 2.2) for c in palette.background_top)
+        self.bg_prog["u_bottom"].value = tuple(c ** (1 / 2.2) for c in palette.background_bottom)
+        self.bg_prog["u_aspect"].value = width / max(height, 1)
+        self.bg_vao.render(vertices=3)
+        stats.draw_calls += 1
+        stats.triangles += 1
+
         # Shadows after the opaque surfaces they fall on; no depth writes, so they never hide anything.
         if frame.shadows:
             ctx.enable(ctx.BLEND)
@@ -236,9 +261,12 @@ class Renderer:
         ctx.enable(ctx.BLEND)
         ctx.blend_func = ctx.SRC_ALPHA, ctx.ONE_MINUS_SRC_ALPHA
         ctx.depth_mask = False
+        # One face of each glass shape is enough to read as glass, at half the blending cost.
+        ctx.enable(ctx.CULL_FACE)
         for (mesh, transparent), parts in frame.groups.items():
             if transparent:
                 self._draw_group(mesh, parts, stats, key_suffix=":t")
+        ctx.disable(ctx.CULL_FACE)
 
         tex = frame.atlas.texture_for(ctx)
         tex.use(0)
@@ -252,8 +280,9 @@ class Renderer:
                              dtype=np.float32)
             self.text_prog["u_viewproj"].write(ortho.T.tobytes())
             self._draw_text("text_screen", frame.screen_text, stats)
+        # Leave GL as found by the app's own renderer (ImGui): no depth test, blending or culling.
         ctx.depth_mask = True
-        ctx.disable(ctx.BLEND)
+        ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
 
     def _shadow_vao(self, rows: int):
         key = "shadow_quad"
@@ -298,7 +327,7 @@ class Renderer:
             vao.release()
             buf.release()
         self._inst.clear()
-        for b in self.mesh_vbos.values():
+        for b in list(self.mesh_vbos.values()) + list(self.mesh_ibos.values()):
             b.release()
         self.corner_vbo.release()
         self.bg_vao.release()

@@ -12,7 +12,7 @@ import numpy as np
 
 from scenes.bigdrum import pin_locals, pin_pattern
 from scenes.geometry import box_matrix, compose, rot_x, rot_z, scale, translate
-from scenes.layout import (BIG_DRUM_COLS, BIG_DRUM_ROWS, SMALL_DRUM_CENTRE, SMALL_DRUM_LENGTH, SMALL_DRUM_RADIUS,
+from scenes.layout import (SMALL_DRUM_CENTRE, SMALL_DRUM_LENGTH, SMALL_DRUM_RADIUS,
                            EmitContext, cell_x, tape_point)
 
 
@@ -59,11 +59,11 @@ class PencilCart:
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
-        x = cell_x(state.pencil_cell)
+        x = cell_x(state.pencil_cell, state.gamma)
         top = tape_point(x, 0.85, 0.0)
         # Rail (fixed) from the window to the small drum.
         rail_y, rail_z = top[1] + 0.14, top[2] - 0.05
-        x0, x1 = cell_x(-0.6), SMALL_DRUM_CENTRE[0] - 0.2
+        x0, x1 = cell_x(-0.6, state.gamma), SMALL_DRUM_CENTRE[0] - 0.2
         fb.add("cyl_lo", compose(translate((x0 + x1) / 2, rail_y, rail_z), rot_z(math.pi / 2),
                                  scale(0.04, x1 - x0, 0.04)), pal.steel)
         fb.add("box", np.stack([box_matrix(x1, rail_y / 2, rail_z, 0.1, rail_y, 0.1)]), pal.iron)

@@ -30,15 +30,25 @@ from scenes.tubes import TestTubes
 # Which part each close-up view is about (its title in the HUD; the exploded view lifts them all).
 VIEW_PART = {"bigdrum": "bigdrum", "readhead": "readhead", "cutaway": "readhead", "smalldrum": "smalldrum",
              "tape": "tape", "bridge": "bridge", "mill": "mill", "cabinet": "cabinet", "tubes": "tubes"}
+# A close-up lifts its part out and shows it alone on the table, with the parts it works with.
+VIEW_SHOWS = {
+    "bigdrum": {"table", "bigdrum", "readhead"},
+    "readhead": {"table", "bigdrum", "readhead"},
+    "cutaway": {"table", "bigdrum", "readhead"},
+    "smalldrum": {"table", "smalldrum", "pencil", "tape", "typing"},
+    "mill": {"table", "mill", "bigdrum", "readhead"},
+    "cabinet": {"table", "cabinet"},
+    "tubes": {"table", "tubes"},
+}
 # Parts that ride along with another part when the table is taken apart.
 LIFT_WITH = {"pencil": "smalldrum", "typing": "tape"}
 
 
 def _busy_function(hardware):
-    """lanes -> arithmetic busy fraction, from models.hardware (default: H100 SXM running Llama 3.1 8B)."""
+    """(lanes -> arithmetic busy fraction, label) from models.hardware (default: H100 SXM, Llama 3.1 8B)."""
     if callable(hardware):
-        return hardware
-    from models.hardware import busy_fraction
+        return hardware, ""
+    from models.hardware import busy_fraction, get_device, get_model
 
     device, model = "h100-sxm", "llama-3.1-8b"
     if isinstance(hardware, dict):
@@ -48,7 +58,8 @@ def _busy_function(hardware):
     elif isinstance(hardware, str):
         device = hardware
     busy_fraction(device, model, 1)        # InputError now for an unknown device or model, not mid-frame
-    return lambda lanes: busy_fraction(device, model, lanes)
+    label = f"{get_device(device).label} · {get_model(model).label}"
+    return (lambda lanes: busy_fraction(device, model, lanes)), label
 
 
 class Stage:
@@ -67,6 +78,9 @@ class Stage:
         self.show_hud = True
         self.samples = 0                # MSAA samples for render(); 0 = none (cheapest on llvmpipe)
         self.camera_transition_s = 0.7
+        # render() waits for the GL to finish so frame_ms is the whole frame; a window loop may set False
+        # to let llvmpipe rasterise while Python builds the UI (frame_ms then counts only the submission).
+        self.sync = True
         self.hidden: set[str] = set()   # parts not drawn (teaching, tests)
         self._reduced_motion = False
         self._rendered = False
@@ -86,8 +100,10 @@ class Stage:
         self.mill = Mill()
         self.cabinet = KVCabinet()
         self.tubes = TestTubes()
-        self.parts = [self.table, self.bigdrum, self.readhead, self.mill, self.cabinet, self.tubes, self.smalldrum,
-                      self.tape, self.bridge, self.pencil, self.typing]
+        # Front to back-ish, the table last: nearer surfaces fill the depth buffer first, so the big table
+        # top behind them is rejected before shading.
+        self.parts = [self.tape, self.typing, self.bridge, self.pencil, self.smalldrum, self.tubes, self.readhead,
+                      self.mill, self.bigdrum, self.cabinet, self.table]
         self.run: dict = {"display": str, "prefix": [], "batch_lanes": 1, "kv_capacity": 64}
         self.traces: list = []
         self.timeline = Timeline([])
@@ -102,13 +118,15 @@ class Stage:
         prefix = list(traces[0].context) if traces else []
         end_len = len(traces[-1].context) + len(traces[-1].tokens_written) if traces else 0
         display = pair.display if pair is not None else str
+        busy, hw_label = _busy_function(hardware)
         self.run = {"display": display, "prefix": prefix, "batch_lanes": batch_lanes,
-                    "kv_capacity": max(16, int(end_len * 1.15) + 4), "pair": pair, "settings": settings}
+                    "kv_capacity": max(16, int(end_len * 1.15) + 4), "pair": pair, "settings": settings,
+                    "hardware_label": hw_label}
         self.traces = traces
         self.tubes.set_result(tubes)
         old = self.timeline
         self.timeline = Timeline(traces, timing=Timing(cost_ratio=cost_ratio), batch_lanes=batch_lanes,
-                                 busy=_busy_function(hardware), tube_rounds=tubes.rounds if tubes is not None else 0,
+                                 busy=busy, tube_rounds=tubes.rounds if tubes is not None else 0,
                                  prefix_len=len(prefix))
         self.timeline.paused, self.timeline.speed = old.paused, old.speed
         self.timeline.reduced_motion = self._reduced_motion
@@ -174,21 +192,23 @@ class Stage:
         ec = EmitContext(self.palette, right, up, self.language, self.view, self.run)
         fb = FrameBuilder(self.atlas)
         offsets = self.offsets()
+        shows = VIEW_SHOWS.get(self.view)
         for part in self.parts:
-            if part.name in self.hidden:
+            if part.name in self.hidden or (shows is not None and part.name not in shows):
                 continue
             key = LIFT_WITH.get(part.name, part.name)
             fb.offset = np.asarray(offsets.get(key, (0.0, 0.0, 0.0)), dtype=np.float64)
             part.emit(fb, state, ec)
         fb.offset = np.zeros(3)
         if self.show_labels and self.view in ("table", "exploded"):
-            emit_part_labels(fb, vp, width, height, ec, offsets, self.hidden)
+            emit_part_labels(fb, vp, width, height, ec, offsets, self.hidden, exploded=self._explode > 0.5)
         if self.show_hud:
             part = VIEW_PART.get(self.view)
             title = (PARTS[part].zh, PARTS[part].en) if part else None
             if self.view == "cutaway":
                 title = ("读头剖面", "read head, cut away")
-            emit_hud(fb, state, width, height, ec, len(self.traces), title)
+            timing = self.timeline.steps[state.step] if state.step >= 0 else None
+            emit_hud(fb, state, width, height, ec, len(self.traces), title, timing)
 
         target = fbo if fbo is not None else ctx.screen
         draw_to = target
@@ -207,7 +227,8 @@ class Stage:
         if draw_to is not target:
             ctx.copy_framebuffer(target, draw_to)
             target.use()
-        ctx.finish()
+        if self.sync:
+            ctx.finish()
         self._rendered = True
         stats.frame_ms = (time.perf_counter() - t0) * 1000.0
         self.last_stats = stats

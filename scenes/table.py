@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenes.geometry import box_matrix, boxes, compose, rot_x, scale, translate
+from scenes.geometry import box_matrix, compose, rot_x, scale, translate
 from scenes.layout import FLOOR_Y, TABLE_THICK, TABLE_X, TABLE_Z, EmitContext
 
 

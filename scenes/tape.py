@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from scenes.geometry import box_matrix, compose, rot_x, scale, translate
-from scenes.layout import (CELL, GLYPH, TAPE_CENTRE, TAPE_DEPTH, TAPE_SLOPE, TAPE_WINDOW_X, TAPE_X, EmitContext,
-                           tape_normal, tape_point, tape_up)
+from scenes.layout import (CELL, GLYPH, TAPE_CENTRE, TAPE_DEPTH, TAPE_SLOPE, TAPE_X, EmitContext, tape_normal,
+                           tape_point, tape_up, window)
 from scenes.text_atlas import DISC, SOLID
 
 GLYPH_V = 0.14       # character centre, along the slope from the tape's centre line
@@ -32,6 +32,8 @@ class CellView:
     struck: float
     erased: float
     mark: str
+    size: float = GLYPH       # em height of the character (smaller when many guesses narrow the cells)
+    cell: float = CELL
 
 
 class PaperTape:
@@ -46,16 +48,18 @@ class PaperTape:
         """Every visible cell now: the prefix, earlier steps' tokens and this step's guesses and token."""
         out = []
         view = state.tape_view
+        x0, cell = window(state.gamma)
+        size = GLYPH * cell / CELL
         items = [(i, tok, 1.0, 1.0, 0.0, 0.0, "") for i, tok in enumerate(prefix)]
         items += [(c.position, c.token, c.pencil, c.ink, c.struck, c.erased, c.mark) for c in state.tape]
         for pos, tok, pencil, ink, struck, erased, mark in items:
-            x = TAPE_WINDOW_X + (pos - view + 0.5) * CELL
-            if x < TAPE_X[0] + CELL * 0.45 or x > TAPE_X[1] - CELL * 0.45:
+            x = x0 + (pos - view + 0.5) * cell
+            if x < TAPE_X[0] + cell * 0.45 or x > TAPE_X[1] - cell * 0.45:
                 continue
             if pencil <= 0 and ink <= 0:
                 continue
             out.append(CellView(pos, display(tok), x, tape_point(x, GLYPH_V, 0.014), tape_point(x, MARK_V, 0.014),
-                                pencil, ink, struck, erased, mark))
+                                pencil, ink, struck, erased, mark, size, cell))
         return out
 
     def emit(self, fb, state, ec: EmitContext) -> None:
@@ -84,11 +88,12 @@ class PaperTape:
 
         # The writing window: a faint band under this step's guess cells.
         g = max(state.gamma, 1)
-        wc = tape_point(TAPE_WINDOW_X + g * CELL / 2, 0.0, 0.008)
+        wx, cell = window(state.gamma)
+        wc = tape_point(wx + g * cell / 2, 0.0, 0.008)
         band = (pal.pencil[0], pal.pencil[1], pal.pencil[2], 0.12)
-        fb.shape(SOLID, wc, self.right, self.up, g * CELL, TAPE_DEPTH * 0.92, band)
+        fb.shape(SOLID, wc, self.right, self.up, g * cell, TAPE_DEPTH * 0.92, band)
         for k in range(g + 1):
-            fb.shape(SOLID, tape_point(TAPE_WINDOW_X + k * CELL, 0.0, 0.01), self.right, self.up, 0.02,
+            fb.shape(SOLID, tape_point(wx + k * cell, 0.0, 0.01), self.right, self.up, 0.02,
                      TAPE_DEPTH * 0.92, (pal.pencil[0], pal.pencil[1], pal.pencil[2], 0.35))
 
         display = ec.run.get("display", str)
@@ -100,7 +105,7 @@ class PaperTape:
             k = min(cv.ink, 1.0)
             col = tuple(float(a + (b - a) * k) for a, b in zip(pal.pencil, pal.ink))
             col = (col[0], col[1], col[2], alpha)
-            size = GLYPH if len(cv.text) <= 1 else GLYPH * 1.6 / (len(cv.text) + 0.6)
+            size = cv.size if len(cv.text) <= 1 else cv.size * 1.6 / (len(cv.text) + 0.6)
             reveal = 1.0 if k > 0 else cv.pencil
             if len(cv.text) <= 1:
                 fb.glyph_cell(cv.text, cv.centre, self.right, self.up, size, col, reveal=reveal)
@@ -109,8 +114,8 @@ class PaperTape:
                         reveal=reveal)
             if cv.struck > 0:
                 sc = (pal.fail_mark[0], pal.fail_mark[1], pal.fail_mark[2], alpha)
-                w = CELL * 0.86 * cv.struck
-                fb.shape(SOLID, cv.centre + self.right * (w / 2 - CELL * 0.43) + self.normal * 0.004, self.right,
+                w = cv.cell * 0.86 * cv.struck
+                fb.shape(SOLID, cv.centre + self.right * (w / 2 - cv.cell * 0.43) + self.normal * 0.004, self.right,
                          self.up, w, 0.07, sc)
             if cv.mark and cv.ink > 0.5:
                 if cv.mark == "dot":
@@ -131,7 +136,8 @@ class TypingHead:
         # At rest the head waits below the tape's front edge, so it never hides a character or a meter;
         # it rises onto the cell only while striking.
         if state.typing_cell >= 0:
-            x = TAPE_WINDOW_X + (state.typing_cell + 0.5) * CELL
+            wx, cell = window(state.gamma)
+            x = wx + (state.typing_cell + 0.5) * cell
             down = state.typing_down
         else:
             x, down = TAPE_X[1] - 0.6, 0.0

@@ -64,6 +64,7 @@ class GlyphAtlas:
         self.texture = None
         self.dirty = True
         self.missing: set[str] = set()
+        self._generation = 0
         self._add_shapes()
 
     # ------------------------------------------------------------ packing
@@ -75,6 +76,7 @@ class GlyphAtlas:
             # Full: start over with only what the next frames ask for (rare: thousands of distinct glyphs).
             self.pixels[:] = 0
             self.glyphs.clear()
+            self._generation += 1            # cached layouts point at the old places
             self._x = self._y = self._row_h = 0
             self._add_shapes()
         x, y = self._x + p, self._y + p
@@ -153,6 +155,21 @@ class GlyphAtlas:
             pen += g.advance
         return out
 
+    def layout_arrays(self, text: str) -> tuple[np.ndarray, np.ndarray, float]:
+        """Vectorised layout, cached per string: uv (n, 4), quads x, y, w, h in em (n, 4), and the width in em."""
+        cache = self.__dict__.setdefault("_layout_cache", {})
+        hit = cache.get(text)
+        if hit is not None and hit[3] == self._generation:
+            return hit[0], hit[1], hit[2]
+        quads = self.layout(text)
+        uv = np.array([g.uv for g, *_ in quads], dtype=np.float64).reshape(-1, 4)
+        xywh = np.array([q[1:] for q in quads], dtype=np.float64).reshape(-1, 4)
+        width = self.advance(text)
+        if len(cache) > 4000:
+            cache.clear()
+        cache[text] = (uv, xywh, width, self._generation)
+        return uv, xywh, width
+
     def bitmap(self, ch: str) -> np.ndarray:
         """The rasterised coverage of one glyph (rows top to bottom), e.g. to compare with a rendered frame."""
         g = self.glyph(ch)
@@ -166,7 +183,6 @@ class GlyphAtlas:
         if self.texture is None:
             self.texture = ctx.texture((self.W, self.H), 1, dtype="f1")
             self.texture.filter = (ctx.LINEAR_MIPMAP_LINEAR, ctx.LINEAR)
-            self.texture.anisotropy = 4.0
             self.dirty = True
         if self.dirty:
             self.texture.write(self.pixels.tobytes())

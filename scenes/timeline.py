@@ -14,12 +14,14 @@ One speculative step, in order (SCIENCE.md sections 3-5):
 """
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
 from models.trace import StepTrace
 
 TICK = 1.0 / 120.0
+TAPE_HISTORY = 40      # tokens behind the writing window kept in the state (more than the tape shows)
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,7 @@ class Timing:
     meter: float = 0.6
     hold: float = 0.4
     strike: float = 0.4
-    erase: float = 0.35
+    erase: float = 0.6
     ink: float = 0.32
     scroll: float = 0.55
     tube_round: float = 1.6
@@ -203,6 +205,7 @@ class Timeline:
         for r in range(self.tube_rounds):
             self.events.append(Event("bead_drop", -1, r * T.tube_round, (r + 0.8) * T.tube_round, r))
         self._mill = mill_segments
+        self._ends = [st.end for st in self.steps]
         self.duration = max(self.steps_end, self.tube_rounds * T.tube_round)
 
     # ---------------------------------------------------------------- clock
@@ -257,10 +260,7 @@ class Timeline:
     def step_at(self, t: float) -> int:
         if not self.steps:
             return -1
-        for st in self.steps:
-            if t < st.end:
-                return st.index
-        return len(self.steps) - 1
+        return min(bisect.bisect_right(self._ends, t), len(self.steps) - 1)
 
     def events_at(self, t: float) -> list[Event]:
         return [e for e in self.events if e.start <= t < e.end]
@@ -291,9 +291,12 @@ class Timeline:
             if self.reduced_motion:
                 tube_progress = 1.0
         if not self.steps:
-            return SceneState(t, -1, "idle", 0.0, 0.0, 0.0, 0, 0, 0.0, 0.0, float(self.prefix_len), [],
-                              [], 0.0, 0.0, 0.0, 0.0, float(self.prefix_len), 0.0, 0.0, 0, 0, tube_round,
-                              tube_progress)
+            return SceneState(t=t, step=-1, phase="idle", phase_progress=0.0, big_drum_angle=0.0,
+                              small_drum_angle=0.0, lanes_lit=0, lanes_true=0, mill_angle=0.0, mill_busy=0.0,
+                              tape_view=float(self.prefix_len), tape=[], meters=[], pencil_cell=0.0,
+                              pencil_down=0.0, typing_cell=-1.0, typing_down=0.0, kv_tokens=float(self.prefix_len),
+                              kv_tentative=0.0, drawer_pull=0.0, gamma=0, tube_round=tube_round,
+                              tube_progress=tube_progress)
         k = self.step_at(t)
         st = self.steps[k]
         tr = self.traces[k]
@@ -317,7 +320,12 @@ class Timeline:
         busy = self.busy(st.lanes) if st.verify[0] <= t < st.verify[1] else 0.0
         # Tape: earlier steps' tokens inked; this step's guesses in pencil, then struck / erased / inked.
         tape: list[TapeCell] = []
-        for s_idx in range(k):
+        # Only the steps whose tokens can still be on the visible stretch of tape (long runs stay cheap).
+        first = k
+        while first > 0 and self.steps[first - 1].position > st.position - TAPE_HISTORY:
+            first -= 1
+        first = max(first - 1, 0)
+        for s_idx in range(first, k):
             tr_s, st_s = self.traces[s_idx], self.steps[s_idx]
             for i, tok in enumerate(tr_s.tokens_written):
                 mark = "dot" if i < tr_s.n_accepted else "diamond"
@@ -368,6 +376,9 @@ class Timeline:
         view = st.position + (len(tr.tokens_written) * _smooth(self._p(t, st.scroll)))
         # KV drawer: γ tentative entries read in during the pass, the rejected ones rolled back.
         pull = math.sin(math.pi * self._p(t, st.verify)) if st.verify[0] <= t < st.verify[1] else 0.0
+        if n < g and st.erase[0] <= t < st.erase[1]:
+            # Out again while the rejected guesses' entries are taken back out of every drawer.
+            pull = math.sin(math.pi * self._p(t, st.erase))
         tentative = g * self._p(t, (st.verify[0], st.verify[0] + 0.6 * T.big_turn))
         if st.erase[0] <= t:
             tentative -= (g - n) * self._p(t, st.erase) if n < g else 0.0

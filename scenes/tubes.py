@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from scenes.geometry import box_matrix, compose, scale, translate
+from scenes.geometry import box_matrix, boxes, compose, scale, translate
 from scenes.layout import TUBES_CENTRE, EmitContext
 
 N_CHARS = 4           # tubes per rack besides "other"
@@ -111,27 +111,33 @@ class TestTubes:
         display = ec.run.get("display", str)
         rnd = state.tube_round
         prog = state.tube_progress
-        beads_steel, beads_copper, beads_red = [], [], []
+        beads = {"steel": [], "copper": [], "red": []}
         lines, rings = [], []
         rng = np.random.default_rng(1000 + rnd)
+        top = TUBE_Y0 + TUBE_H + 0.3
         for rack in (0, 1):
             now, copper, freq = self.counts(rack, rnd)
             total = sum(now)
-            order = rng.permutation(total)     # the order this round's beads fall in (for show only)
+            # The order this round's beads fall in is for show only; where each one lands is the count.
+            start = rng.permutation(total) / max(total, 1) * 0.75
+            s = np.clip((prog - start) / 0.25, 0.0, 1.0)
             k = 0
             for j, (n, c) in enumerate(zip(now, copper)):
                 x = self.tube_x(rack, j)
-                for b in range(n):
-                    start = order[k] / max(total, 1) * 0.75
-                    k += 1
-                    s = min(max((prog - start) / 0.25, 0.0), 1.0)
-                    if s <= 0:
-                        continue
-                    dx, y = bead_slot(b)
-                    top = TUBE_Y0 + TUBE_H + 0.3
-                    yy = top + (y - top) * s * s
-                    m = box_matrix(x + dx, yy, z, BEAD_R, BEAD_R, BEAD_R)
-                    (beads_steel if rack == 0 else beads_copper if b < c else beads_red).append(m)
+                if n:
+                    b = np.arange(n)
+                    sj = s[k:k + n]
+                    k += n
+                    fallen = sj > 0
+                    dx = np.where(b % 2 == 0, 1.0, -1.0) * BEAD_R * 1.05
+                    y = TUBE_Y0 + 0.08 + BEAD_R + (b // 2) * LAYER
+                    yy = top + (y - top) * sj * sj
+                    centres = np.stack([x + dx, yy, np.full(n, z)], 1)
+                    kinds = np.where(b < c, "copper", "red") if rack == 1 else np.full(n, "steel")
+                    for kind in ("steel", "copper", "red"):
+                        sel = fallen & (kinds == kind)
+                        if sel.any():
+                            beads[kind].append(centres[sel])
                 # The black line at p (expected count per round) and the ring at the cumulative frequency.
                 p = float(r.target_p[self.chars[j]]) if j < N_CHARS else float(1 - r.target_p[self.chars].sum())
                 lines.append(compose(translate(x, count_height(p * r.draws), z),
@@ -144,13 +150,20 @@ class TestTubes:
                         pal.label, anchor="center")
                 fb.text(f"{freq[j]:.2f}", (x, TUBE_Y0 + TUBE_H + 0.12, z), right, up, 0.22, pal.label_sub,
                         anchor="center")
-        if beads_steel:
-            fb.add("bead", np.stack(beads_steel), pal.steel)
-        if beads_copper:
-            fb.add("bead", np.stack(beads_copper), pal.bead_copper)
-        if beads_red:
-            fb.add("bead", np.stack(beads_red), pal.bead_red)
+        for kind, mat in (("steel", pal.steel), ("copper", pal.bead_copper), ("red", pal.bead_red)):
+            if beads[kind]:
+                fb.add("bead", boxes(np.concatenate(beads[kind]), (BEAD_R, BEAD_R, BEAD_R)), mat)
         fb.add("tube", np.stack(lines), pal.iron.with_color(pal.p_line))
         fb.add("tube", np.stack(rings), pal.brass)
+        # Distance of each rack's cumulative counts from p (total variation), and a warning for a wrong rule.
+        for rack, series in ((0, r.tv_left_series), (1, r.tv_right_series)):
+            if series is not None and len(series) > rnd:
+                xs = [self.tube_x(rack, j) for j in range(N_CHARS + 1)]
+                fb.text(f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, TUBE_Y0 - 0.05, z + 0.42),
+                        right, up, 0.2, pal.label, anchor="center", valign="top")
+        if r.rule != "exact":
+            xs = [self.tube_x(1, j) for j in range(N_CHARS + 1)]
+            fb.text(ec.say("错误规则", "wrong rule") + f": {r.rule}", ((xs[0] + xs[-1]) / 2, TUBE_Y0 + TUBE_H + 1.75, z),
+                    right, up, 0.22, pal.fail_mark, anchor="center")
         fb.text(ec.say(f"第 {rnd + 1}/{r.rounds} 轮 · 每轮 {r.draws} 次", f"round {rnd + 1}/{r.rounds} · {r.draws} draws"),
                 (TUBES_CENTRE[0], TUBE_Y0 + TUBE_H + 1.45, z), right, up, 0.22, pal.label_sub, anchor="center")

@@ -49,3 +49,12 @@ def fresh_cache_copy(model, ids, seq):
     with torch.no_grad():
         model(torch.tensor([ids]), torch.arange(len(ids)))
     return [layer.attention.kv_cache.k_cache[:, :, :len(ids)].clone() for layer in model.layers]
+
+
+def one_thread():
+    """Tiny models on a shared 2-core machine: one intra-op thread avoids OpenMP threads waiting on each other
+    (a tiny forward took 16 ms on 2 busy threads, 0.8 ms on one). Restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -47,6 +47,8 @@ def test_bad_script_and_bad_arguments_exit_2(tmp_path):
     _one_line_exit_2(run_subprocess(RUN + ["--script", str(bad)], {"SDL_VIDEODRIVER": "offscreen"}, tmp_path))
     _one_line_exit_2(run_subprocess(RUN + ["--size", "big"], {"SDL_VIDEODRIVER": "offscreen"}, tmp_path))
     _one_line_exit_2(run_subprocess(RUN + ["--chapter", "13"], {"SDL_VIDEODRIVER": "offscreen"}, tmp_path))
+    line = _one_line_exit_2(run_subprocess(RUN + ["--prompt", "§§"], {"SDL_VIDEODRIVER": "offscreen"}, tmp_path))
+    assert "§" in line
 
 
 @pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"gamma": "many"}'])
@@ -62,3 +64,9 @@ def test_corrupt_settings_are_set_aside(tmp_path, content):
     # The run then saved good settings in its place.
     assert json.loads((folder / "settings.json").read_text())["language"] in ("zh", "en")
     assert "set aside" in " ".join(json.loads(proc.stdout)["messages"])
+
+
+def test_bare_spectable_without_display_exits_2(tmp_path):
+    line = _one_line_exit_2(run_subprocess([], {"SDL_VIDEODRIVER": None, "DISPLAY": None, "WAYLAND_DISPLAY": None},
+                                           tmp_path))
+    assert "display" in line

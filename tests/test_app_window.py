@@ -98,3 +98,16 @@ def test_settings_persist_between_runs(capsys, tmp_path):
     state = run_app(capsys, tmp_path)
     assert state["language"] == "en" and state["palette"] == "projector" and state["mode"] == "lab"
     assert (tmp_path / "config" / "spectable" / "settings.json").is_file()
+
+
+def test_script_waits_count_frames(capsys, tmp_path):
+    # frame 0 lays out, frame 1 starts the wait (it counts), frames 2-5 wait, then the run ends: 6 frames
+    state = run_app(capsys, tmp_path, "--no-save", script=["wait 5"], frames=2)
+    assert state["frames"] == 6
+
+
+def test_lab_runs_the_given_prompt_and_seed(capsys, tmp_path):
+    a = run_app(capsys, tmp_path, "--no-save", "--mode", "lab", "--prompt", "孔乙", "--seed", "11")
+    b = run_app(capsys, tmp_path, "--no-save", "--mode", "lab", "--prompt", "孔乙", "--seed", "12")
+    assert a["text"].startswith("孔乙") and a["tokens_written"] >= 12 and a["error"] is None
+    assert a["text"] != b["text"]

@@ -1,4 +1,4 @@
-"""The backend's subcommands: model-info, llm-generate, bench (and the GPU script's CPU rehearsal); bad input exits 2."""
+"""The backend's subcommands: model-info, llm-generate, bench, the GPU script's CPU rehearsal; bad input exits 2."""
 from __future__ import annotations
 
 import json
@@ -8,8 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
-from tests.llm_helpers import make_checkpoint, run_cli
+from tests.llm_helpers import make_checkpoint, one_thread, run_cli
+
+
+_threads = pytest.fixture(autouse=True, scope="module")(one_thread)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,12 +119,17 @@ def test_bench_writes_every_figure_beside_its_on_paper_value(tmp_path, capsys):
     assert sp["tokens_per_pass"] >= 1 and 0 <= sp["alpha"] <= 1 and "not meaningful" in sp["alpha_note"]
     assert all(k in x for x in f.values() for k in ["method"] if isinstance(x, dict))
     assert not list((tmp_path / "m").glob("*.tmp*"))             # written atomically, no temp left
+    # the hardware model picks the file up as a measured device (bandwidth and arithmetic rate)
+    from models import hardware
+    dev = hardware.load_measurements(tmp_path / "m")["measured-bench"]
+    assert dev.bandwidth_Bps == pytest.approx(f["copy_bandwidth"]["GB_per_s"] * 1e9)
+    assert dev.flops == pytest.approx(f["matmul"]["TFLOP_per_s"] * 1e12)
 
 
 def test_gpu_script_rehearses_on_cpu(tmp_path):
     env = dict(os.environ, DEVICE="cpu", TARGET="tiny", DRAFT="tiny-draft", DTYPE="fp32", BATCHES="1,2",
                CONTEXT="32", TOKENS="10", RESULT=str(tmp_path / "res" / "m.json"), OUT=str(tmp_path / "out"),
-               PYTHON=sys.executable)
+               PYTHON=sys.executable, OMP_NUM_THREADS="1")
     proc = subprocess.run(["bash", str(ROOT / "tools" / "gpu_measure.sh")], env=env, capture_output=True, text=True,
                           timeout=240)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -128,3 +137,24 @@ def test_gpu_script_rehearses_on_cpu(tmp_path):
     assert r["settings"]["batches"] == [1, 2] and r["settings"]["context"] == 32
     log = (tmp_path / "out" / "gpu_measure.log").read_text()
     assert "verify(5)/verify(1)" in log and "c = draft/target" in log and "roofline" in log
+
+
+def test_fast_path_steps_down_when_compiling_fails_and_says_so():
+    from models.llama import CONFIGS, block_forward, build_random
+    from models.llm_bench import BenchSettings, FastPath
+
+    model = build_random(CONFIGS["tiny"])
+    fast = FastPath(BenchSettings(compile="on"), torch.device("cpu"), [model])
+    assert fast.compile and model.block_impl is not block_forward
+    calls = []
+
+    def run():
+        calls.append(model.block_impl)
+        if len(calls) == 1:
+            raise RuntimeError("inductor: no compiler here")
+        return 42
+    assert fast.guarded(run) == 42
+    assert not fast.compile and model.block_impl is block_forward
+    assert "compiled blocks failed" in fast.describe()["fallbacks"][0]
+    with pytest.raises(RuntimeError):                       # nothing left to drop: the error is real
+        fast.guarded(lambda: (_ for _ in ()).throw(RuntimeError("real")))

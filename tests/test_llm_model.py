@@ -9,8 +9,11 @@ import torch
 from corpus.errors import InputError
 from models.llama import (CONFIGS, LlamaConfig, build_random, load_checkpoint, load_model,
                           read_checkpoint_config, rope_inv_freq)
-from tests.llm_helpers import make_checkpoint
+from tests.llm_helpers import make_checkpoint, one_thread
 
+
+
+_threads = pytest.fixture(autouse=True, scope="module")(one_thread)
 
 def test_published_sizes_counted_on_meta_device():
     big, small = LlamaConfig.from_name("llama-3.1-8b"), LlamaConfig.from_name("llama-3.2-1b")

@@ -1,4 +1,4 @@
-"""The speculative step on tensors: the torch rule equals the numpy rule, greedy output equals plain, caches roll back."""
+"""The speculative step on tensors: torch rule == numpy rule, greedy output == plain, caches roll back."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +9,11 @@ from models import acceptance
 from models.llama import CONFIGS, build_random
 from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, probs_from_logits, sample_index,
                                     verify_on_device)
-from tests.llm_helpers import fresh_cache_copy
+from tests.llm_helpers import fresh_cache_copy, one_thread
 
+
+
+_threads = pytest.fixture(autouse=True, scope="module")(one_thread)
 
 def _rows(rng, k, V, kind):
     if kind == "one-hot":
@@ -93,18 +96,19 @@ def pair():
     return target, draft, twin, near
 
 
-@pytest.mark.parametrize("gamma", [1, 3, 5])
+@pytest.mark.parametrize("gamma", [2, 5])
 def test_greedy_speculative_equals_greedy_plain(pair, gamma):
     target, draft, twin, near = pair
     prompt = list(range(7, 27))
     for m in pair:
         m.setup_caches(1, 160)
-    plain = PlainDecoder(target).generate(prompt, 80)
-    assert SpeculativeDecoder(target, draft, gamma=gamma).generate(prompt, 80).tokens == plain
-    mixed = SpeculativeDecoder(target, near, gamma=gamma).generate(prompt, 80)
+    plain = PlainDecoder(target).generate(prompt, 40)
+    if gamma == 2:                                     # an unrelated draft: nearly every guess replaced
+        assert SpeculativeDecoder(target, draft, gamma=gamma).generate(prompt, 40).tokens == plain
+    mixed = SpeculativeDecoder(target, near, gamma=gamma).generate(prompt, 40)
     assert mixed.tokens == plain
     assert 0 < mixed.alpha < 1                         # some guesses kept, some replaced
-    same = SpeculativeDecoder(target, twin, gamma=gamma).generate(prompt, 80)
+    same = SpeculativeDecoder(target, twin, gamma=gamma).generate(prompt, 40)
     assert same.tokens == plain
     # every pass kept all γ guesses and the draft consumed its last guess each time
     assert all(r.n_accepted == gamma and r.final_kind == "bonus" for r in same.records)

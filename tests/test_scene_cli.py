@@ -40,3 +40,15 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("spectable: error:") and "\n" not in err, err
+
+
+def test_no_gl_is_an_input_error(monkeypatch, tmp_path, capsys):
+    import moderngl
+
+    def broken(*a, **k):
+        raise Exception("eglInitialize failed\nmore detail")
+    monkeypatch.setattr(moderngl, "create_standalone_context", broken)
+    assert main(["render", "--out", str(tmp_path / "x.png"), "--size", "64x64"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spectable: error: no OpenGL") and "\n" not in err
+    assert not (tmp_path / "x.png").exists()

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scenes.layout import GLYPH
 from scenes.timeline import TICK
 from tests.scene_helpers import Shooter, make_stage, traces
 
@@ -64,8 +63,8 @@ def _reference(atlas, ch, n=24):
 def _crop(stage, img, cell, n=24):
     atlas = stage.atlas
     g = atlas.glyph(cell.text)
-    adv = g.advance / atlas.px * GLYPH / 2
-    half_h = (atlas.ascender - atlas.descender) / atlas.px * GLYPH / 2
+    adv = g.advance / atlas.px * cell.size / 2
+    half_h = (atlas.ascender - atlas.descender) / atlas.px * cell.size / 2
     r, u = stage.tape.right, stage.tape.up
     x0, y0, x1, y1 = _bbox(stage, [cell.centre + r * sx * adv + u * sy * half_h for sx in (-1, 1) for sy in (-1, 1)])
     dark = 255 - img[y0:y1, x0:x1].mean(axis=2)

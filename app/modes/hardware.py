@@ -23,19 +23,6 @@ def load_measurements() -> list[dict]:
     return out
 
 
-def _find(d: dict, *names):
-    """First of several possible keys, searched one level deep (the bench JSON groups its figures)."""
-    for n in names:
-        if n in d:
-            return d[n]
-    for v in d.values():
-        if isinstance(v, dict):
-            for n in names:
-                if n in v:
-                    return v[n]
-    return None
-
-
 class HardwarePanel(Panel):
     view = "readhead"
 
@@ -75,19 +62,27 @@ class HardwarePanel(Panel):
             if "_error" in m:
                 imgui.text_colored(imgui.ImVec4(*c["reject"]), f"{m['_file']}: {m['_error']}")
                 continue
-            dev = _find(m, "device", "device_name", "gpu") or "?"
-            date = _find(m, "date", "timestamp", "measured_at") or "?"
-            method = _find(m, "method", "how") or "?"
+            dev = m.get("device")
+            dev = (dev.get("name") or dev.get("type")) if isinstance(dev, dict) else (dev or "?")
+            fig = m.get("figures") if isinstance(m.get("figures"), dict) else {}
+            model = ((m.get("models") or {}).get("target") or {}).get("name", "?")
             imgui.text_colored(imgui.ImVec4(*c["accent"]), f"{m['_file']}")
-            imgui.text_wrapped(t("hw.meta", device=dev, date=date, method=method))
+            imgui.text_wrapped(t("hw.meta", device=dev, date=m.get("date", "?"),
+                                 method=f"spectable bench · {model} · {m.get('dtype', '?')}"))
             rows = []
-            for key, label in (("ms_per_token", "fact.ms_per_token"), ("copy_bandwidth_gbs", "hw.copy_bw"),
-                               ("bandwidth_gbs", "hw.copy_bw"), ("verify_cost_ratio", "hw.verify_ratio"),
-                               ("c", "fact.c"), ("speedup", "hw.speedup")):
-                v = _find(m, key)
+            for group, key, label, fmt in (("decode_batch1", "ms_per_token", "hw.ms_measured", "{:.3f} ms"),
+                                           ("copy_bandwidth", "GB_per_s", "hw.copy_bw", "{:,.0f}"),
+                                           ("matmul", "TFLOP_per_s", "hw.tflops", "{:,.1f}"),
+                                           ("verify_cost", "ratio", "hw.verify_ratio", "{:.2f}×"),
+                                           ("draft_cost", "c", "fact.c", "{:.3f}"),
+                                           ("speculative", "speedup", "hw.speedup", "{:.2f}×")):
+                v = (fig.get(group) or {}).get(key) if isinstance(fig.get(group), dict) else None
                 if isinstance(v, (int, float)):
-                    rows.append((t(label), f"{v:,.3g}"))
+                    rows.append((t(label), fmt.format(v)))
             ui.facts_table(app, rows)
+            note = (m.get("weights") or {}).get("note") if isinstance(m.get("weights"), dict) else None
+            if note:
+                imgui.text_colored(imgui.ImVec4(*c["muted"]), note)
         imgui.spacing()
         ui.heading(app, t("hw.toy"), 1.1)
         run = app.session.run
@@ -95,6 +90,14 @@ class HardwarePanel(Panel):
             ui.facts_table(app, [(t("fact.vocab"), f"{app.session.pair().V:,}"),
                                  (t("fact.alpha"), f"{run.alpha_generated:.3f}"),
                                  (t("fact.tpp_counted"), f"{run.tokens_per_pass_counted:.2f}")])
-        imgui.spacing()
-        self.plots.image("roofline", imgui.get_content_region_avail().x)
         imgui.end()
+        # The roofline gets the wide box under the table, where it can be read from the back row.
+        ui.begin_panel("##hwplot", ui.narration_rect(app), bg_alpha=0.9)
+        avail = imgui.get_content_region_avail()
+        self.plots.image("roofline", avail.x, aspect=avail.x / max(avail.y, 1))
+        imgui.end()
+
+    def stage_rect(self):
+        x, y, w, h = ui.narration_rect(self.app)
+        top = ui.bar_h(self.app)
+        return 0.0, top, w, y - top

@@ -68,6 +68,8 @@ class LabPanel(Panel):
                 (t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
                 (t("fact.bytes_per_step"), f["bytes_per_step"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
+            for name, weight in (("a", 2.2), ("av", 1.0), ("b", 2.2), ("bv", 1.0)):
+                imgui.table_setup_column(name, imgui.TableColumnFlags_.width_stretch, weight)
             for i in range(0, len(rows), 2):
                 imgui.table_next_row()
                 for label, value in rows[i:i + 2]:

@@ -85,6 +85,12 @@ class StepPanel(Panel):
             imgui.text_wrapped(app.session.error or t("step.no_run"))
             imgui.end()
             return
+        if imgui.button(" ◀ "):
+            self.on_key("prev")
+        imgui.same_line()
+        if imgui.button(" ▶ "):
+            self.on_key("next")
+        imgui.same_line()
         ui.heading(app, t("step.title", step=ex["step"] + 1, test=ex["test"] + 1, pos=ex["position"] + 1,
                           of=ex["of"]))
         imgui.text_colored(imgui.ImVec4(*c["muted"]), t("step.context", context=ex["context"]))
@@ -115,7 +121,12 @@ class StepPanel(Panel):
         imgui.text_colored(imgui.ImVec4(*(c["ok"] if ok else c["reject"])),
                            t("step.accepted" if ok else "step.rejected", r=f"{ex['r']:.3f}", ratio=f"{min(ex['ratio'], 1):.3f}"))
         imgui.pop_font()
+        if ex["ratio"] >= 1.0:
+            imgui.text_colored(imgui.ImVec4(*c["muted"]), t("step.always"))
         if not ok:
+            later = app.session.run.traces[ex["step"]].gamma - ex["test"] - 1
+            if later > 0:
+                imgui.text_wrapped(t("step.discarded", n=later))
             imgui.text_wrapped(t("step.residual", token=ex["final_token"]))
             w = imgui.get_content_region_avail().x
             ui.bars(app, ex["residual"], w, app.font_size * 1.35 * len(ex["residual"]),

@@ -79,6 +79,8 @@ class TourPanel(Panel):
             k = int(action.get("step", self.plays)) % len(tl.steps)
             self.plays = k + 1
             app.play(tl.step_start(k), tl.step_end(k))
+        elif do == "checkpoint" and action.get("kind") == "count" and tl is not None and tl.steps:
+            app.play(tl.step_start(0), tl.step_end(0))     # the reveal is the pass itself
         elif do == "checkpoint" and tl is not None and tl.steps:
             from app.facts import checkpoint
             cp = checkpoint(app)
@@ -89,6 +91,10 @@ class TourPanel(Panel):
 
     def get_facts(self):
         return self.app.live_facts()
+
+    @property
+    def panel_frac(self) -> float:
+        return 0.40 if self.state.current.plot else 0.30
 
     def stage_rect(self):
         x, y, w, h = ui.narration_rect(self.app)
@@ -112,13 +118,23 @@ class TourPanel(Panel):
         imgui.push_font(None, app.font_size * 1.2)
         imgui.text_wrapped(fill(page[lang], f))
         action = page.get("action") or {}
-        if action.get("do") == "checkpoint":
-            self.draw_checkpoint(f, revealed=st.acted)
+        # A reveal's words wait until the table has finished showing it (the animation is the answer).
+        shown = st.acted and (app.play_until is None or app.stage is None)
+        if action.get("do") == "checkpoint" and action.get("kind") == "count":
+            self.draw_count_checkpoint(f, revealed=shown)
+        elif action.get("do") == "checkpoint":
+            self.draw_checkpoint(f, revealed=shown)
         elif st.acted and action.get(lang):
             imgui.text_colored(imgui.ImVec4(*app.colors["accent"]), fill(action[lang], f))
         imgui.pop_font()
         cue = t("tour.cue_action") if (action and not st.acted) else t("tour.cue_next")
-        imgui.set_cursor_pos_y(imgui.get_window_height() - app.font_size * 1.8)
+        imgui.set_cursor_pos_y(imgui.get_window_height() - app.font_size * 2.2)
+        if imgui.button(" ◀ "):          # the same beats as PageUp / PageDown, for a mouse
+            self.on_key("prev")
+        imgui.same_line()
+        if imgui.button(" ▶ "):
+            self.on_key("next")
+        imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), cue)
         imgui.end()
         # --- right panel: live numbers and the chapter's plot ---
@@ -131,7 +147,25 @@ class TourPanel(Panel):
         imgui.spacing()
         imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), t("tour.focus") + " " +
                            "、".join(t("part." + p) for p in ch.focus))
+        imgui.spacing()
+        imgui.set_next_item_width(imgui.get_content_region_avail().x)
+        if imgui.begin_combo("##chapter", t("tour.jump")):
+            for i, c in enumerate(CHAPTERS):
+                if imgui.selectable(f"{i + 1}. {narration(c.slug)['title'][lang]}", i == st.chapter)[0]:
+                    st.goto(i)
+                    self.apply_chapter()
+            imgui.end_combo()
         imgui.end()
+
+    def draw_count_checkpoint(self, f, revealed: bool) -> None:
+        """How many of the first pass's guesses will the target keep?"""
+        app, t = self.app, self.app.t
+        imgui.spacing()
+        imgui.text_colored(imgui.ImVec4(*app.colors["target"]),
+                           t("check.count_question", guesses=f["count_guesses"], gamma=f["gamma"]))
+        if revealed:
+            imgui.text_colored(imgui.ImVec4(*app.colors["accent"]),
+                               t("check.count_reveal", kept=f["count_kept"], written=f["count_written"]))
 
     def draw_checkpoint(self, f, revealed: bool) -> None:
         app, t = self.app, self.app.t
