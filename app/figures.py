@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from app import plots
 from app.session import GAMMAS, REFERENCE_ALPHAS
 
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes")
@@ -11,7 +10,9 @@ PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes")
 
 def make(app, name: str, size=(6.4, 4.0)):
     """A matplotlib Figure for plot `name`, in the app's language and palette."""
+    from app import plots      # matplotlib loads with the first plot, not with the window (0.5 s)
     t, pal, ses, s = app.t, app.colors, app.session, app.settings
+    plots.use_font(str(app.font_file))
     if name == "speedup":
         alpha = ses.toy_alpha()
         g, _ = ses.best_gamma(alpha)

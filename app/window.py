@@ -131,7 +131,6 @@ class App:
         from imgui_bundle import imgui
 
         from app.imgui_renderer import ImGuiRenderer
-        from app.plots import use_font
         self.imgui = imgui
         self.font_file = resolve_font()
         imgui.create_context()
@@ -144,8 +143,7 @@ class App:
         if self.font is None:
             raise InputError(f"cannot load font {self.font_file}")
         self.renderer = ImGuiRenderer(self.ctx)
-        apply_style(self.settings.palette)
-        use_font(str(self.font_file))
+        apply_style(self.settings.palette)     # matplotlib (0.5 s to import) loads with the first plot
         self._key_map = _imgui_key_map(imgui, self.pg)
 
     def _init_stage(self) -> None:
