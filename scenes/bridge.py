@@ -25,6 +25,11 @@ PLATE_W = 0.88
 UP = np.array([0.0, math.cos(TILT), -math.sin(TILT)])
 NORMAL = np.array([0.0, math.sin(TILT), math.cos(TILT)])
 RIGHT = np.array([1.0, 0.0, 0.0])
+VALUE_SIZE = 0.41       # p/q readout em height (world units): ~30 px on a 1080p projector in the table view
+VALUE_V = 2.17          # its baseline up the plate
+R_SIZE = 0.29
+R_V = 1.88
+VERDICT_SIZE = 0.31
 
 
 def meter_point(i: int, v: float, w: float = 0.0, u: float = 0.0, gamma: int = 4) -> np.ndarray:
@@ -94,17 +99,19 @@ class MeterBridge:
             fb.add("box", np.stack(lines), pal.red_line)
 
     def _labels(self, fb, i, m, pal, gamma, k) -> None:
-        # The ratio and r above the column; "> 1" when the column is capped.
+        # The ratio and r above the column, as large as the plate's width allows (read from the back of a
+        # room); "> 1" when the column is capped.
         if m.fill >= 0.999:
             txt = fmt(m.ratio) if m.ratio <= 1 else f"{fmt(m.ratio)}>1"
-            size = (0.34 if m.ratio <= 1 else 0.25) * k
-            fb.text(txt, meter_point(i, COLUMN_V0 + COLUMN_H + 0.48, 0.01, 0, gamma), RIGHT, UP, size, pal.label,
-                    anchor="center")
-            fb.text(f"r {m.r:.2f}", meter_point(i, COLUMN_V0 + COLUMN_H + 0.2, 0.01, 0, gamma), RIGHT, UP,
-                    0.22 * k, pal.label_sub, anchor="center")
+            fit = PLATE_W * k * 0.94
+            size = min(VALUE_SIZE * k, fit / max(fb.atlas.advance(txt), 1e-6))
+            fb.text(txt, meter_point(i, VALUE_V, 0.01, 0, gamma), RIGHT, UP, size, pal.label, anchor="center")
+            rt = f"r {m.r:.2f}"
+            fb.text(rt, meter_point(i, R_V, 0.01, 0, gamma), RIGHT, UP,
+                    min(R_SIZE * k, fit / max(fb.atlas.advance(rt), 1e-6)), pal.label, anchor="center")
         # The verdict on the beam's face: ring = pass, cross = fail, dash = untested, and a word beside it.
-        c = np.array([cell_x(i, gamma) - 0.27 * k, BEAM_Y, BRIDGE_Z + 0.21])
-        cw = c + RIGHT * 0.4 * k
+        c = np.array([cell_x(i, gamma) - 0.3 * k, BEAM_Y, BRIDGE_Z + 0.21])
+        cw = c + RIGHT * 0.48 * k
         up = np.array([0.0, 1.0, 0.0])
         if m.verdict == "pass":
             fb.shape(RING, c, RIGHT, up, 0.28 * k, 0.28 * k, pal.label)
@@ -118,4 +125,4 @@ class MeterBridge:
         word = {"pass": "通过", "fail": "退回", "untested": "未检"}.get(m.verdict, "")
         if word:
             col = pal.label_sub if m.verdict == "untested" else pal.label
-            fb.text(word, cw, RIGHT, up, 0.27 * k, col, anchor="center", valign="middle")
+            fb.text(word, cw, RIGHT, up, VERDICT_SIZE * k, col, anchor="center", valign="middle")

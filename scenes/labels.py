@@ -19,28 +19,67 @@ PHASES = {
 }
 
 
+def _plate_size(fb, lines) -> tuple[float, float]:
+    widths = [fb.atlas.advance(t) * sz for t, sz, _ in lines]
+    return max(widths) + 0.9 * lines[0][1], sum(sz * 1.22 for _, sz, _ in lines) + 0.45 * lines[0][1]
+
+
 def _plate(fb, x, y, lines, pal, anchor="center") -> tuple[float, float]:
     """Text lines [(text, size_px, colour)] on a dark plate; (x, y) the plate's top centre / top-left.
     Returns the plate's (width, height)."""
     widths = [fb.atlas.advance(t) * s for t, s, _ in lines]
-    w = max(widths) + 0.9 * lines[0][1]
-    h = sum(s * 1.22 for _, s, _ in lines) + 0.45 * lines[0][1]
+    w, h = _plate_size(fb, lines)
     x0 = x - w / 2 if anchor == "center" else x
+    centred = anchor in ("center", "left_centred")
     fb.rect_screen(x0, y, w, h, pal.plate)
     yy = y + 0.22 * lines[0][1]
     for (t, s, col), tw in zip(lines, widths):
         yy += s * 1.0
-        fb.text(t, (x0 + (w - tw) / 2 if anchor == "center" else x0 + 0.45 * lines[0][1], yy, 0), (1, 0, 0),
+        fb.text(t, (x0 + (w - tw) / 2 if centred else x0 + 0.45 * lines[0][1], yy, 0), (1, 0, 0),
                 (0, -1, 0), s, col, screen=True)
         yy += s * 0.22
     return w, h
 
 
+def _overlaps(a, b, pad: float) -> bool:
+    return a[0] < b[0] + b[2] + pad and b[0] < a[0] + a[2] + pad and a[1] < b[1] + b[3] + pad and b[1] < a[1] + a[3] + pad
+
+
+def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[tuple[float, float]]:
+    """Top-left corners for plates wanted at [(x, y, w, h)] (in priority order) so that no two overlap and
+    none covers a keep-out rectangle (the HUD): each plate takes the nearest free spot, trying small moves
+    up, down and sideways before larger ones, and stays on screen."""
+    placed = list(keep_out)
+    out = []
+    step = height / 90.0
+    moves = [(0.0, 0.0)]
+    for d in range(1, 40):
+        moves += [(0.0, -d), (0.0, d), (-d, 0.0), (d, 0.0), (-d, -d), (d, -d), (-d, d), (d, d)]
+    for x, y, w, h in wanted:
+        best = None
+        for dx, dy in moves:
+            cx = min(max(x + dx * step, 2.0), max(width - w - 2.0, 2.0))
+            cy = min(max(y + dy * step, 2.0), max(height - h - 2.0, 2.0))
+            if not any(_overlaps((cx, cy, w, h), r, pad) for r in placed):
+                best = (cx, cy)
+                break
+        if best is None:
+            best = (min(max(x, 2.0), width - w), min(max(y, 2.0), height - h))
+        placed.append((best[0], best[1], w, h))
+        out.append(best)
+    return out
+
+
 def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set,
-                     exploded: bool = False) -> None:
+                     exploded: bool = False, readouts: dict | None = None, keep_out=()) -> list[tuple]:
+    """Name plates over the parts; `readouts` {part: [(text, 'main'|'sub')]} adds lines to a part's plate
+    (the mill's busy fraction in the wide views). Plates never overlap each other or `keep_out`.
+    Returns the plates drawn as (part, x, y, w, h) in pixels."""
     pal = ec.palette
     big = height / 34.0
     small = height / 50.0
+    readouts = readouts or {}
+    wanted, names, all_lines = [], [], []
     for name, info in PARTS.items():
         if name in hidden:
             continue
@@ -55,11 +94,28 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
             lines.append((info.zh, big, pal.label))
         if ec.language in ("en", "both"):
             lines.append((info.en, small if ec.language == "both" else big * 0.8, pal.label_sub))
-        _plate(fb, x, y - (big + small) * 1.3, lines, pal)
+        n_name = len(lines)
+        for text, kind in readouts.get(name, ()):
+            lines.append((text, big if kind == "main" else small, tuple(pal.lane_on.color) if kind == "main" else pal.label))
+        w, h = _plate_size(fb, lines)
+        top = y - (big + small) * 1.3
+        if len(lines) > n_name:
+            # Extra lines grow the plate upwards: its foot stays where the name plate's foot would be,
+            # clear of the part under it.
+            top -= h - _plate_size(fb, lines[:n_name])[1]
+        wanted.append((x - w / 2, top, w, h))
+        names.append(name)
+        all_lines.append(lines)
+    spots = place_plates(wanted, width, height, keep_out)
+    drawn = []
+    for name, lines, (x0, y0), (_, _, w, h) in zip(names, all_lines, spots, wanted):
+        _plate(fb, x0, y0, lines, pal, anchor="left_centred")
+        drawn.append((name, x0, y0, w, h))
+    return drawn
 
 
 def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
-             timing=None) -> None:
+             timing=None) -> tuple | None:
     """Top-left: where we are in the run and what is happening now, and a strip of the step's phases."""
     pal = ec.palette
     big = height / 30.0
@@ -82,6 +138,9 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
         w, h = _plate(fb, x0, y0, lines, pal, anchor="left")
         if timing is not None:
             _phase_strip(fb, state, timing, x0, y0 + h + height * 0.006, w, height * 0.012, pal)
+            h += height * 0.024
+        return (x0, y0, w, h)           # the HUD's rectangle: part labels keep out of it
+    return None
 
 
 def _phase_strip(fb, state, st, x, y, w, h, pal) -> None:

@@ -34,16 +34,37 @@ class Mill:
         fb.add("box", np.stack([box_matrix(cx + 0.35, cy * 0.75, cz - 0.35, 3.4, cy * 1.5 + 0.9, 0.16),
                                 box_matrix(cx + 0.35, 0.25, cz - 0.1, 3.6, 0.5, 0.9)]), pal.iron)
         fb.shadow(cx + 0.35, 0.012, cz - 0.1, 4.2, 1.6, 0.5)
-        # Readout: arithmetic busy now.
+        # Readout: arithmetic busy now. In the wide views the bridge stands in front of the mill's base, so
+        # there the readout rides on the mill's screen label instead (readout_lines, scenes/labels.py).
+        if ec.labelled:
+            return
         right, up = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
-        pct = state.extra.get("pass_busy", state.mill_busy) * 100
-        txt = f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
-        fb.text(ec.say("算术忙 " + txt, "busy " + txt), (cx + 0.35, 0.3, cz + 0.36), right, up, 0.3,
+        fb.text(ec.say(*busy_words(state)), (cx + 0.35, 0.3, cz + 0.36), right, up, 0.3,
                 pal.label, anchor="center", valign="middle")
         hw = ec.run.get("hardware_label", "")
         if hw:
             fb.text(hw, (cx + 0.35, 0.08, cz + 0.36), right, up, 0.14, pal.label_sub, anchor="center",
                     valign="middle")
+
+    def readout_lines(self, state, ec: EmitContext) -> list[tuple[str, str]]:
+        """The readout for the mill's screen label: [(text, 'main' | 'sub')]."""
+        zh, en = busy_words(state)
+        lines = []
+        if ec.language in ("zh", "both"):
+            lines.append((zh, "main"))
+        if ec.language in ("en", "both"):
+            lines.append((("arithmetic " if ec.language == "both" else "") + en,
+                          "sub" if ec.language == "both" else "main"))
+        # The device and the model on lines of their own: a narrow plate leaves the cabinet beside it visible.
+        lines += [(part, "sub") for part in ec.run.get("hardware_label", "").split(" · ") if part]
+        return lines
+
+
+def busy_words(state) -> tuple[str, str]:
+    """(zh, en) of the arithmetic busy fraction of the current pass (from the hardware model)."""
+    pct = state.extra.get("pass_busy", state.mill_busy) * 100
+    txt = f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
+    return "算术忙 " + txt, "busy " + txt
 
 
 def gear_angle(mill_angle: float, index: int) -> float:

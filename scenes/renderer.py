@@ -37,7 +37,10 @@ class FrameBuilder:
 
     def __init__(self, atlas: GlyphAtlas):
         self.atlas = atlas
-        self.groups: dict[tuple[str, bool], list[np.ndarray]] = {}
+        # (mesh, transparent, late) -> instance rows. Late groups draw after the others: big surfaces behind
+        # everything (the table top) then lose most of their pixels to the depth test instead of being
+        # shaded and painted over.
+        self.groups: dict[tuple[str, bool, bool], list[np.ndarray]] = {}
         self.shadows: list[np.ndarray] = []
         self.world_text: list[np.ndarray] = []
         self.screen_text: list[np.ndarray] = []
@@ -46,7 +49,7 @@ class FrameBuilder:
 
     # ---------------------------------------------------------------- geometry
     def add(self, mesh: str, matrices: np.ndarray, material: Material, colors: np.ndarray | None = None,
-            emissive: np.ndarray | float | None = None, alpha: float | None = None) -> None:
+            emissive: np.ndarray | float | None = None, alpha: float | None = None, late: bool = False) -> None:
         m = np.asarray(matrices, dtype=np.float64)
         if m.ndim == 2:
             m = m[None]
@@ -68,7 +71,7 @@ class FrameBuilder:
         if emissive is not None:
             rows[:, 22] = emissive
         transparent = bool(rows[0, 19] < 0.999)
-        self.groups.setdefault((mesh, transparent), []).append(rows)
+        self.groups.setdefault((mesh, transparent, bool(late) and not transparent), []).append(rows)
 
     def shadow(self, cx: float, y: float, cz: float, sx: float, sz: float, strength: float = 0.55) -> None:
         # A lifted part (exploded view) leaves a fainter, wider shadow where it stands.
@@ -150,12 +153,28 @@ class FrameBuilder:
         o = np.asarray(centre, dtype=np.float64) - right * w / 2 - up * h / 2
         if not screen:
             o = o + self.offset
-        row = self._text_row(o, right * w, up * h, g.uv, color, 1.0, 1.0)
+        row = self._text_row(o, right * w, up * h, g.uv, color, 1.0, 2.0 if key == SOLID else 1.0)
         (self.screen_text if screen else self.world_text).append(row[None])
 
     def rect_screen(self, x: float, y: float, w: float, h: float, color) -> None:
         """A solid screen rectangle, (x, y) its top-left corner in pixels (y down)."""
         self.shape(SOLID, (x + w / 2, y + h / 2, 0), (1, 0, 0), (0, -1, 0), w, h, color, screen=True)
+
+
+# Closed shapes: their back faces are always hidden behind their front faces, so the opaque pass culls them
+# (half the triangles rasterised, and no back face shaded and then painted over). Open shapes (the tube
+# walls: rings, p lines, glass; the gears' bores) show their inside and stay two-sided.
+CLOSED_MESHES = frozenset({"box", "cyl", "cyl_lo", "bead", "pin"})
+
+
+def _outward(mesh: np.ndarray) -> np.ndarray:
+    """The same triangles, each wound counter-clockwise seen from outside (the side its normals point to)."""
+    tri = mesh.reshape(-1, 3, 6).copy()
+    p = tri[:, :, :3].astype(np.float64)
+    face = np.cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+    flip = np.einsum("ij,ij->i", face, tri[:, :, 3:].astype(np.float64).sum(axis=1)) < 0
+    tri[flip] = tri[flip][:, ::-1]
+    return tri.reshape(-1, 6)
 
 
 class Renderer:
@@ -170,7 +189,11 @@ class Renderer:
         self.bg_prog = ctx.program(vertex_shader=load_shader("background.vert"),
                                    fragment_shader=load_shader("background.frag"))
         self.bg_vao = ctx.vertex_array(self.bg_prog, [])
-        self.meshes = build_meshes()
+        # Stretches a frame rendered at a reduced internal scale over the target (same full-screen triangle).
+        self.upscale_prog = ctx.program(vertex_shader=load_shader("background.vert"),
+                                        fragment_shader=load_shader("upscale.frag"))
+        self.upscale_vao = ctx.vertex_array(self.upscale_prog, [])
+        self.meshes = {k: (_outward(v) if k in CLOSED_MESHES else v) for k, v in build_meshes().items()}
         # Indexed: corners shared by neighbouring triangles (same position and normal) are shaded once.
         # On llvmpipe the vertex shader is a good part of the frame, so this saves a third or more.
         self.mesh_vbos, self.mesh_ibos, self.mesh_tris = {}, {}, {}
@@ -180,6 +203,10 @@ class Renderer:
             self.mesh_ibos[k] = ctx.buffer(idx.astype(np.uint32).ravel().tobytes())
             self.mesh_tris[k] = len(v) // 3
         self._inst: dict[str, tuple] = {}     # key -> (buffer, vao, capacity_rows)
+        # Set to a dict to time each pass (ms, GL finished after each: slower, for benchmarks/bench_render.py).
+        self.profile: dict | None = None
+        self._backdrop = None     # (key, framebuffer, renderbuffer): the backdrop at the last size/palette
+        self._t = 0.0
         self.corner_vbo = ctx.buffer(np.array([0, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1], dtype=np.float32).tobytes())
 
     # ---------------------------------------------------------------- buffers
@@ -207,10 +234,46 @@ class Renderer:
         return buf, vao
 
     # ---------------------------------------------------------------- drawing
+    def begin(self, fbo, width: int, height: int, palette: Palette, multisampled: bool) -> bool:
+        """Clear `fbo` for a frame. Single-sampled: copy in the backdrop (gradient + vignette), rendered once per
+        size and palette into a cached framebuffer: a copy costs a fraction of a millisecond where a
+        full-screen backdrop pass costs several on llvmpipe. Returns True when the backdrop is in place
+        (draw() then skips its backdrop pass); a multisampled target cannot take the copy."""
+        fbo.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
+        if multisampled:
+            return False
+        key = (width, height, tuple(palette.background_top), tuple(palette.background_bottom))
+        cache = self._backdrop
+        if cache is None or cache[0] != key:
+            self._release_backdrop()
+            color = self.ctx.renderbuffer((width, height), 4)
+            cfbo = self.ctx.framebuffer([color])
+            cfbo.use()
+            self.ctx.viewport = (0, 0, width, height)
+            self.ctx.disable(self.ctx.DEPTH_TEST | self.ctx.BLEND | self.ctx.CULL_FACE)
+            self._draw_backdrop(palette, width, height)
+            cache = self._backdrop = (key, cfbo, color)
+            fbo.use()
+        self.ctx.copy_framebuffer(fbo, cache[1])
+        return True
+
+    def _release_backdrop(self) -> None:
+        if self._backdrop is not None:
+            self._backdrop[1].release()
+            self._backdrop[2].release()
+            self._backdrop = None
+
+    def _draw_backdrop(self, palette: Palette, width: int, height: int) -> None:
+        self.bg_prog["u_top"].value = tuple(c ** (1 / 2.2) for c in palette.background_top)
+        self.bg_prog["u_bottom"].value = tuple(c ** (1 / 2.2) for c in palette.background_bottom)
+        self.bg_prog["u_aspect"].value = width / max(height, 1)
+        self.bg_vao.render(vertices=3)
+
     def draw(self, frame: FrameBuilder, viewproj: np.ndarray, eye, palette: Palette, width: int, height: int,
-             stats: RenderStats) -> None:
+             stats: RenderStats, backdrop_done: bool = False) -> None:
         ctx = self.ctx
         vp = np.asarray(viewproj, dtype=np.float32).T.tobytes()
+        self._mark(None)
 
         ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
         lit = self.lit
@@ -228,20 +291,23 @@ class Renderer:
         ctx.enable(ctx.DEPTH_TEST)
         ctx.depth_func = "<="
         ctx.depth_mask = True
-        for (mesh, transparent), parts in sorted(frame.groups.items(), key=lambda kv: kv[0][1]):
+        for key, parts in sorted(frame.groups.items(), key=lambda kv: kv[0][2]):
+            mesh, transparent, late = key
             if transparent:
                 continue
-            self._draw_group(mesh, parts, stats)
+            self._draw_group(mesh, parts, stats, key_suffix=":late" if late else "", eye=eye,
+                             cull=mesh in CLOSED_MESHES)
+        ctx.disable(ctx.CULL_FACE)
+        self._mark("solids")
 
         # The backdrop after the solids, at the far plane: early depth rejection skips every pixel the
         # table covers (on llvmpipe the fragment work is most of the frame).
         ctx.depth_mask = False
-        self.bg_prog["u_top"].value = tuple(c ** (1 / 2.2) for c in palette.background_top)
-        self.bg_prog["u_bottom"].value = tuple(c ** (1 / 2.2) for c in palette.background_bottom)
-        self.bg_prog["u_aspect"].value = width / max(height, 1)
-        self.bg_vao.render(vertices=3)
-        stats.draw_calls += 1
-        stats.triangles += 1
+        if not backdrop_done:
+            self._draw_backdrop(palette, width, height)
+            stats.draw_calls += 1
+            stats.triangles += 1
+        self._mark("backdrop")
 
         # Shadows after the opaque surfaces they fall on; no depth writes, so they never hide anything.
         if frame.shadows:
@@ -256,6 +322,7 @@ class Renderer:
             stats.draw_calls += 1
             stats.triangles += 2 * len(data)
             stats.instances += len(data)
+        self._mark("shadows")
 
         # Glass last among the solids: blended over what is behind it.
         ctx.enable(ctx.BLEND)
@@ -263,10 +330,11 @@ class Renderer:
         ctx.depth_mask = False
         # One face of each glass shape is enough to read as glass, at half the blending cost.
         ctx.enable(ctx.CULL_FACE)
-        for (mesh, transparent), parts in frame.groups.items():
+        for (mesh, transparent, _), parts in frame.groups.items():
             if transparent:
                 self._draw_group(mesh, parts, stats, key_suffix=":t")
         ctx.disable(ctx.CULL_FACE)
+        self._mark("glass")
 
         tex = frame.atlas.texture_for(ctx)
         tex.use(0)
@@ -280,9 +348,32 @@ class Renderer:
                              dtype=np.float32)
             self.text_prog["u_viewproj"].write(ortho.T.tobytes())
             self._draw_text("text_screen", frame.screen_text, stats)
+        self._mark("text")
         # Leave GL as found by the app's own renderer (ImGui): no depth test, blending or culling.
         ctx.depth_mask = True
         ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
+
+    def upscale(self, texture, stats: RenderStats | None = None) -> None:
+        """Draw `texture` (the scaled frame) over the whole bound framebuffer, linearly filtered."""
+        ctx = self.ctx
+        ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
+        texture.use(0)
+        self.upscale_prog["u_frame"].value = 0
+        self.upscale_vao.render(vertices=3)
+        if stats is not None:
+            stats.draw_calls += 1
+            stats.triangles += 1
+        self._mark("upscale")
+
+    def _mark(self, name) -> None:
+        if self.profile is None:
+            return
+        import time
+        self.ctx.finish()
+        now = time.perf_counter()
+        if name is not None:
+            self.profile[name] = self.profile.get(name, 0.0) + (now - self._t) * 1000.0
+        self._t = now
 
     def _shadow_vao(self, rows: int):
         key = "shadow_quad"
@@ -302,8 +393,24 @@ class Renderer:
             self._inst[key] = (buf, vao, cap)
         return buf, vao
 
-    def _draw_group(self, mesh: str, parts: list[np.ndarray], stats: RenderStats, key_suffix: str = "") -> None:
+    def _draw_group(self, mesh: str, parts: list[np.ndarray], stats: RenderStats, key_suffix: str = "",
+                    eye=None, cull: bool | None = None) -> None:
         data = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if cull:
+            # Back faces culled, unless a copy is mirrored (negative determinant: wound the other way round).
+            c0, c1, c2 = data[:, 0:3], data[:, 4:7], data[:, 8:11]
+            mirrored = (np.einsum("ij,ij->i", c0, np.cross(c1, c2)) < 0).any()
+            if mirrored:
+                self.ctx.disable(self.ctx.CULL_FACE)
+            else:
+                self.ctx.enable(self.ctx.CULL_FACE)
+        elif cull is False:
+            self.ctx.disable(self.ctx.CULL_FACE)
+        if eye is not None and len(data) > 1:
+            # Opaque copies nearest first: what lies behind them then fails the depth test before it is
+            # shaded (on llvmpipe each shaded pixel counts).
+            d = data[:, 12:15] - np.asarray(eye, dtype=np.float32)
+            data = data[np.argsort(np.einsum("ij,ij->i", d, d), kind="stable")]
         n = len(data)
         buf, vao = self._vao(mesh + key_suffix, self.lit, mesh, n, INST_FLOATS)
         buf.write(data.tobytes())
@@ -327,10 +434,12 @@ class Renderer:
             vao.release()
             buf.release()
         self._inst.clear()
+        self._release_backdrop()
         for b in list(self.mesh_vbos.values()) + list(self.mesh_ibos.values()):
             b.release()
         self.corner_vbo.release()
         self.bg_vao.release()
-        for p in (self.lit, self.shadow_prog, self.text_prog, self.bg_prog):
+        self.upscale_vao.release()
+        for p in (self.lit, self.shadow_prog, self.text_prog, self.bg_prog, self.upscale_prog):
             p.release()
 

@@ -77,11 +77,16 @@ class Stage:
         self.show_labels = True
         self.show_hud = True
         self.samples = 0                # MSAA samples for render(); 0 = none (cheapest on llvmpipe)
+        # Internal render scale (0.25-1): the scene is drawn at width x height x scale and stretched to the
+        # target, filtered. On software GL (llvmpipe) the frame's cost follows its pixels, so 0.75 costs
+        # roughly 60% of a full-size frame; text softens a little. The app may lower it on slow GL.
+        self.render_scale = 1.0
         self.camera_transition_s = 0.7
         # render() waits for the GL to finish so frame_ms is the whole frame; a window loop may set False
         # to let llvmpipe rasterise while Python builds the UI (frame_ms then counts only the submission).
         self.sync = True
         self.hidden: set[str] = set()   # parts not drawn (teaching, tests)
+        self.label_plates: list[tuple] = []   # last frame's part-name plates: (part, x, y, w, h), target pixels
         self._reduced_motion = False
         self._rendered = False
         self._explode = 0.0
@@ -89,6 +94,7 @@ class Stage:
         self._explode_to = 0.0
         self._explode_start = 0.0
         self._msaa = None
+        self._scaled = None
         self.table = CastIronTable()
         self.bigdrum = BigDrum()
         self.readhead = ReadHead(self.bigdrum)
@@ -187,9 +193,14 @@ class Stage:
             k = k * k * (3 - 2 * k)
             self._explode = self._explode_from + (self._explode_to - self._explode_from) * k
         vp = self.viewproj(width, height)
+        scale = min(max(float(self.render_scale or 1.0), 0.25), 1.0)
+        out_w, out_h = width, height
+        width, height = max(1, int(round(width * scale))), max(1, int(round(height * scale)))
+        scaled = (width, height) != (out_w, out_h)
         right, up = self.camera.basis()
         state = self.timeline.state_at()
-        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run)
+        wide = self.show_labels and self.view in ("table", "exploded")
+        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run, labelled=wide)
         fb = FrameBuilder(self.atlas)
         offsets = self.offsets()
         shows = VIEW_SHOWS.get(self.view)
@@ -200,18 +211,32 @@ class Stage:
             fb.offset = np.asarray(offsets.get(key, (0.0, 0.0, 0.0)), dtype=np.float64)
             part.emit(fb, state, ec)
         fb.offset = np.zeros(3)
-        if self.show_labels and self.view in ("table", "exploded"):
-            emit_part_labels(fb, vp, width, height, ec, offsets, self.hidden, exploded=self._explode > 0.5)
+        hud = None
         if self.show_hud:
             part = VIEW_PART.get(self.view)
             title = (PARTS[part].zh, PARTS[part].en) if part else None
             if self.view == "cutaway":
                 title = ("读头剖面", "read head, cut away")
             timing = self.timeline.steps[state.step] if state.step >= 0 else None
-            emit_hud(fb, state, width, height, ec, len(self.traces), title, timing)
+            hud = emit_hud(fb, state, width, height, ec, len(self.traces), title, timing)
+        self.label_plates = []
+        if wide:
+            readouts = {"mill": self.mill.readout_lines(state, ec)}
+            self.label_plates = emit_part_labels(fb, vp, width, height, ec, offsets, self.hidden,
+                                                 exploded=self._explode > 0.5, readouts=readouts,
+                                                 keep_out=[hud] if hud else [])
 
         target = fbo if fbo is not None else ctx.screen
-        draw_to = target
+        frame_fbo = target
+        if scaled:
+            if self._scaled is None or self._scaled[0] != (width, height):
+                self._release_scaled()
+                tex = ctx.texture((width, height), 4)
+                tex.filter = (ctx.LINEAR, ctx.LINEAR)
+                depth = ctx.depth_renderbuffer((width, height))
+                self._scaled = ((width, height), ctx.framebuffer([tex], depth), tex, depth)
+            frame_fbo = self._scaled[1]
+        draw_to = frame_fbo
         if self.samples:
             if self._msaa is None or self._msaa[0] != (width, height, self.samples):
                 self._release_msaa()
@@ -221,12 +246,21 @@ class Stage:
             draw_to = self._msaa[1]
         draw_to.use()
         ctx.viewport = (0, 0, width, height)
-        draw_to.clear(0.0, 0.0, 0.0, 1.0, depth=1.0)
+        backdrop = self.renderer.begin(draw_to, width, height, self.palette, multisampled=bool(self.samples))
+        draw_to.use()
+        ctx.viewport = (0, 0, width, height)
         stats = RenderStats(0, 0, 0.0)
-        self.renderer.draw(fb, vp, self.camera.pose.eye, self.palette, width, height, stats)
-        if draw_to is not target:
-            ctx.copy_framebuffer(target, draw_to)
+        self.renderer.draw(fb, vp, self.camera.pose.eye, self.palette, width, height, stats, backdrop_done=backdrop)
+        if draw_to is not frame_fbo:
+            ctx.copy_framebuffer(frame_fbo, draw_to)
+        if scaled:
+            k = out_h / height
+            self.label_plates = [(n, x * k, y * k, w * k, h * k) for n, x, y, w, h in self.label_plates]
+        if scaled:
             target.use()
+            ctx.viewport = (0, 0, out_w, out_h)
+            self.renderer.upscale(self._scaled[2], stats)
+        target.use()
         if self.sync:
             ctx.finish()
         self._rendered = True
@@ -245,8 +279,15 @@ class Stage:
                 obj.release()
             self._msaa = None
 
+    def _release_scaled(self) -> None:
+        if self._scaled is not None:
+            for obj in self._scaled[1:]:
+                obj.release()
+            self._scaled = None
+
     def release(self) -> None:
         self._release_msaa()
+        self._release_scaled()
         self.atlas.release()
         self.renderer.release()
 

@@ -47,7 +47,8 @@ class CastIronTable:
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
-        fb.add("box", np.stack(self.iron), pal.iron)
-        fb.add("box", np.stack(self.brass), pal.brass)
+        # Drawn after every part standing on it: the top then loses its hidden pixels to the depth test.
+        fb.add("box", np.stack(self.iron), pal.iron, late=True)
+        fb.add("box", np.stack(self.brass), pal.brass, late=True)
         fb.add("cyl_lo", self.rivets, pal.brass)
         fb.shadow(0, FLOOR_Y + 0.01, 0, TABLE_X[1] * 2 + 3, TABLE_Z[1] * 2 + 3, 0.75)

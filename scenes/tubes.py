@@ -16,11 +16,21 @@ from scenes.layout import TUBES_CENTRE, EmitContext
 N_CHARS = 4           # tubes per rack besides "other"
 TUBE_R = 0.23
 TUBE_H = 2.9
-TUBE_Y0 = 0.32
+TUBE_Y0 = 0.5         # tube feet stand on a base tall enough to carry the TV readout on its face
 SPACING = 0.56
 BEAD_R = 0.088
 LAYER = 0.16          # two beads side by side per layer
 RACK_GAP = 0.55
+FREQ_SIZE = 0.36      # cumulative-frequency numbers over the tubes: as big as a tube's spacing allows
+# The readout rows lean back towards the audience (the table camera looks down about 34 degrees).
+LEAN = np.radians(20)
+READ_UP = np.array([0.0, np.cos(LEAN), np.sin(LEAN)])
+
+
+def freq_text(f: float) -> str:
+    """A frequency with two decimals and no leading zero (".34"): it fits over its tube at a readable size."""
+    s = f"{f:.2f}"
+    return s[1:] if s.startswith("0.") else s
 
 
 def chosen_characters(result, k: int = N_CHARS) -> list[int]:
@@ -89,7 +99,8 @@ class TestTubes:
         for rack in (0, 1):
             xs = [self.tube_x(rack, j) for j in range(N_CHARS + 1)]
             xm, w = (xs[0] + xs[-1]) / 2, xs[-1] - xs[0] + SPACING
-            fb.add("box", np.stack([box_matrix(xm, 0.12, z, w + 0.2, 0.24, 0.8),
+            base_h = TUBE_Y0 - 0.07
+            fb.add("box", np.stack([box_matrix(xm, base_h / 2, z, w + 0.2, base_h, 0.8),
                                     box_matrix(xm, TUBE_Y0 + TUBE_H - 0.2, z - 0.3, w + 0.2, 0.1, 0.12),
                                     box_matrix(xs[0] - SPACING / 2 - 0.05, (TUBE_H + 0.3) / 2, z - 0.3, 0.1,
                                                TUBE_H + 0.3, 0.12),
@@ -104,7 +115,7 @@ class TestTubes:
                                      for x in xs]), pal.glass)
             fb.shadow(xm, 0.012, z, w + 0.8, 1.3, 0.5)
             title = ec.say("目标独写", "target alone") if rack == 0 else ec.say("投机解码", "speculative")
-            fb.text(title, (xm, TUBE_Y0 + TUBE_H + 1.0, z), right, up, 0.28, pal.label, anchor="center")
+            fb.text(title, (xm, TUBE_Y0 + TUBE_H + 1.22, z), right, READ_UP, 0.3, pal.label, anchor="center")
         r = self.result
         if r is None:
             return
@@ -114,7 +125,8 @@ class TestTubes:
         beads = {"steel": [], "copper": [], "red": []}
         lines, rings = [], []
         rng = np.random.default_rng(1000 + rnd)
-        top = TUBE_Y0 + TUBE_H + 0.3
+        # Beads drop in from the tube's mouth, below the numbers over it, so they never cover a readout.
+        top = TUBE_Y0 + TUBE_H - 0.12
         for rack in (0, 1):
             now, copper, freq = self.counts(rack, rnd)
             total = sum(now)
@@ -146,9 +158,9 @@ class TestTubes:
                                      scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
                 # Character under the tube, cumulative frequency over it.
                 label = display(self.chars[j]) if j < N_CHARS else ("other" if ec.language == "en" else "其他")
-                fb.text(label, (x, TUBE_Y0 + TUBE_H + 0.45, z), right, up, 0.4 if j < N_CHARS else 0.24,
+                fb.text(label, (x, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, 0.42 if j < N_CHARS else 0.25,
                         pal.label, anchor="center")
-                fb.text(f"{freq[j]:.2f}", (x, TUBE_Y0 + TUBE_H + 0.12, z), right, up, 0.22, pal.label_sub,
+                fb.text(freq_text(freq[j]), (x, TUBE_Y0 + TUBE_H + 0.2, z), right, READ_UP, FREQ_SIZE, pal.label,
                         anchor="center")
         for kind, mat in (("steel", pal.steel), ("copper", pal.bead_copper), ("red", pal.bead_red)):
             if beads[kind]:
@@ -159,11 +171,11 @@ class TestTubes:
         for rack, series in ((0, r.tv_left_series), (1, r.tv_right_series)):
             if series is not None and len(series) > rnd:
                 xs = [self.tube_x(rack, j) for j in range(N_CHARS + 1)]
-                fb.text(f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, TUBE_Y0 - 0.05, z + 0.42),
-                        right, up, 0.2, pal.label, anchor="center", valign="top")
+                fb.text(f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, z + 0.41),
+                        right, up, 0.34, pal.label, anchor="center", valign="middle")
         if r.rule != "exact":
             xs = [self.tube_x(1, j) for j in range(N_CHARS + 1)]
-            fb.text(ec.say("错误规则", "wrong rule") + f": {r.rule}", ((xs[0] + xs[-1]) / 2, TUBE_Y0 + TUBE_H + 1.75, z),
-                    right, up, 0.22, pal.fail_mark, anchor="center")
+            fb.text(ec.say("错误规则", "wrong rule") + f": {r.rule}", ((xs[0] + xs[-1]) / 2, TUBE_Y0 + TUBE_H + 2.1, z),
+                    right, READ_UP, 0.26, pal.fail_mark, anchor="center")
         fb.text(ec.say(f"第 {rnd + 1}/{r.rounds} 轮 · 每轮 {r.draws} 次", f"round {rnd + 1}/{r.rounds} · {r.draws} draws"),
-                (TUBES_CENTRE[0], TUBE_Y0 + TUBE_H + 1.45, z), right, up, 0.22, pal.label_sub, anchor="center")
+                (TUBES_CENTRE[0], TUBE_Y0 + TUBE_H + 1.72, z), right, READ_UP, 0.27, pal.label_sub, anchor="center")

@@ -1,0 +1,98 @@
+"""Readouts legible from the back of a room: big enough at 1080p, never covered by parts, beads or each other."""
+import numpy as np
+import pytest
+
+from scenes.bridge import R_SIZE, R_V, VALUE_SIZE, VALUE_V, meter_point
+from scenes.layout import TUBES_CENTRE
+from scenes.tubes import FREQ_SIZE, N_CHARS, READ_UP, TUBE_H, TUBE_Y0
+from tests.scene_helpers import Shooter, make_stage, patch
+
+W, H = 960, 540
+
+
+@pytest.fixture(scope="module")
+def stage():
+    st = make_stage()
+    yield st
+    st.release()
+
+
+@pytest.fixture(scope="module")
+def shooter():
+    sh = Shooter(W, H)
+    yield sh
+    sh.release()
+
+
+def _em_px(stage, base, up, size, w=1920, h=1080) -> float:
+    """Projected height in pixels of an em of world text at `base` along `up` (1080p frame)."""
+    a = np.array(stage.project(base, w, h))
+    b = np.array(stage.project(np.asarray(base) + np.asarray(up) * size, w, h))
+    return float(np.linalg.norm(b - a))
+
+
+def test_readouts_are_projector_sized_in_the_table_view(stage):
+    stage.set_view("table")
+    x = stage.tubes.tube_x(0, 1)
+    assert _em_px(stage, (x, TUBE_Y0 + TUBE_H + 0.2, TUBES_CENTRE[2]), READ_UP, FREQ_SIZE) >= 21      # as big as the English labels (h / 50)
+    up = meter_point(0, 1.0) - meter_point(0, 0.0)
+    assert _em_px(stage, meter_point(0, VALUE_V), up, VALUE_SIZE) >= 28
+    assert _em_px(stage, meter_point(0, R_V), up, R_SIZE) >= 20
+
+
+def test_mill_readout_is_not_hidden_behind_the_bridge(stage, shooter):
+    stage.set_view("table")
+    stage.timeline.seek(stage.timeline.step_moment(1, "write"))
+    full = shooter.shoot(stage)
+    plates = {name: rect for name, *rect in stage.label_plates}
+    x, y, w, h = plates["mill"]
+    # The plate carries the readout (busy %, device, model) under the part's name.
+    assert h > 2.2 * plates["cabinet"][3]
+    try:
+        stage.hidden = {"bridge"}
+        without = shooter.shoot(stage)
+    finally:
+        stage.hidden = set()
+    region = (slice(int(y), int(y + h)), slice(int(x), int(x + w)))
+    assert np.abs(full[region].astype(int) - without[region].astype(int)).mean() < 0.5
+    # ... while hiding the bridge does change the frame where the bridge stands.
+    bx, by = stage.project(meter_point(1, 1.0), W, H)
+    assert np.abs(patch(full, bx, by, 4) - patch(without, bx, by, 4)).mean() > 10
+
+
+@pytest.mark.parametrize("view", ["table", "exploded"])
+def test_label_plates_never_overlap(view, shooter):
+    st = make_stage()
+    try:
+        st.show_hud = True
+        st.set_view(view)
+        st.timeline.seek(st.timeline.step_moment(1, "write"))
+        shooter.shoot(st)
+        plates = st.label_plates
+        assert len(plates) >= 7
+        for i, (na, xa, ya, wa, ha) in enumerate(plates):
+            assert 0 <= xa and xa + wa <= W and 0 <= ya and ya + ha <= H, na
+            for nb, xb, yb, wb, hb in plates[i + 1:]:
+                apart = xa + wa <= xb or xb + wb <= xa or ya + ha <= yb or yb + hb <= ya
+                assert apart, (na, nb)
+    finally:
+        st.release()
+
+
+def test_falling_beads_never_cross_the_frequency_numbers(stage, shooter):
+    stage.set_view("tubes")
+    tl = stage.timeline
+    rnd = 3
+    stage.timeline.seek((rnd + 0.35) * tl.timing.tube_round)      # this round's beads in the air
+    falling = shooter.shoot(stage)
+    assert 0 < stage.state().tube_progress < 0.8
+    stage.timeline.seek((rnd + 0.9) * tl.timing.tube_round)       # every bead fallen, same counts
+    settled = shooter.shoot(stage)
+    z = TUBES_CENTRE[2]
+    for rack in (0, 1):
+        for j in range(N_CHARS + 1):
+            x = stage.tubes.tube_x(rack, j)
+            px, py = stage.project(np.array([x, TUBE_Y0 + TUBE_H + 0.2, z]) + READ_UP * FREQ_SIZE * 0.35, W, H)
+            assert np.abs(patch(falling, px, py, 6) - patch(settled, px, py, 6)).mean() < 1.0, (rack, j)
+    # The beads do move between the two moments (inside the tubes).
+    assert np.abs(falling.astype(int) - settled.astype(int)).mean() > 0.05
