@@ -440,7 +440,8 @@ def register(sub) -> None:
     tb.add_argument("--rounds", type=int, default=200)
     tb.add_argument("--draws", type=int, default=50)
     tb.add_argument("--seed", type=int, default=1)
-    tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "no_bonus"), default="exact")
+    tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "draft_only"), default="exact",
+                    help="draft_only: the target never writes a token (wrong); the three non-exact rules are biased")
     tb.add_argument("--temperature", type=float, default=1.0)
     tb.add_argument("--top-k", dest="top_k", type=int, default=0)
     tb.add_argument("--top-p", dest="top_p", type=float, default=1.0)

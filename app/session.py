@@ -52,6 +52,9 @@ class Session:
         self._tpp: dict = {}
         self._alpha_corpus: dict = {}
         self.version = 0                   # bumps whenever the run changes (the stage and plots follow)
+        # 'speculative' (draft guesses, the target checks) or 'target' (the big drum alone, one token a pass:
+        # tour chapters 1-2, before speculation is introduced, and 11, nine sequences lighting nine lanes)
+        self.decoder = "speculative"
 
     # ---- models ----------------------------------------------------------------------------------
     def pair(self, tokens: str | None = None):
@@ -69,21 +72,22 @@ class Session:
 
     def _key(self):
         s = self.settings
-        return (s.prompt, s.gamma, s.temperature, s.top_k, s.top_p, s.seed, s.tokens, s.steps)
+        return (s.prompt, s.gamma, s.temperature, s.top_k, s.top_p, s.seed, s.tokens, s.steps, self.decoder)
 
     def ensure(self) -> Run | None:
         """Recompute the run if its settings changed. A bad prompt keeps the previous run and sets .error."""
         key = self._key()
         if key == self._run_key:
             return self.run
-        from models.sampler import SpeculativeSampler
+        from models.sampler import SpeculativeSampler, TargetSampler
         s = self.settings
         try:
             pair = self.pair()
             prompt_ids = pair.encode(s.prompt)
             if len(prompt_ids) == 0:
                 raise InputError("the prompt is empty")
-            sampler = SpeculativeSampler(pair, self.sampler_settings())
+            kind = TargetSampler if self.decoder == "target" else SpeculativeSampler
+            sampler = kind(pair, self.sampler_settings())
             sampler.reset(prompt_ids)
             traces = [sampler.step() for _ in range(s.steps)]
         except (InputError, OSError, ValueError) as exc:    # a bad prompt or table: say so, keep the last run
@@ -116,6 +120,17 @@ class Session:
             self._alpha_corpus[tokens] = float(_scalar(analytics.alpha_corpus(self.pair())))
         return self._alpha_corpus[tokens]
 
+    def alpha_corpus_at(self, temperature: float) -> float:
+        """α over the book's contexts with both rows shaped to a temperature (T = 0: greedy, one-hot rows, so a
+        guess passes only where the two models' top tokens agree). About 0.4 s, cached per tokens and T."""
+        from models import analytics
+        from models.sampler import SamplerSettings
+        key = (self.settings.tokens, float(temperature))
+        if key not in self._alpha_corpus:
+            st = SamplerSettings(temperature=float(temperature))
+            self._alpha_corpus[key] = float(_scalar(analytics.alpha_corpus(self.pair(), st)))
+        return self._alpha_corpus[key]
+
     def toy_alpha(self) -> float:
         """The α the plots mark: measured on the text the run actually wrote (1 - TV at tested positions)."""
         run = self.ensure()
@@ -138,6 +153,14 @@ class Session:
     def tokens_per_pass_formula(self, alpha: float) -> list[float]:
         from models import analytics
         return [float(analytics.tokens_per_pass_formula(alpha, g)) for g in GAMMAS]
+
+    def tokens_per_pass_bonus(self, alpha: float, gamma: int | None = None) -> tuple[float, float]:
+        """(with the bonus, without it): (1 - α^(γ+1))/(1 - α) and that minus α^γ. Skipping the bonus keeps the
+        text exact; a pass that keeps all γ guesses (probability α^γ) just writes γ tokens instead of γ + 1."""
+        from models import analytics
+        gamma = self.settings.gamma if gamma is None else gamma
+        with_bonus = float(analytics.tokens_per_pass_formula(alpha, gamma))
+        return with_bonus, with_bonus - float(alpha) ** gamma
 
     def tokens_per_pass_counted(self, passes: int = 40) -> list[float]:
         """Run the real sampler at every γ of the plot and count tokens per pass (cached per settings)."""

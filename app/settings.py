@@ -14,7 +14,12 @@ from pathlib import Path
 from app.paths import config_dir
 
 MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware")
-TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "no_bonus")
+TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")
+# Older settings files may name draft_only 'no_bonus' (a misnomer: it never let the target write at all).
+LEGACY_TUBE_RULES = {"no_bonus": "draft_only"}
+# The lab's values: the tour sets some of them per chapter but never keeps them (App snapshots and restores these).
+LAB_FIELDS = ("prompt", "gamma", "c", "temperature", "top_k", "top_p", "seed", "tokens", "steps", "lanes", "context",
+              "device", "model", "tube_rule", "skip_bonus")
 
 
 @dataclass
@@ -45,6 +50,7 @@ class AppSettings:
     device: str = "h100-sxm"
     model: str = "llama-3.1-8b"
     tube_rule: str = "exact"
+    skip_bonus: bool = False          # test tubes: drop the bonus token (still exact, fewer tokens per pass)
 
     def clamp(self) -> "AppSettings":
         """Bring every field back into its legal range (a hand-edited file may not be)."""
@@ -62,7 +68,9 @@ class AppSettings:
         self.steps = min(200, max(1, int(self.steps)))
         self.lanes = min(512, max(1, int(self.lanes)))
         self.context = min(131072, max(1, int(self.context)))
+        self.tube_rule = LEGACY_TUBE_RULES.get(self.tube_rule, self.tube_rule)
         self.tube_rule = self.tube_rule if self.tube_rule in TUBE_RULES else "exact"
+        self.skip_bonus = bool(self.skip_bonus)
         self.window_w = max(320, int(self.window_w))
         self.window_h = max(200, int(self.window_h))
         return self

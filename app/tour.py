@@ -21,13 +21,14 @@ class Chapter:
     params: dict = field(default_factory=dict)   # lab settings the chapter sets (gamma, lanes, context...)
     plot: str | None = None       # panel plot: 'speedup' | 'tpp' | 'roofline' | 'tubes'
     facts: tuple[str, ...] = ()   # live numbers listed beside the narration
+    decoder: str = "speculative"  # 'target': the big drum alone (chapters before speculation is introduced)
 
 
 CHAPTERS: tuple[Chapter, ...] = (
     Chapter("01-one-token", "bigdrum", ("bigdrum", "readhead"), {"lanes": 1, "context": 1},
-            facts=("bytes_per_step", "ms_per_token", "tokens_per_s", "busy")),
+            facts=("bytes_per_step", "ms_per_token", "tokens_per_s", "busy"), decoder="target"),
     Chapter("02-batching", "cabinet", ("readhead", "cabinet"), {"lanes": 64, "context": 4096}, plot="roofline",
-            facts=("lanes", "bytes_per_step", "tokens_per_s", "busy")),
+            facts=("lanes", "bytes_per_step", "tokens_per_s", "busy"), decoder="target"),
     Chapter("03-guess-first", "smalldrum", ("smalldrum", "tape", "bigdrum"), {"gamma": 4, "lanes": 1, "context": 1},
             facts=("vocab", "gamma", "c")),
     Chapter("04-keep-replace", "tape", ("tape",), {"gamma": 4},
@@ -37,14 +38,14 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("06-same-as-target", "tubes", ("tubes",), {"tube_rule": "exact"}, plot="tubes",
             facts=("under_char", "over_char", "tv_left", "tv_right")),
     Chapter("07-alpha", "table", ("bridge", "tape"), {"gamma": 4}, plot="tpp",
-            facts=("alpha", "alpha_corpus", "tpp_formula", "tpp_counted")),
+            facts=("alpha", "alpha_corpus", "alpha_t0", "alpha_t1", "tpp_formula", "tpp_counted")),
     Chapter("08-how-much-faster", "table", ("smalldrum", "bigdrum"), {"c": 0.1}, plot="speedup",
             facts=("alpha", "c", "best_gamma", "best_speedup")),
-    Chapter("09-idle-arithmetic", "mill", ("mill", "readhead"), {"lanes": 1, "context": 4096}, plot="roofline",
-            facts=("extra_pct", "busy", "lanes_to_saturate")),
+    Chapter("09-idle-arithmetic", "mill", ("mill", "readhead"), {"lanes": 1, "context": 1}, plot="roofline",
+            facts=("extra_pct", "busy", "busy_spec", "lanes_to_saturate")),     # context 1: as the mill counts
     Chapter("10-no-second-model", "table", ("bigdrum",), {}, facts=()),
     Chapter("11-inside-read-head", "cutaway", ("readhead", "mill"), {"lanes": 9, "context": 1},
-            facts=("lanes", "busy", "lanes_to_saturate")),
+            facts=("lanes", "busy", "lanes_to_saturate"), decoder="target"),     # nine sequences: nine lanes
     Chapter("12-taken-apart", "exploded", ("table",), {}, facts=("vocab", "alpha")),
 )
 

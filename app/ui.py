@@ -201,7 +201,8 @@ class PlotTextures:
                 dpi_w = max(320, int(width))
                 fig = figures.make(app, name)
                 if aspect:
-                    fig.set_size_inches(10.0, 10.0 / aspect)
+                    inches = max(5.0, dpi_w / 110.0)   # the same text size in pixels, whatever the box
+                    fig.set_size_inches(inches, inches / aspect)
                     fig.tight_layout()
                 fig.set_dpi(dpi_w / fig.get_figwidth())
                 rgba = plots.figure_rgba(fig)
@@ -219,3 +220,89 @@ class PlotTextures:
         # Shrink to fit when it nearly fits; when it cannot (a large UI scale), full width and let the panel scroll.
         shown_w = width if avail_h < 0.6 * full_h else min(width, avail_h * w / h)
         imgui.image(imgui.ImTextureRef(tex_id), (shown_w, shown_w * h / w))
+
+
+# ---- line breaking that suits Chinese ------------------------------------------------------------------
+# ImGui's wrapping breaks only at spaces: a Chinese sentence is one long "word", so it breaks at the last
+# space before it (often right after a number) and leaves a short ragged line. We break between two Chinese
+# (wide) characters and at spaces, never inside a run of Latin letters, digits or symbols (0.415, α^γ stay
+# whole), never around '=' (α = 0.618 stays on one line), and keep closing punctuation on the line it closes
+# and opening punctuation with what it opens (the usual kinsoku rules).
+_NO_LINE_START = set("，。、；：？！）」』》〉”’%…·,.;:?!)]}")
+_NO_LINE_END = set("（「『《〈“‘([{")
+_GLUE = ("=", "<", ">", "≤", "≥", "≈", "→", "×")
+
+
+def _wide(ch: str) -> bool:
+    import unicodedata
+    return len(ch) == 1 and unicodedata.east_asian_width(ch) in ("W", "F")
+
+
+def _units(text: str) -> list[str]:
+    """Wide characters one by one, spaces one by one, every other run of characters as one unit."""
+    units, run = [], ""
+    for ch in text:
+        if ch == " " or _wide(ch):
+            if run:
+                units.append(run)
+                run = ""
+            units.append(ch)
+        else:
+            run += ch
+    if run:
+        units.append(run)
+    return units
+
+
+def _can_break_before(seq: list[str], j: int) -> bool:
+    prev, u = seq[j - 1], seq[j]
+    if u == " ":
+        return False                       # break after a space, not before it
+    if prev == " ":
+        pp = seq[j - 2] if j >= 2 else ""
+        return not (pp.endswith(_GLUE) or u.startswith(_GLUE))
+    if u[0] in _NO_LINE_START or prev[-1] in _NO_LINE_END:
+        return False
+    return _wide(u) or _wide(prev)
+
+
+def wrap_lines(text: str, width: float, measure) -> list[str]:
+    """Greedy line breaking for mixed Chinese / Latin text; measure(str) -> width in pixels."""
+    lines: list[str] = []
+    for para in text.split("\n"):
+        line: list[str] = []
+        for u in _units(para):
+            if not line and u == " ":
+                continue
+            if line and measure(("".join(line) + u).rstrip()) > width:
+                seq = line + [u]
+                j = next((j for j in range(len(seq) - 1, 0, -1) if _can_break_before(seq, j)), None)
+                if j is not None:
+                    lines.append("".join(seq[:j]).rstrip())
+                    line = seq[j:]
+                    while line and line[0] == " ":
+                        line.pop(0)
+                    continue
+            line.append(u)
+        lines.append("".join(line).rstrip())
+    return lines
+
+
+_WRAP_CACHE: dict = {}
+
+
+def wrapped(text: str, color=None) -> None:
+    """Draw text wrapped to the window's content width (like imgui.text_wrapped, breaking Chinese properly)."""
+    width = max(1.0, imgui.get_content_region_avail().x)
+    key = (text, round(width), round(imgui.get_font_size(), 1))
+    lines = _WRAP_CACHE.get(key)
+    if lines is None:
+        if len(_WRAP_CACHE) > 256:
+            _WRAP_CACHE.clear()
+        lines = wrap_lines(text, width, lambda s: imgui.calc_text_size(s).x)
+        _WRAP_CACHE[key] = lines
+    out = "\n".join(lines)
+    if color is not None:
+        imgui.text_colored(imgui.ImVec4(*color), out)
+    else:
+        imgui.text(out)

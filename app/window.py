@@ -15,7 +15,7 @@ from app import exports, keys
 from app.i18n import Strings
 from app.palette import apply_style, colors
 from app.session import Session
-from app.settings import MODES, AppSettings, save_settings
+from app.settings import LAB_FIELDS, MODES, AppSettings, save_settings
 from app.tour import CHAPTERS, TourState
 from corpus.errors import InputError
 
@@ -58,6 +58,8 @@ class App:
         self.quit = False
         self.frame = 0
         self.tour = TourState(settings.chapter)
+        self.mode = None
+        self.lab_values: dict | None = None  # the lab's own values, kept aside while the tour sets its own
         self.step_pos = 0                    # index into session.run.points
         self.cutaway = False
         self.pending_screenshot = False
@@ -173,11 +175,30 @@ class App:
         self.messages = self.messages[-4:]
 
     def set_mode(self, mode: str, initial: bool = False) -> None:
+        # The tour sets γ, lanes, context... per chapter on the live settings; the lab's own values are put
+        # aside on the way in and back on the way out, and only they are ever saved.
+        if mode == "tour" and self.mode != "tour":
+            self.lab_values = {k: getattr(self.settings, k) for k in LAB_FIELDS}
+        elif mode != "tour" and self.mode == "tour":
+            self.leave_tour()
         self.settings.mode = mode
         self.mode = mode
         self.panels[mode].enter()
         if not initial:
             self.save()
+
+    def leave_tour(self) -> None:
+        """Put the lab's values back (the tour's γ, lanes, context... never outlive it) and decode speculatively."""
+        if self.lab_values is not None:
+            for k, v in self.lab_values.items():
+                setattr(self.settings, k, v)
+            self.lab_values = None
+        self.session.decoder = "speculative"
+
+    def saved_settings(self) -> AppSettings:
+        """What goes into the settings file: the live settings with the lab's own values (not the tour's)."""
+        from dataclasses import replace
+        return replace(self.settings, chapter=self.tour.chapter, **(self.lab_values or {}))
 
     def set_language(self, lang: str) -> None:
         self.settings.language = lang
@@ -240,7 +261,7 @@ class App:
             return
         try:
             self.settings.chapter = self.tour.chapter
-            save_settings(self.settings, self.settings_file)
+            save_settings(self.saved_settings(), self.settings_file)
         except OSError as exc:
             self.notify(self.t("msg.settings_not_saved", error=str(exc)))
 
@@ -273,6 +294,8 @@ class App:
         except Exception:  # noqa: BLE001 - a broken tube model leaves the tubes empty, not the table
             tubes = None
         key = (self.session.version, s.lanes, s.context, s.device, s.model, s.c, s.tube_rule, tubes is not None)
+        # batch_lanes is the number of sequences; the table lights batch × (γ + 1) lanes for a speculative pass
+        # and batch × 1 for the target alone (its traces say lanes_lit = 1).
         if key == self._stage_key:
             return
         self._stage_key = key
@@ -568,8 +591,22 @@ class App:
             "exports": list(self.exports_done), "framebuffer": [self.fb_w, self.fb_h],
             "stage": self.stage is not None, "stage_error": self.stage_error,
             "messages": [m for _, m in self.messages], "error": self.session.error,
+            "decoder": self.session.decoder, "tube_rule": self.settings.tube_rule,
+            "skip_bonus": self.settings.skip_bonus,
+            "settings": {k: getattr(self.settings, k) for k in LAB_FIELDS},
+            "lab": dict(self.lab_values) if self.lab_values is not None else {k: getattr(self.settings, k)
+                                                                               for k in LAB_FIELDS},
+            "lanes_lit": self._lanes_lit(),
         }
         return out
+
+    def _lanes_lit(self):
+        """Lanes the table lights in the current (or first) target pass: what its HUD says."""
+        tl = self.timeline
+        if tl is None or not tl.steps:
+            return None
+        k = max(0, min(len(tl.steps) - 1, int(getattr(tl, "current_step", 0) or 0)))
+        return int(tl.steps[k].lanes)
 
     def close(self) -> None:
         self.save()

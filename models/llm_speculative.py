@@ -59,7 +59,7 @@ def verify_on_device(guesses: torch.Tensor, q_rows: torch.Tensor, p_rows: torch.
     n = passes.long().cumprod(0).sum()                                # leading passes = first rejection (γ if none)
     accepted = idx < n
     # Past the last guess q is zero, so the residual formula gives the bonus row too: max(0, p - 0) = p.
-    q_pad = torch.cat([q_rows, torch.zeros_like(q_rows[:1])])
+    q_pad = torch.cat([q_rows, q_rows.new_zeros(1, q_rows.shape[1])])
     p_n = p_rows.index_select(0, n.view(1))[0]
     q_n = q_pad.index_select(0, n.view(1))[0]
     res = torch.clamp_min(p_n - lenience * q_n, 0.0)                  # residual: max(0, p - q)
@@ -186,6 +186,7 @@ class PlainDecoder:
 # --- speculative decoding ---------------------------------------------------------------------------
 @dataclass
 class PassRecord:
+    gamma: int               # guesses made this pass (γ, fewer only at the tail of an eager run)
     n_accepted: int
     final_kind: str          # "replacement" | "bonus"
     residual_fallback: bool
@@ -206,7 +207,7 @@ class SpeculativeResult:
     @property
     def alpha(self) -> float:
         """Fraction of tested guesses accepted (a pass tests up to its first rejection)."""
-        tested = sum(min(r.n_accepted + 1, self.gamma) for r in self.records)
+        tested = sum(min(r.n_accepted + 1, r.gamma) for r in self.records)
         return sum(r.n_accepted for r in self.records) / max(tested, 1)
 
 
@@ -237,14 +238,16 @@ class SpeculativeDecoder:
         def verify_step(tokens, pos, q_rows, u_tail):
             # p rows at γ+1 positions in one target forward, then the rule, all on the device;
             # packed = [n_accepted, final_token, residual_fallback, x_1..x_γ]
+            g = tokens.shape[1] - 1
             p = probs_from_logits(forward_positions(target, tokens, pos), t)[0]
-            v = verify_on_device(tokens[0, 1:], q_rows, p, u_tail[:gamma], u_tail[gamma], lenience)
+            v = verify_on_device(tokens[0, 1:], q_rows, p, u_tail[:g], u_tail[g], lenience)
             return torch.cat([v.n_accepted.view(1), v.final_token.view(1), v.residual_fallback.long().view(1),
                               tokens[0, 1:]])
 
         self.draft_step = StepRunner(torch.no_grad()(draft_step), graphs)
         self.verify_step = StepRunner(torch.no_grad()(verify_step), graphs)
         self.draft_consume = StepRunner(torch.no_grad()(lambda tok, pos: decode_one_token(draft, tok, pos)), graphs)
+        self.graphs = graphs
         self.decode_seconds = 0.0
 
     def _uniforms(self) -> torch.Tensor:
@@ -266,12 +269,17 @@ class SpeculativeDecoder:
         self.last_guess = self.cur
 
     @torch.no_grad()
-    def step(self) -> PassRecord:
-        """One speculative pass: γ draft forwards, one target forward of γ+1 positions, one host read."""
-        g, dev, pos = self.gamma, self.device, self.pos
-        u = self._uniforms()
+    def step(self, max_tokens: int | None = None) -> PassRecord:
+        """One speculative pass: γ draft forwards, one target forward of γ+1 positions, one host read.
+
+        max_tokens: tokens still wanted. Eagerly (no CUDA graphs) a pass near the end guesses only
+        max_tokens - 1, as a pass writes at most γ+1; graphed runs keep their static γ and trim the output.
+        """
+        G, dev, pos = self.gamma, self.device, self.pos
+        g = G if (max_tokens is None or self.graphs) else max(0, min(G, max_tokens - 1))
+        u = self._uniforms()        # always 2γ+1, used as [draws γ | tests γ | final]: the stream stays aligned
         if self.draft_behind:
-            # all γ passed last time: the draft never saw its own last guess; feed it now (at pos - 1)
+            # all guesses passed last time: the draft never read its own last guess; feed it now (at pos - 1)
             self.draft_consume(self.last_guess, torch.arange(pos - 1, pos, device=dev))
         tok = self.cur
         guesses, q_rows = [], []
@@ -281,14 +289,19 @@ class SpeculativeDecoder:
             tok = tok.clone()
             guesses.append(tok)
         chunk = torch.cat([self.cur] + guesses, dim=1)                      # (1, γ+1): cur, x_1..x_γ
-        packed = self.verify_step(chunk, torch.arange(pos, pos + g + 1, device=dev), torch.stack(q_rows), u[g:])
+        V = self.target.config.vocab_size
+        q_all = torch.stack(q_rows) if q_rows else torch.zeros(0, V, device=dev)
+        u_tail = torch.cat([u[G:G + g], u[2 * G:]])
+        packed = self.verify_step(chunk, torch.arange(pos, pos + g + 1, device=dev), q_all, u_tail)
+        # the draft's cache lacks the token at the last accepted position when every guess passed:
+        # its own last guess (or, with no guesses, the token it was not asked to read)
+        self.last_guess = guesses[-1] if guesses else self.cur
         self.cur = packed[1:2].view(1, 1).clone()
-        self.last_guess = guesses[-1]
         n, final, fallback, *guess_ids = packed.tolist()   # the one host read of the pass
         # Rollback by position: the target wrote pos..pos+γ, valid up to pos+n; the draft wrote pos..pos+γ-1.
         self.pos = pos + n + 1
         self.draft_behind = n == g
-        return PassRecord(n_accepted=n, final_kind="bonus" if n == g else "replacement",
+        return PassRecord(gamma=g, n_accepted=n, final_kind="bonus" if n == g else "replacement",
                           residual_fallback=bool(fallback), tokens=guess_ids[:n] + [final])
 
     @torch.no_grad()
@@ -298,7 +311,7 @@ class SpeculativeDecoder:
         out, records = [int(self.cur.item())], []
         t0 = time.perf_counter()
         while len(out) < n_tokens:
-            rec = self.step()
+            rec = self.step(n_tokens - len(out))
             records.append(rec)
             out.extend(rec.tokens)
         self.decode_seconds = time.perf_counter() - t0   # every pass ends in a host read: already synced

@@ -13,9 +13,12 @@ Rules for the right tube (the app's "break it" switches; every wrong rule biases
   exact_match_only  a guess is kept only if it is exactly the target's most likely token (greedy checking,
                     as in blockwise parallel decoding); other guesses are rejected and replaced from the
                     residual. The top token swells; tokens the draft over-proposes never appear.
-  no_bonus          the target never writes a token of its own (no replacement, no bonus): a rejected guess
+  draft_only        the target never writes a token of its own (no replacement, no bonus): a rejected guess
                     is dropped and the draft guesses again until one passes. All beads are copper and the
                     tube counts min(p, q)/α: tokens the draft under-proposes are never topped up.
+                    (Called 'no_bonus' before; that name is still accepted. Skipping only the bonus token is
+                    NOT a wrong rule: the first token a pass writes is unchanged, and the text stays exactly p,
+                    it just costs more passes — so it is no tube rule; tests/test_core_exact.py proves it.)
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ import numpy as np
 from corpus.errors import InputError
 from models.acceptance import residual
 
-RULES = ("exact", "resample_from_p", "exact_match_only", "no_bonus")
+RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")
+LEGACY_RULES = {"no_bonus": "draft_only"}   # old name of draft_only (it never was about the bonus alone)
 MAX_DRAWS_TOTAL = 5_000_000       # 4 uniforms a draw: 160 MB at the cap
 MAX_ROUND_CELLS = 40_000_000      # rounds × V cells in a per-round table
 
@@ -65,7 +69,7 @@ class TubesResult:
     chi2_p_right: float
     tv_left_series: np.ndarray = field(default=None)    # (rounds,) TV of the cumulative counts after each round
     tv_right_series: np.ndarray = field(default=None)
-    attempts: int = 0                    # no_bonus: draft guesses made in all (several per bead)
+    attempts: int = 0                    # draft_only: draft guesses made in all (several per bead)
 
     # Full-vocabulary views, (rounds, V) or (V,), built on first use from the compact columns and kept
     # (the scene reads them every frame). Treat them as read-only.
@@ -180,6 +184,7 @@ def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, 
               settings=None) -> TubesResult:
     """Fill both tubes: rounds × draws next-token draws after `prefix`, from p alone and speculatively.
     settings (a SamplerSettings) shapes both rows (temperature, top-k, top-p) like the samplers do."""
+    rule = LEGACY_RULES.get(rule, rule)
     if rule not in RULES:
         raise InputError(f"unknown rule {rule!r} (use one of: {', '.join(RULES)})")
     if rounds < 1 or draws < 1:
@@ -223,7 +228,7 @@ def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, 
         accepted = guess == top
         res = residual(p, q)
         fix = sample_indices(res if res.sum() > 0 else p, u[3])
-    else:  # no_bonus: guess again until one passes (rejection sampling: counts ∝ min(p, q))
+    else:  # draft_only: guess again until one passes (rejection sampling: counts ∝ min(p, q))
         accepted = u[2] <= ratio
         todo = np.flatnonzero(~accepted)
         while todo.size:

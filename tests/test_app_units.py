@@ -114,3 +114,96 @@ def test_clicker_keys_are_bound_only_to_next_and_previous():
     owners = {name: a for a, names in ACTIONS.items() for name in names}
     assert owners["page down"] == "next" and owners["page up"] == "prev"
     assert sum("page down" in n or "page up" in n for n in ACTIONS.values()) == 2
+
+
+def test_old_rule_name_in_a_settings_file_is_mapped(tmp_path):
+    """'no_bonus' was the old (misleading) name of draft_only: an old settings file still loads it."""
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"tube_rule": "no_bonus"}))
+    s, msg = load_settings(path)
+    assert msg is None and s.tube_rule == "draft_only" and s.skip_bonus is False
+    path.write_text(json.dumps({"tube_rule": "skip_bonus"}))      # not a rule: skipping the bonus is exact
+    assert load_settings(path)[0].tube_rule == "exact"
+
+
+def test_tokens_per_pass_with_and_without_the_bonus():
+    from models.analytics import tokens_per_pass_formula
+
+    from app.session import Session
+    ses = Session(AppSettings(gamma=4))
+    for alpha in (0.0, 0.3, 0.64, 1.0):
+        with_b, without_b = ses.tokens_per_pass_bonus(alpha)
+        assert with_b == pytest.approx(tokens_per_pass_formula(alpha, 4))
+        assert without_b == pytest.approx(with_b - alpha ** 4)
+    assert ses.tokens_per_pass_bonus(1.0) == pytest.approx((5.0, 4.0))   # all kept: γ + 1 vs γ tokens
+    assert ses.tokens_per_pass_bonus(0.0) == pytest.approx((1.0, 1.0))   # nothing kept: the bonus never came
+
+
+def _fake_app(**settings):
+    from types import SimpleNamespace
+
+    from app.session import Session
+    s = AppSettings(**settings)
+    return SimpleNamespace(settings=s, session=Session(s), t=Strings("en"), fixed_step=True)
+
+
+def test_alpha_chapter_says_what_the_live_numbers_say():
+    """Chapter 7 attributes 'temperature 0 gives a higher α' to Leviathan et al.'s models and shows the toy's own
+    α at T = 0 and T = 1; the toy sentence ('goes the other way') must agree with those live numbers."""
+    from app.facts import facts, fill
+    app = _fake_app()
+    f = facts(app)
+    a0, a1 = app.session.alpha_corpus_at(0.0), app.session.alpha_corpus_at(1.0)
+    assert a0 < a1                                   # what the narration claims for the toy pair
+    assert a1 == pytest.approx(app.session.alpha_corpus())
+    pages = narration("07-alpha")["pages"]
+    cited = next(p for p in pages if "Leviathan" in p["en"])
+    assert "temperature 0" in cited["en"].lower()
+    toy = next(p for p in pages if "{alpha_t0}" in p["en"])
+    text = fill(toy["en"], f)
+    assert f"{a0:.3f}" in text and f"{a1:.3f}" in text and f"{100 * (1 - a0):.0f}%" in text and "—" not in text
+
+
+def test_extra_arithmetic_fact_is_the_extra_not_the_ratio():
+    """extra_arithmetic is a ratio to the target alone (2.0 = 100% more): the fact shows the extra."""
+    from app.facts import facts
+    app = _fake_app()
+    f = facts(app)
+    run = app.session.ensure()
+    ratio = app.session.extra_arithmetic(run.alpha_generated, 4)
+    assert ratio > 1 and f["extra_pct"] == f"{100 * (ratio - 1):.0f}%"
+
+
+def test_chinese_wraps_between_characters_and_keeps_numbers_whole():
+    from app.ui import wrap_lines
+    measure = len                                        # one unit per character
+    text = "我们的玩具模型正好相反：全书上温度 0 时 α = 0.415，温度 1 时 α = 0.581。"
+    lines = wrap_lines(text, 12, measure)
+    assert "".join(lines).replace(" ", "") == text.replace(" ", "")
+    assert all(len(line) <= 12 for line in lines)
+    assert all(len(line) >= 12 - len("α = 0.415") for line in lines[:-1])      # no short ragged lines
+    assert not any(line.startswith(("，", "。")) for line in lines)
+    joined = "\n".join(lines)
+    assert "α = 0.415" in joined and "α = 0.581" in joined      # a number is never split, nor cut from its name
+    assert wrap_lines("one two three", 7, measure) == ["one two", "three"]
+    assert wrap_lines("写 α = 0.618 吧", 6, measure) == ["写", "α = 0.618", "吧"]
+    assert wrap_lines("（甲乙）", 3, measure) == ["（甲", "乙）"]     # brackets stay with what they hold
+
+
+def test_count_checkpoint_answer_is_hidden_until_revealed():
+    """Chapter 4 asks how many guesses the target keeps: 'first pass wrote' is the answer, so the live-numbers
+    panel shows it only after the reveal."""
+    from types import SimpleNamespace
+
+    from app.modes.tour import TourPanel
+    ch = next(i for i, c in enumerate(CHAPTERS) if c.slug.startswith("04"))
+    st = TourState(ch)
+    panel = TourPanel(SimpleNamespace(tour=st))
+    k = next(i for i, p in enumerate(st.pages()) if (p.get("action") or {}).get("kind") == "count")
+    assert "step_written" in CHAPTERS[ch].facts
+    assert "step_written" in panel.unrevealed(shown=False)          # page 0: before the question
+    st.page = k
+    assert "step_written" in panel.unrevealed(shown=False)          # asked, not yet revealed
+    assert panel.unrevealed(shown=True) == set()                    # revealed
+    st.page = k + 1
+    assert panel.unrevealed(shown=False) == set()

@@ -111,3 +111,46 @@ def test_lab_runs_the_given_prompt_and_seed(capsys, tmp_path):
     b = run_app(capsys, tmp_path, "--no-save", "--mode", "lab", "--prompt", "孔乙", "--seed", "12")
     assert a["text"].startswith("孔乙") and a["tokens_written"] >= 12 and a["error"] is None
     assert a["text"] != b["text"]
+
+
+def test_tour_lights_the_lanes_each_chapter_talks_about(capsys, tmp_path):
+    """Chapters 1-2 (and 11's nine sequences) run the target alone: lanes lit = the batch. From chapter 3 on the
+    target checks γ guesses: lanes lit = batch × (γ + 1)."""
+    for chapter, decoder, lanes in ((1, "target", 1), (2, "target", 64), (3, "speculative", 5),
+                                    (11, "target", 9)):
+        st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", str(chapter))
+        assert (st["decoder"], st["lanes_lit"]) == (decoder, lanes), chapter
+    # Chapter 2 walked into from chapter 1 with the clicker, too.
+    from app.tour import narration
+    pages = narration("01-one-token")["pages"]
+    beats = len(pages) + sum(1 for p in pages if p.get("action"))
+    st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "1", script=["page down"] * beats)
+    assert (st["chapter"], st["decoder"], st["lanes_lit"], st["settings"]["lanes"]) == (1, "target", 64, 64)
+
+
+def test_tour_parameters_never_overwrite_the_lab(capsys, tmp_path):
+    import json
+    cfg = tmp_path / "config" / "spectable"
+    cfg.mkdir(parents=True)
+    path = cfg / "settings.json"
+    path.write_text(json.dumps({"mode": "lab", "gamma": 7, "lanes": 3, "context": 100, "tube_rule": "no_bonus"}))
+    # Into the tour at chapter 2 (64 lanes, context 4,096, γ 4); the program ends there and saves.
+    st = run_app(capsys, tmp_path, "--chapter", "2", script=["1"])
+    assert st["mode"] == "tour" and st["settings"]["lanes"] == 64 and st["lab"]["lanes"] == 3
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert (saved["mode"], saved["gamma"], saved["lanes"], saved["context"]) == ("tour", 7, 3, 100)
+    assert saved["tube_rule"] == "draft_only"
+    # Next start: in the tour again; leaving it for the lab brings the lab's own values back.
+    st = run_app(capsys, tmp_path, script=["2"])
+    assert st["mode"] == "lab" and st["decoder"] == "speculative"
+    assert (st["settings"]["gamma"], st["settings"]["lanes"], st["settings"]["context"]) == (7, 3, 100)
+    assert st["lanes_lit"] == 3 * (7 + 1)
+
+
+def test_tube_switches_step_through_exact_skip_bonus_and_wrong_rules(capsys, tmp_path):
+    seen = []
+    for n in range(6):
+        st = run_app(capsys, tmp_path, "--no-save", "--mode", "tubes", script=["page down"] * n if n else None)
+        seen.append((st["tube_rule"], st["skip_bonus"]))
+    assert seen == [("exact", False), ("exact", True), ("resample_from_p", False), ("exact_match_only", False),
+                    ("draft_only", False), ("exact", False)]

@@ -124,13 +124,15 @@ def test_tubes_exact_converges_and_wrong_rules_are_visibly_biased(pair):
         wrong = run_tubes(pair, rounds=200, draws=1000, seed=2, rule=rule)
         assert wrong.chi2_p_right < 1e-9 and wrong.tv_right > 0.05, rule
         assert wrong.chi2_p_left > 1e-3
-    nb = run_tubes(pair, rounds=200, draws=1000, seed=2, rule="no_bonus")
+    nb = run_tubes(pair, rounds=200, draws=1000, seed=2, rule="draft_only")
     m = np.minimum(p, q) / np.minimum(p, q).sum()
     assert nb.right_replaced.sum() == 0 and 0.5 * np.abs(nb.right_counts / 200_000 - m).sum() < 0.02
     rp = run_tubes(pair, rounds=200, draws=1000, seed=2, rule="resample_from_p")
     a = np.minimum(p, q).sum()
     want = np.minimum(p, q) + (1 - a) * p
     assert 0.5 * np.abs(rp.right_counts / 200_000 - want).sum() < 0.02
+    old = run_tubes(pair, rounds=2, draws=50, seed=2, rule="no_bonus")     # the old name of draft_only
+    assert old.rule == "draft_only" and old.right_replaced.sum() == 0
     with pytest.raises(InputError):
         run_tubes(pair, rule="nope")
     with pytest.raises(InputError):

@@ -42,7 +42,18 @@ def step_outcomes(pair, ctx, gamma):
                     yield prob * v.final_row[y], list(guesses[:n]) + [y]
 
 
-def first_tokens(pair, ctx, gamma, k):
+def step_outcomes_skip_bonus(pair, ctx, gamma):
+    """One pass with the bonus token skipped: a pass that keeps all γ guesses writes just those γ tokens
+    (the bonus draw is summed out); every other outcome is the exact rule's."""
+    merged: dict[tuple, float] = {}
+    for prob, toks in step_outcomes(pair, ctx, gamma):
+        key = tuple(toks[:gamma]) if len(toks) == gamma + 1 else tuple(toks)
+        merged[key] = merged.get(key, 0.0) + prob
+    for toks, prob in merged.items():
+        yield prob, list(toks)
+
+
+def first_tokens(pair, ctx, gamma, k, step=step_outcomes):
     """Exact distribution of the first k tokens written (enumerating further passes when a pass writes fewer)."""
     dist: dict[tuple, float] = {}
 
@@ -51,7 +62,7 @@ def first_tokens(pair, ctx, gamma, k):
             key = tuple(written[:k])
             dist[key] = dist.get(key, 0.0) + prefix_prob
             return
-        for prob, toks in step_outcomes(pair, ctx + written, gamma):
+        for prob, toks in step(pair, ctx + written, gamma):
             walk(prefix_prob * prob, written + toks)
     walk(1.0, [])
     return dist
@@ -84,6 +95,45 @@ def test_first_two_tokens_across_a_pass_boundary(seed, gamma):
     for x1, x2 in itertools.product(range(4), repeat=2):
         want = p_table[ctx0, x1] * p_table[x1, x2]
         assert abs(dist.get((x1, x2), 0.0) - want) < 1e-12
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("gamma", [1, 2])
+def test_skipping_the_bonus_token_stays_exact(seed, gamma):
+    """Skipping the bonus is not a wrong rule: with a context-dependent target p(x2|x1) the first two tokens
+    written still follow p(x1)·p(x2|x1) exactly (the next pass starts where the accepted guesses end)."""
+    rng = np.random.default_rng(50 + seed)
+    p_table = rng.random((4, 4)) ** 3
+    q_table = rng.random((4, 4)) ** 3
+    p_table[rng.integers(4), rng.integers(4)] = 0.0          # a zero in p: q proposes what p never writes
+    p_table /= p_table.sum(1, keepdims=True)
+    q_table /= q_table.sum(1, keepdims=True)
+    pair = TablePair(p_table, q_table)
+    ctx0 = int(rng.integers(4))
+    dist = first_tokens(pair, [ctx0], gamma, 2, step=step_outcomes_skip_bonus)
+    assert abs(sum(dist.values()) - 1.0) < 1e-12
+    for x1, x2 in itertools.product(range(4), repeat=2):
+        assert abs(dist.get((x1, x2), 0.0) - p_table[ctx0, x1] * p_table[x1, x2]) < 1e-12
+    # ... and a pass that keeps every guess really wrote one token fewer (the bonus was skipped):
+    lengths = {len(t) for _, t in step_outcomes_skip_bonus(pair, [ctx0], gamma)}
+    assert max(lengths) == gamma
+
+
+@pytest.mark.parametrize("gamma", [1, 2, 3])
+def test_tokens_per_pass_with_and_without_the_bonus(gamma):
+    """Where every position is equally easy (β = α everywhere), a pass writes (1 − α^(γ+1))/(1 − α) tokens on
+    average with the bonus and α^γ fewer without it (all γ kept: γ tokens instead of γ + 1)."""
+    from models.analytics import overlap, tokens_per_pass_formula
+    rng = np.random.default_rng(gamma)
+    p, q = rng.random(4) ** 2, rng.random(4) ** 2
+    p, q = p / p.sum(), q / q.sum()
+    pair = TablePair(np.tile(p, (4, 1)), np.tile(q, (4, 1)))
+    alpha = overlap(p, q)
+    with_bonus = sum(prob * len(t) for prob, t in step_outcomes(pair, [0], gamma))
+    without = sum(prob * len(t) for prob, t in step_outcomes_skip_bonus(pair, [0], gamma))
+    assert abs(with_bonus - tokens_per_pass_formula(alpha, gamma)) < 1e-12
+    assert abs(without - (tokens_per_pass_formula(alpha, gamma) - alpha ** gamma)) < 1e-12
+    assert without < with_bonus
 
 
 def test_zero_residual_is_handled_without_nan():

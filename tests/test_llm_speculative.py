@@ -111,7 +111,8 @@ def test_greedy_speculative_equals_greedy_plain(pair, gamma):
     same = SpeculativeDecoder(target, twin, gamma=gamma).generate(prompt, 40)
     assert same.tokens == plain
     # every pass kept all γ guesses and the draft consumed its last guess each time
-    assert all(r.n_accepted == gamma and r.final_kind == "bonus" for r in same.records)
+    assert all(r.n_accepted == r.gamma and r.final_kind == "bonus" for r in same.records)
+    assert all(r.gamma == gamma for r in same.records[:-1])    # only the last pass guesses fewer (the tail)
     assert same.passes < mixed.passes
 
 
@@ -144,3 +145,18 @@ def test_sampling_replays_from_its_seed(pair):
     assert runs[0] == runs[1] and runs[0] != runs[2]
     plain = [PlainDecoder(target, temperature=0.8, seed=s).generate([5, 6, 7], 40) for s in (4, 4)]
     assert plain[0] == plain[1]
+
+
+def test_tail_pass_with_no_guess_is_a_plain_step_and_keeps_the_draft_in_step(pair):
+    target, _, twin, _ = pair
+    for m in (target, twin):
+        m.setup_caches(1, 64)
+    prompt = [9, 8, 7]
+    plain = PlainDecoder(target).generate(prompt, 10)
+    dec = SpeculativeDecoder(target, twin, gamma=3)
+    res = dec.generate(prompt, 10)                 # 1 + 4 + 4 written, then 1 wanted: a pass with no guess
+    assert res.tokens == plain
+    assert [r.gamma for r in res.records] == [3, 3, 0]
+    assert dec.draft_behind                        # the draft has not read the token the last pass verified
+    rec = dec.step()                               # and a further pass reads it first, then guesses on
+    assert rec.gamma == 3 and rec.n_accepted == 3

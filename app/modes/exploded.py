@@ -34,7 +34,7 @@ class ExplodedPanel(Panel):
         app, t = self.app, self.app.t
         ui.begin_panel("##exploded", ui.panel_rect(app))
         ui.heading(app, t("mode.exploded"))
-        imgui.text_wrapped(t("exploded.explain"))
+        ui.wrapped(t("exploded.explain"))
         if imgui.selectable(t("exploded.all"), self.selected is None)[0]:
             self.select(None)
         for part in PARTS:
@@ -45,5 +45,5 @@ class ExplodedPanel(Panel):
         imgui.separator()
         if self.selected:
             ui.heading(app, t("part." + self.selected), 1.1)
-            imgui.text_wrapped(t("partinfo." + self.selected))
+            ui.wrapped(t("partinfo." + self.selected))
         imgui.end()

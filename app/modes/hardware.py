@@ -52,7 +52,7 @@ class HardwarePanel(Panel):
                 (t("fact.lanes_to_saturate"), f"{r['lanes_to_saturate']:.0f}"),
             ])
         except Exception as exc:  # noqa: BLE001
-            imgui.text_wrapped(f"{type(exc).__name__}: {exc}")
+            ui.wrapped(f"{type(exc).__name__}: {exc}")
         imgui.spacing()
         ui.heading(app, t("hw.measured"), 1.1)
         meas = self.measurements()
@@ -67,7 +67,7 @@ class HardwarePanel(Panel):
             fig = m.get("figures") if isinstance(m.get("figures"), dict) else {}
             model = ((m.get("models") or {}).get("target") or {}).get("name", "?")
             imgui.text_colored(imgui.ImVec4(*c["accent"]), f"{m['_file']}")
-            imgui.text_wrapped(t("hw.meta", device=dev, date=m.get("date", "?"),
+            ui.wrapped(t("hw.meta", device=dev, date=m.get("date", "?"),
                                  method=f"spectable bench · {model} · {m.get('dtype', '?')}"))
             rows = []
             for group, key, label, fmt in (("decode_batch1", "ms_per_token", "hw.ms_measured", "{:.3f} ms"),

@@ -28,10 +28,13 @@ class LabPanel(Panel):
         if app.session.error:
             imgui.text_colored(imgui.ImVec4(*c["reject"]), app.session.error)
         _, s.gamma = imgui.slider_int(t("lab.gamma"), s.gamma, 1, 10)
-        _, s.c = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
-        _, s.temperature = imgui.slider_float(t("lab.temperature"), s.temperature, 0.0, 2.0, "%.2f")
+        # ImGui sliders hold float32: round so 0.1 stays 0.1 (not 0.10000000149) in the run key and the file
+        _, c_ = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
+        _, temp = imgui.slider_float(t("lab.temperature"), s.temperature, 0.0, 2.0, "%.2f")
+        s.c, s.temperature = round(c_, 4), round(temp, 4)
         _, s.top_k = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
-        _, s.top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
+        _, top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
+        s.top_p = round(top_p, 4)
         _, s.seed = imgui.input_int(t("lab.seed"), s.seed)
         _, s.steps = imgui.slider_int(t("lab.steps"), s.steps, 1, 60)
         _, s.lanes = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512, flags=imgui.SliderFlags_.logarithmic)
@@ -64,7 +67,7 @@ class LabPanel(Panel):
         f = app.live_facts()
         rows = [(t("fact.alpha"), f["alpha"]), (t("fact.tpp_counted"), f["tpp_counted"]),
                 (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
-                (t("fact.best_gamma"), f"γ = {f['best_gamma']} → {f['best_speedup']}"),
+                (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}"),
                 (t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
                 (t("fact.bytes_per_step"), f["bytes_per_step"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):

@@ -82,7 +82,7 @@ class StepPanel(Panel):
         ui.begin_panel("##step", ui.panel_rect(app))
         ex = current_explanation(app)
         if ex is None:
-            imgui.text_wrapped(app.session.error or t("step.no_run"))
+            ui.wrapped(app.session.error or t("step.no_run"))
             imgui.end()
             return
         if imgui.button(" ◀ "):
@@ -97,7 +97,7 @@ class StepPanel(Panel):
         imgui.separator()
         if ex["kind"] == "bonus":
             imgui.push_font(None, app.font_size * 1.2)
-            imgui.text_wrapped(t("step.bonus", token=ex["token"], p=f"{ex['p_token']:.4f}"))
+            ui.wrapped(t("step.bonus", token=ex["token"], p=f"{ex['p_token']:.4f}"))
             imgui.pop_font()
             imgui.end()
             return
@@ -126,8 +126,8 @@ class StepPanel(Panel):
         if not ok:
             later = app.session.run.traces[ex["step"]].gamma - ex["test"] - 1
             if later > 0:
-                imgui.text_wrapped(t("step.discarded", n=later))
-            imgui.text_wrapped(t("step.residual", token=ex["final_token"]))
+                ui.wrapped(t("step.discarded", n=later))
+            ui.wrapped(t("step.residual", token=ex["final_token"]))
             w = imgui.get_content_region_avail().x
             ui.bars(app, ex["residual"], w, app.font_size * 1.35 * len(ex["residual"]),
                     highlight=ex["final_token_id"], color=c["target"])

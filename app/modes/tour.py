@@ -6,6 +6,7 @@ from imgui_bundle import imgui
 from app import ui
 from app.facts import fill
 from app.modes.base import Panel
+from app.settings import LAB_FIELDS, AppSettings
 from app.tour import CHAPTERS, narration
 
 
@@ -39,8 +40,16 @@ class TourPanel(Panel):
         """A chapter sets its parameters (through the same settings the lab uses) and its camera view."""
         ch = self.state.current
         s = self.app.settings
+        # Every chapter starts from the same tour defaults (so jumping to a chapter shows what reading up to it
+        # would), keeps the lab's prompt and seed (the text on the table), then sets its own parameters. The
+        # lab's values are restored when the tour is left (App.leave_tour) and never saved over.
+        base = AppSettings()
+        for k in LAB_FIELDS:
+            if k not in ("prompt", "seed"):
+                setattr(s, k, getattr(base, k))
         for k, v in ch.params.items():
             setattr(s, k, v)
+        self.app.session.decoder = ch.decoder
         self.plays = 0
         self.app.set_view(ch.view)
         self.restage()
@@ -116,7 +125,7 @@ class TourPanel(Panel):
         imgui.separator()
         page = st.page_data()
         imgui.push_font(None, app.font_size * 1.2)
-        imgui.text_wrapped(fill(page[lang], f))
+        ui.wrapped(fill(page[lang], f))
         action = page.get("action") or {}
         # A reveal's words wait until the table has finished showing it (the animation is the answer).
         shown = st.acted and (app.play_until is None or app.stage is None)
@@ -125,7 +134,7 @@ class TourPanel(Panel):
         elif action.get("do") == "checkpoint":
             self.draw_checkpoint(f, revealed=shown)
         elif st.acted and action.get(lang):
-            imgui.text_colored(imgui.ImVec4(*app.colors["accent"]), fill(action[lang], f))
+            ui.wrapped(fill(action[lang], f), app.colors["accent"])
         imgui.pop_font()
         cue = t("tour.cue_action") if (action and not st.acted) else t("tour.cue_next")
         imgui.set_cursor_pos_y(imgui.get_window_height() - app.font_size * 2.2)
@@ -140,13 +149,12 @@ class TourPanel(Panel):
         # --- right panel: live numbers and the chapter's plot ---
         ui.begin_panel("##tourpanel", ui.panel_rect(app))
         ui.heading(app, t("tour.live_numbers"))
-        ui.facts_table(app, [(t("fact." + k), f[k]) for k in ch.facts])
+        ui.facts_table(app, [(t("fact." + k), "?" if k in self.unrevealed(shown) else f[k]) for k in ch.facts])
         if ch.plot:
             imgui.spacing()
             self.plots.image(ch.plot, imgui.get_content_region_avail().x)
         imgui.spacing()
-        imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), t("tour.focus") + " " +
-                           "、".join(t("part." + p) for p in ch.focus))
+        ui.wrapped(t("tour.focus") + " " + "、".join(t("part." + p) for p in ch.focus), app.colors["muted"])
         imgui.spacing()
         imgui.set_next_item_width(imgui.get_content_region_avail().x)
         if imgui.begin_combo("##chapter", t("tour.jump")):
@@ -157,23 +165,30 @@ class TourPanel(Panel):
             imgui.end_combo()
         imgui.end()
 
+    def unrevealed(self, shown: bool) -> set[str]:
+        """Live numbers that would give a checkpoint's answer away: hidden until its reveal has been shown."""
+        st = self.state
+        for k, page in enumerate(st.pages()):
+            action = page.get("action") or {}
+            if action.get("do") == "checkpoint" and action.get("kind") == "count":
+                if st.page < k or (st.page == k and not shown):
+                    return {"step_written", "count_kept", "count_written"}
+        return set()
+
     def draw_count_checkpoint(self, f, revealed: bool) -> None:
         """How many of the first pass's guesses will the target keep?"""
         app, t = self.app, self.app.t
         imgui.spacing()
-        imgui.text_colored(imgui.ImVec4(*app.colors["target"]),
-                           t("check.count_question", guesses=f["count_guesses"], gamma=f["gamma"]))
+        ui.wrapped(t("check.count_question", guesses=f["count_guesses"], gamma=f["gamma"]), app.colors["target"])
         if revealed:
-            imgui.text_colored(imgui.ImVec4(*app.colors["accent"]),
-                               t("check.count_reveal", kept=f["count_kept"], written=f["count_written"]))
+            ui.wrapped(t("check.count_reveal", kept=f["count_kept"], written=f["count_written"]),
+                       app.colors["accent"])
 
     def draw_checkpoint(self, f, revealed: bool) -> None:
         app, t = self.app, self.app.t
         imgui.spacing()
-        imgui.text_colored(imgui.ImVec4(*app.colors["target"]),
-                           t("check.question", guess=f["check_guess"], p=f["check_p"], q=f["check_q"],
-                             ratio=f["check_ratio"]))
+        ui.wrapped(t("check.question", guess=f["check_guess"], p=f["check_p"], q=f["check_q"],
+                     ratio=f["check_ratio"]), app.colors["target"])
         if revealed:
             col = app.colors["ok"] if f["check_verdict"] == t("verdict.accepted") else app.colors["reject"]
-            imgui.text_colored(imgui.ImVec4(*col), t("check.reveal", r=f["check_r"], ratio=f["check_ratio"],
-                                                     verdict=f["check_verdict"]))
+            ui.wrapped(t("check.reveal", r=f["check_r"], ratio=f["check_ratio"], verdict=f["check_verdict"]), col)

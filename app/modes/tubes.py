@@ -9,6 +9,9 @@ from app.modes.base import Panel
 from app.settings import TUBE_RULES
 
 TOP_TOKENS = 6
+# What PageDown steps through: the exact rule, the exact rule without the bonus token (still exact, slower),
+# then each wrong rule.
+STOPS = (("exact", False), ("exact", True)) + tuple((r, False) for r in TUBE_RULES if r != "exact")
 
 
 class TubesPanel(Panel):
@@ -19,25 +22,41 @@ class TubesPanel(Panel):
         self.plots = ui.PlotTextures(app)
 
     def on_key(self, action: str) -> None:
-        """Next/previous cycle through the rules: exact first, then each way to break it."""
+        """Next/previous cycle through the rules: exact first, exact without the bonus, then each way to break it."""
         s = self.app.settings
-        i = TUBE_RULES.index(s.tube_rule) + (1 if action == "next" else -1)
-        s.tube_rule = TUBE_RULES[i % len(TUBE_RULES)]
+        here = (s.tube_rule, s.skip_bonus and s.tube_rule == "exact")
+        i = STOPS.index(here) if here in STOPS else 0
+        s.tube_rule, s.skip_bonus = STOPS[(i + (1 if action == "next" else -1)) % len(STOPS)]
+
+    def skip_bonus_note(self) -> str:
+        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the run's α."""
+        app, s = self.app, self.app.settings
+        run = app.session.ensure()
+        alpha = run.alpha_generated if run else app.session.alpha_corpus()
+        with_b, without_b = app.session.tokens_per_pass_bonus(alpha)
+        return app.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
+                     without_bonus=f"{without_b:.2f}")
 
     def draw(self) -> None:
         app, t, s = self.app, self.app.t, self.app.settings
         c = app.colors
         ui.begin_panel("##tubes", ui.panel_rect(app))
         ui.heading(app, t("tubes.title"))
-        imgui.text_wrapped(t("tubes.explain"))
+        ui.wrapped(t("tubes.explain"))
         imgui.text(t("tubes.break_it"))
         for rule in TUBE_RULES:
             if imgui.radio_button(t(f"rule.{rule}"), s.tube_rule == rule):
                 s.tube_rule = rule
+        imgui.spacing()
+        changed, s.skip_bonus = imgui.checkbox(t("tubes.skip_bonus"), s.skip_bonus)
+        if changed:
+            app.save()
+        if s.skip_bonus:
+            ui.wrapped(self.skip_bonus_note(), c["muted"])
         try:
             res = app.session.tubes() if app.fixed_step else app.session.tubes_ready()
         except Exception as exc:  # noqa: BLE001 - the tube model may still be landing
-            imgui.text_wrapped(f"{type(exc).__name__}: {exc}")
+            ui.wrapped(f"{type(exc).__name__}: {exc}")
             imgui.end()
             return
         if res is None:
@@ -68,5 +87,8 @@ class TubesPanel(Panel):
             imgui.end_table()
         imgui.text(t("tubes.chi2", left=f"{res.chi2_p_left:.3g}", right=f"{res.chi2_p_right:.3g}"))
         imgui.spacing()
-        self.plots.image("tubes", imgui.get_content_region_avail().x)
+        # The plot takes the height that is left (a flatter figure rather than one that scrolls out of sight).
+        avail = imgui.get_content_region_avail()
+        aspect = avail.x / max(avail.y - imgui.get_style().item_spacing.y, 1.0)
+        self.plots.image("tubes", avail.x, aspect=round(min(3.5, aspect), 1) if aspect > 1.6 else None)
         imgui.end()
