@@ -301,7 +301,7 @@ class App:
         self._stage_key = key
         try:
             self.stage.set_run(self.session.pair(), run.traces, tubes=tubes,
-                               hardware={"device": s.device, "model": s.model}, batch_lanes=s.lanes,
+                               hardware={"device": s.device, "model": s.model}, batch_lanes=s.lanes, context=s.context,
                                settings=_StageSettings(self.session.sampler_settings(), s.c))
             self.panels[self.mode].restage()
         except Exception as exc:  # noqa: BLE001

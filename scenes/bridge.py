@@ -30,6 +30,11 @@ VALUE_V = 2.17          # its baseline up the plate
 R_SIZE = 0.29
 R_V = 1.88
 VERDICT_SIZE = 0.31
+VERDICT_W = 0.6         # room for the verdict word beside its mark (x the cell scale)
+# The verdict in words, per language (Stage.language); 'both' stacks them, zh over en.
+VERDICT_WORDS = {"pass": ("通过", "pass"), "fail": ("退回", "reject"), "untested": ("未检", "untested")}
+IDLE_METERS = 4         # meters shown, empty, while the target writes alone (no guesses, no tests)
+IDLE_WORDS = ("目标单独写 · 不检验", "target alone · no tests")
 
 
 def meter_point(i: int, v: float, w: float = 0.0, u: float = 0.0, gamma: int = 4) -> np.ndarray:
@@ -55,11 +60,14 @@ class MeterBridge:
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
-        g = max(state.gamma, 1)
-        wx, cell = window(state.gamma)
+        # The target alone (γ = 0) tests nothing: the bridge stands idle, its meters empty.
+        idle = bool(state.extra.get("target_only"))
+        gamma = IDLE_METERS if idle else state.gamma
+        g = max(gamma, 1)
+        wx, cell = window(gamma)
         k = cell / CELL             # meters narrow with the cells when γ is large
         x0, x1 = wx - 0.25, wx + g * cell + 0.25
-        mp = lambda i, v, w=0.0, u=0.0: meter_point(i, v, w, u, state.gamma)  # noqa: E731
+        mp = lambda i, v, w=0.0, u=0.0: meter_point(i, v, w, u, gamma)  # noqa: E731
         xm = (x0 + x1) / 2
         beam = [compose(translate(xm, BEAM_Y, BRIDGE_Z), scale(x1 - x0, BEAM_H, 0.4)),
                 compose(translate(x0 - 0.1, BEAM_Y / 2, BRIDGE_Z), scale(0.2, BEAM_Y, 0.34)),
@@ -69,8 +77,8 @@ class MeterBridge:
                pal.brass)
         fb.shadow(xm, 0.012, BRIDGE_Z, x1 - x0 + 0.6, 0.9, 0.45)
         plates, frames, columns, caps, lines = [], [], [], [], []
-        for i in range(state.gamma):
-            m = state.meters[i] if i < len(state.meters) else None
+        for i in range(gamma):
+            m = None if idle else (state.meters[i] if i < len(state.meters) else None)
             pv = (PLATE_V[0] + PLATE_V[1]) / 2
             plates.append(_box(mp(i, pv, -0.05), PLATE_W * k, PLATE_V[1] - PLATE_V[0], 0.1))
             frames.append(_box(mp(i, PLATE_V[1], -0.05), PLATE_W * k + 0.06, 0.06, 0.14))
@@ -87,7 +95,7 @@ class MeterBridge:
                     caps.append(_box(mp(i, top + 0.05, 0.04), 0.5 * k, 0.1, 0.09))
             if m.fill > 0 and m.verdict != "untested":
                 lines.append(_box(mp(i, COLUMN_V0 + min(m.r, 1.0) * COLUMN_H, 0.07), 0.66 * k, 0.05, 0.03))
-            self._labels(fb, i, m, pal, state.gamma, k)
+            self._labels(fb, i, m, pal, gamma, k, ec.language)
         if plates:
             fb.add("box", np.stack(plates), pal.meter_face)
             fb.add("box", np.stack(frames), pal.brass)
@@ -97,8 +105,14 @@ class MeterBridge:
             fb.add("box", np.stack(caps), pal.brass)
         if lines:
             fb.add("box", np.stack(lines), pal.red_line)
+        if idle:
+            fit = (x1 - x0) * 0.9
+            txt = ec.say(*IDLE_WORDS)
+            fb.text(txt, (xm, BEAM_Y, BRIDGE_Z + 0.21), RIGHT, np.array([0.0, 1.0, 0.0]),
+                    min(VERDICT_SIZE, fit / max(fb.atlas.advance(txt), 1e-6)), pal.label_sub, anchor="center",
+                    valign="middle")
 
-    def _labels(self, fb, i, m, pal, gamma, k) -> None:
+    def _labels(self, fb, i, m, pal, gamma, k, language: str = "both") -> None:
         # The ratio and r above the column, as large as the plate's width allows (read from the back of a
         # room); "> 1" when the column is capped.
         if m.fill >= 0.999:
@@ -122,7 +136,18 @@ class MeterBridge:
             fb.shape(SOLID, c, d1, d2, 0.07 * k, 0.34 * k, pal.label)
         elif m.verdict == "untested":
             fb.shape(SOLID, c, RIGHT, up, 0.26 * k, 0.06 * k, pal.label_sub)
-        word = {"pass": "通过", "fail": "退回", "untested": "未检"}.get(m.verdict, "")
-        if word:
+        words = VERDICT_WORDS.get(m.verdict)
+        if words:
             col = pal.label_sub if m.verdict == "untested" else pal.label
-            fb.text(word, cw, RIGHT, up, VERDICT_SIZE * k, col, anchor="center", valign="middle")
+            zh, en = words
+            fit = VERDICT_W * k
+            if language == "both":
+                # Compact: the two words stacked on the beam's face, zh over en, each fitted to the room.
+                zs = min(VERDICT_SIZE * 0.72 * k, fit / max(fb.atlas.advance(zh), 1e-6))
+                es = min(VERDICT_SIZE * 0.62 * k, fit / max(fb.atlas.advance(en), 1e-6))
+                fb.text(zh, cw + up * 0.45 * zs, RIGHT, up, zs, col, anchor="center", valign="middle")
+                fb.text(en, cw - up * 0.62 * es, RIGHT, up, es, col, anchor="center", valign="middle")
+            else:
+                word = en if language == "en" else zh
+                size = min(VERDICT_SIZE * k, fit / max(fb.atlas.advance(word), 1e-6))
+                fb.text(word, cw, RIGHT, up, size, col, anchor="center", valign="middle")

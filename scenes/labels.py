@@ -17,6 +17,14 @@ PHASES = {
     "scroll": ("纸带前进", "the tape moves on"),
     "done": ("写完了", "finished"),
 }
+# A pass of the target alone (TargetSampler, γ = 0): no guesses to check, one token per lane per turn.
+TARGET_PHASES = dict(PHASES, **{
+    "draft": ("大鼓单独写", "the target writes alone"),
+    "verify": ("大鼓转一圈，每条通道写一个词元", "one turn of the target: one token per lane"),
+    "check": ("没有猜测，不用检验", "no guesses, nothing to test"),
+    "write": ("打字头印下大鼓的词元", "the typing head inks the target's token"),
+})
+TARGET_MODE = ("目标单独写 · 一圈一个词元", "target alone · one token per lane per turn")
 
 
 def _plate_size(fb, lines) -> tuple[float, float]:
@@ -120,15 +128,22 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
     pal = ec.palette
     big = height / 30.0
     small = height / 46.0
-    zh, en = PHASES.get(state.phase, ("", ""))
+    target_only = bool(state.extra.get("target_only"))
+    zh, en = (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
     lines = []
     if title:
         lines.append((ec.say(*title), big, pal.label))
     if state.step >= 0:
         step = ec.say(f"第 {state.step + 1}/{n_steps} 步", f"step {state.step + 1}/{n_steps}")
-        lanes = ec.say(f"亮 {state.lanes_true} 条通道", f"{state.lanes_true} lanes lit") if state.lanes_true else ""
-        gamma = f"γ = {state.gamma}"
-        lines.append(("  ·  ".join(s for s in (step, gamma, lanes) if s), small, pal.label_sub))
+        n = state.lanes_true
+        lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
+        # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);
+        # with both languages the line keeps to "target alone" and the phase line says the rest.
+        if target_only:
+            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "目标单独写  target alone"
+        else:
+            mode = f"γ = {state.gamma}"
+        lines.append(("  ·  ".join(s for s in (step, mode, lanes) if s), small, pal.label_sub))
         if ec.language in ("zh", "both"):
             lines.append((zh, big, pal.label))
         if ec.language in ("en", "both"):

@@ -1,8 +1,10 @@
 """The arithmetic mill: gears that turn as fast as the arithmetic units are busy.
 
-Gear speed = busy fraction from the hardware model (models.hardware.busy_fraction): with one lane lit the
-gears barely move; nine lanes at H100's ratio keep them about 3% busy; about 295 lanes would be needed
-for the arithmetic to keep up with the reading (SCIENCE.md sections 1, 2 and 11).
+Gear speed = busy fraction from the hardware model (models.hardware.roofline(device, model, batch=lanes,
+context)['arithmetic_busy'], the figure the app's panels show): with one lane lit the gears barely move;
+nine lanes at H100's ratio keep them about 3% busy; about 295 lanes would be needed for the arithmetic to
+keep up with the reading (SCIENCE.md sections 1, 2 and 11). A long context adds KV-cache reads to every
+pass, so the same lanes are less busy: 64 lanes at 4,096 tokens ≈ 6.9%, not the ≈ 22% of the weights alone.
 """
 from __future__ import annotations
 
@@ -41,7 +43,7 @@ class Mill:
         right, up = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
         fb.text(ec.say(*busy_words(state)), (cx + 0.35, 0.3, cz + 0.36), right, up, 0.3,
                 pal.label, anchor="center", valign="middle")
-        hw = ec.run.get("hardware_label", "")
+        hw = " · ".join(hardware_parts(state, ec))
         if hw:
             fb.text(hw, (cx + 0.35, 0.08, cz + 0.36), right, up, 0.14, pal.label_sub, anchor="center",
                     valign="middle")
@@ -56,14 +58,23 @@ class Mill:
             lines.append((("arithmetic " if ec.language == "both" else "") + en,
                           "sub" if ec.language == "both" else "main"))
         # The device and the model on lines of their own: a narrow plate leaves the cabinet beside it visible.
-        lines += [(part, "sub") for part in ec.run.get("hardware_label", "").split(" · ") if part]
+        lines += [(part, "sub") for part in hardware_parts(state, ec)]
         return lines
+
+
+def hardware_parts(state, ec: EmitContext) -> list[str]:
+    """What the busy figure models: the device, the model and the context length of the KV reads."""
+    parts = [p for p in ec.run.get("hardware_label", "").split(" · ") if p]
+    ctx = state.extra.get("context")
+    if parts and ctx is not None:
+        parts.append(ec.say(f"上下文 {ctx:,}", f"context {ctx:,}") if ec.language != "both" else f"上下文 context {ctx:,}")
+    return parts
 
 
 def busy_words(state) -> tuple[str, str]:
     """(zh, en) of the arithmetic busy fraction of the current pass (from the hardware model)."""
-    pct = state.extra.get("pass_busy", state.mill_busy) * 100
-    txt = f"{pct:.1f}%" if pct < 10 else f"{pct:.0f}%"
+    # One decimal, as the app's facts panel prints roofline()['arithmetic_busy'].
+    txt = f"{state.extra.get('pass_busy', state.mill_busy) * 100:.1f}%"
     return "算术忙 " + txt, "busy " + txt
 
 

@@ -45,10 +45,12 @@ LIFT_WITH = {"pencil": "smalldrum", "typing": "tape"}
 
 
 def _busy_function(hardware):
-    """(lanes -> arithmetic busy fraction, label) from models.hardware (default: H100 SXM, Llama 3.1 8B)."""
+    """(lanes -> busy, (lanes, context) -> busy or None, label) from models.hardware (default: H100 SXM,
+    Llama 3.1 8B). The mill shows models.hardware.roofline(device, model, batch=lanes, context)['arithmetic_busy']:
+    the same figure the app's panels show, so the KV reads of a long context slow the gears down."""
     if callable(hardware):
-        return hardware, ""
-    from models.hardware import busy_fraction, get_device, get_model
+        return hardware, None, ""
+    from models.hardware import busy_fraction, get_device, get_model, roofline
 
     device, model = "h100-sxm", "llama-3.1-8b"
     if isinstance(hardware, dict):
@@ -59,7 +61,23 @@ def _busy_function(hardware):
         device = hardware
     busy_fraction(device, model, 1)        # InputError now for an unknown device or model, not mid-frame
     label = f"{get_device(device).label} · {get_model(model).label}"
-    return (lambda lanes: busy_fraction(device, model, lanes)), label
+
+    def busy_at(lanes: int, context: int) -> float:
+        return float(roofline(device, model, max(1, int(lanes)), max(0, int(context)))["arithmetic_busy"])
+
+    return (lambda lanes: busy_at(lanes, 0)), busy_at, label
+
+
+def _context_length(settings, context):
+    """The context length the mill models: set_run(context=...), else settings.context / .context_length
+    (the app's lab setting), else None (each step's own trace context)."""
+    if context is None:
+        for name in ("context", "context_length"):
+            value = getattr(settings, name, None) if settings is not None else None
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                context = value
+                break
+    return None if context is None else max(0, int(context))
 
 
 class Stage:
@@ -115,25 +133,31 @@ class Stage:
         self.timeline = Timeline([])
 
     # ---------------------------------------------------------------- configuration
-    def set_run(self, pair, traces, *, tubes=None, hardware=None, batch_lanes: int = 1, settings=None) -> None:
+    def set_run(self, pair, traces, *, tubes=None, hardware=None, batch_lanes: int = 1, settings=None,
+                context: int | None = None) -> None:
         """Show a run: its step traces (in order), optionally a TubesResult, the hardware the mill models,
-        the number of sequences batched (lanes and drawers) and the sampler settings (for c and γ)."""
+        the number of sequences batched (lanes and drawers) and the sampler settings (for c and γ).
+        The mill's context length: `context`, else settings.context / settings.context_length, else each
+        trace's own context length."""
         traces = list(traces or [])
         batch_lanes = max(1, int(batch_lanes))
         cost_ratio = float(getattr(settings, "cost_ratio", getattr(settings, "c", 0.1)) or 0.1)
         prefix = list(traces[0].context) if traces else []
         end_len = len(traces[-1].context) + len(traces[-1].tokens_written) if traces else 0
         display = pair.display if pair is not None else str
-        busy, hw_label = _busy_function(hardware)
+        busy, busy_at, hw_label = _busy_function(hardware)
+        if context is None and isinstance(hardware, dict):
+            context = hardware.get("context", hardware.get("context_length"))
+        context = _context_length(settings, context)
         self.run = {"display": display, "prefix": prefix, "batch_lanes": batch_lanes,
                     "kv_capacity": max(16, int(end_len * 1.15) + 4), "pair": pair, "settings": settings,
-                    "hardware_label": hw_label}
+                    "hardware_label": hw_label, "context": context}
         self.traces = traces
         self.tubes.set_result(tubes)
         old = self.timeline
         self.timeline = Timeline(traces, timing=Timing(cost_ratio=cost_ratio), batch_lanes=batch_lanes,
-                                 busy=busy, tube_rounds=tubes.rounds if tubes is not None else 0,
-                                 prefix_len=len(prefix))
+                                 busy=busy, busy_at=busy_at, context=context,
+                                 tube_rounds=tubes.rounds if tubes is not None else 0, prefix_len=len(prefix))
         self.timeline.paused, self.timeline.speed = old.paused, old.speed
         self.timeline.reduced_motion = self._reduced_motion
         if pair is not None:

@@ -64,6 +64,8 @@ class StepTiming:
     inks: list[tuple[float, float]]
     position: int          # tape position of the first guess (length of the text before the step)
     lanes: int             # tokens computed in the pass (x batch lanes)
+    busy: float = 0.0      # arithmetic busy fraction of the pass (hardware model: lanes and context length)
+    target_only: bool = False   # the target alone wrote this step (γ = 0: no draft, no tests)
 
     @property
     def end(self) -> float:
@@ -121,6 +123,11 @@ class SceneState:
     extra: dict = field(default_factory=dict)
 
 
+def is_target_only(trace) -> bool:
+    """A pass of the target alone (models.sampler.TargetSampler): no guesses, nothing to test."""
+    return trace.extra.get("sampler") == "target" or (trace.gamma == 0 and not trace.guesses)
+
+
 def _ramp(t: float, a: float, b: float) -> float:
     if b <= a:
         return 1.0 if t >= a else 0.0
@@ -135,11 +142,17 @@ class Timeline:
     """Fixed-step clock over a list of StepTraces. t is seconds of animation; speed may be negative (rewind)."""
 
     def __init__(self, traces: list[StepTrace] | None = None, *, timing: Timing | None = None, batch_lanes: int = 1,
-                 busy=None, tube_rounds: int = 0, prefix_len: int | None = None):
+                 busy=None, tube_rounds: int = 0, prefix_len: int | None = None, busy_at=None,
+                 context: int | None = None):
+        """busy: lanes -> arithmetic busy fraction; busy_at: (lanes, context length) -> busy fraction, used
+        instead when given (the KV reads grow with the context, so the same lanes are less busy at 4,096
+        tokens than at 1); context: the context length to model, else each step's own (len(trace.context))."""
         self.timing = timing or Timing()
         self.traces = list(traces or [])
         self.batch_lanes = max(1, int(batch_lanes))
         self.busy = busy or (lambda lanes: min(1.0, lanes / 295.0))
+        self.busy_at = busy_at
+        self.context = None if context is None else max(0, int(context))
         self.tube_rounds = int(tube_rounds)
         self.paused = False
         self.speed = 1.0
@@ -181,8 +194,9 @@ class Timeline:
             scroll = (t, t + T.scroll)
             t = scroll[1]
             lanes = max(1, int(tr.lanes_lit)) * self.batch_lanes
+            busy = self.pass_busy(lanes, self.pass_context(tr))
             st = StepTiming(k, start, draft, verify, check, write, scroll, strokes, tests, strike, erase, inks,
-                            len(tr.context), lanes)
+                            len(tr.context), lanes, busy, is_target_only(tr))
             self.steps.append(st)
             ev = self.events
             for i, (a, b) in enumerate(strokes):
@@ -200,13 +214,23 @@ class Timeline:
             for i, (a, b) in enumerate(inks):
                 ev.append(Event("ink", k, a, b, i))
             ev.append(Event("tape_scroll", k, *scroll, n_written))
-            mill_segments.append((verify[0], verify[1], self.busy(lanes)))
+            mill_segments.append((verify[0], verify[1], busy))
         self.steps_end = t
         for r in range(self.tube_rounds):
             self.events.append(Event("bead_drop", -1, r * T.tube_round, (r + 0.8) * T.tube_round, r))
         self._mill = mill_segments
         self._ends = [st.end for st in self.steps]
         self.duration = max(self.steps_end, self.tube_rounds * T.tube_round)
+
+    def pass_context(self, trace) -> int:
+        """Context length the hardware model reads the KV cache for: the run's setting, else the trace's own."""
+        return self.context if self.context is not None else len(trace.context)
+
+    def pass_busy(self, lanes: int, context: int) -> float:
+        """Arithmetic busy fraction of a pass computing `lanes` tokens with `context` tokens of KV each."""
+        if self.busy_at is not None:
+            return float(self.busy_at(lanes, context))
+        return float(self.busy(lanes))
 
     # ---------------------------------------------------------------- clock
     @property
@@ -317,7 +341,7 @@ class Timeline:
         if self.reduced_motion:
             small_turns = big_turns = 0.0
         lanes_true = st.lanes if st.verify[0] <= t < st.write[1] else 0
-        busy = self.busy(st.lanes) if st.verify[0] <= t < st.verify[1] else 0.0
+        busy = st.busy if st.verify[0] <= t < st.verify[1] else 0.0
         # Tape: earlier steps' tokens inked; this step's guesses in pencil, then struck / erased / inked.
         tape: list[TapeCell] = []
         # Only the steps whose tokens can still be on the visible stretch of tape (long runs stay cheap).
@@ -396,5 +420,6 @@ class Timeline:
             pencil_cell=pencil_cell, pencil_down=pencil_down, typing_cell=typing_cell, typing_down=typing_down,
             kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull, gamma=g,
             tube_round=tube_round, tube_progress=tube_progress,
-            extra={"pass_busy": self.busy(lanes_true) if lanes_true else 0.0},
+            extra={"pass_busy": st.busy if lanes_true else 0.0, "target_only": st.target_only,
+                   "context": self.pass_context(tr)},
         )

@@ -174,8 +174,31 @@ class TestTubes:
                 fb.text(f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, z + 0.41),
                         right, up, 0.34, pal.label, anchor="center", valign="middle")
         if r.rule != "exact":
-            xs = [self.tube_x(1, j) for j in range(N_CHARS + 1)]
-            fb.text(ec.say("错误规则", "wrong rule") + f": {r.rule}", ((xs[0] + xs[-1]) / 2, TUBE_Y0 + TUBE_H + 2.1, z),
-                    right, READ_UP, 0.26, pal.fail_mark, anchor="center")
+            # Over both racks (the words are longer than one rack is wide), fitted to their span.
+            xa, xb = self.tube_x(0, 0), self.tube_x(1, N_CHARS)
+            txt = wrong_rule_text(r.rule, ec)
+            size = min(0.26, (xb - xa + 2 * TUBE_R) * 1.1 / max(fb.atlas.advance(txt), 1e-6))
+            fb.text(txt, ((xa + xb) / 2, TUBE_Y0 + TUBE_H + 2.1, z), right, READ_UP, size, pal.fail_mark,
+                    anchor="center")
         fb.text(ec.say(f"第 {rnd + 1}/{r.rounds} 轮 · 每轮 {r.draws} 次", f"round {rnd + 1}/{r.rounds} · {r.draws} draws"),
                 (TUBES_CENTRE[0], TUBE_Y0 + TUBE_H + 1.72, z), right, READ_UP, 0.27, pal.label_sub, anchor="center")
+
+
+# What each rule of models.tubes does, in words (docs/README-core.md "Rules"), for the wrong-rule warning.
+RULE_LABELS = {
+    "exact": ("精确规则", "the exact rule"),
+    "resample_from_p": ("用 p 重抽", "resample from p"),
+    "exact_match_only": ("只收完全一致", "accept exact matches only"),
+    "draft_only": ("只让草稿写", "draft only, target never writes"),
+}
+RULE_LABELS["no_bonus"] = RULE_LABELS["draft_only"]     # the old name of draft_only (models.tubes.LEGACY_RULES)
+
+
+def rule_label(rule: str) -> tuple[str, str]:
+    """(zh, en) words for a tube rule id; an unknown id is shown as it is."""
+    return RULE_LABELS.get(rule, (rule, rule))
+
+
+def wrong_rule_text(rule: str, ec: EmitContext) -> str:
+    zh, en = rule_label(rule)
+    return ec.say(f"错误规则：{zh}", f"wrong rule: {en}")

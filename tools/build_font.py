@@ -9,8 +9,13 @@ Character set = every character of GB2312 (the common-character list: 6,763 hanz
 The OFL forbids a Modified Version from using the Reserved Font Name as its primary name, and "Noto"
 is Google's trademark, so the family is renamed "Spectable Sans SC" in the name table and the CFF table.
 
+The build is deterministic: the same source font, corpus and repository strings give the same bytes
+(head.created is the source font's, head.modified is SOURCE_DATE_EPOCH when set, else the source font's
+own; fontTools is told not to stamp the time of the build), so a rebuild with nothing changed is no new
+binary in git.
+
 Usage:
-    python tools/build_font.py [--source PATH] [--face N] [--corpus DIR] [--out PATH]
+    [SOURCE_DATE_EPOCH=unix-seconds] python tools/build_font.py [--source PATH] [--face N] [--corpus DIR] [--out PATH]
 Needs fonttools (the optional extra `font`) and, to build, the Debian package fonts-noto-cjk.
 """
 
@@ -302,6 +307,24 @@ def rename(font, source_version: str) -> None:
         # CID-keyed fonts name each FD after the original; those names are internal, keep them.
 
 
+def fixed_timestamps(font, environ=None) -> tuple[int, int]:
+    """Pin head.created / head.modified (seconds since 1904, the OpenType epoch) so rebuilds are byte-identical:
+    created stays the source font's; modified = SOURCE_DATE_EPOCH (reproducible-builds.org) when set, else
+    the source font's. Also turns off fontTools' recalcTimestamp, which would stamp the time of saving."""
+    from fontTools.misc.timeTools import epoch_diff
+
+    environ = os.environ if environ is None else environ
+    head = font["head"]
+    epoch = environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch:
+        try:
+            head.modified = int(epoch) - epoch_diff   # epoch_diff = 1904-01-01 in Unix seconds (negative)
+        except ValueError:
+            raise SystemExit(f"build_font: error: SOURCE_DATE_EPOCH must be whole seconds, got {epoch!r}") from None
+    font.recalcTimestamp = False
+    return int(head.created), int(head.modified)
+
+
 def build(source: Path, face: int, corpus_dir: Path, out: Path) -> dict:
     """Subset, rename and write the font atomically; return a summary."""
     from fontTools import subset
@@ -324,6 +347,7 @@ def build(source: Path, face: int, corpus_dir: Path, out: Path) -> dict:
     subsetter.subset(font)
     drawn = add_drawn_glyphs(font, chars)
     rename(font, source_version)
+    created, modified = fixed_timestamps(font)
     cmap = font.getBestCmap()
     missing = sorted(c for c in chars if ord(c) not in cmap)
     ui_missing = sorted(c for c in UI_SYMBOLS if ord(c) not in cmap)
@@ -347,8 +371,15 @@ def build(source: Path, face: int, corpus_dir: Path, out: Path) -> dict:
         "characters_not_in_source": len(missing),
         "ui_symbols_missing": "".join(ui_missing) or "none",
         "source": f"{source} face {face} (Noto Sans CJK SC {source_version})",
+        "head_created": _ts(created),
+        "head_modified": _ts(modified),
         "seconds": round(time.perf_counter() - started, 2),
     }
+
+
+def _ts(value: int) -> str:
+    from fontTools.misc.timeTools import timestampToString
+    return timestampToString(value)
 
 
 def main(argv: list[str] | None = None) -> int:
