@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import csv
 import io
-import os
 import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
+
+from corpus.atomic import atomic_path, write_bytes_atomic
 
 GIF_FPS = 12
 GIF_SECONDS = 6.0
@@ -26,26 +26,8 @@ def stamp(kind: str, ext: str) -> str:
     return f"spectable-{kind}-{time.strftime('%Y%m%d-%H%M%S')}-{int(time.time() * 1000) % 1000:03d}.{ext}"
 
 
-def _umask_mode() -> int:
-    old = os.umask(0)
-    os.umask(old)
-    return 0o666 & ~old
-
-
 def _atomic_bytes(path: Path, data: bytes) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=path.suffix, dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, _umask_mode())    # mkstemp makes 0600; an export is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return write_bytes_atomic(path, data)
 
 
 def save_png(rgb: np.ndarray, path: Path) -> Path:
@@ -170,8 +152,12 @@ class GifJob:
         if ffmpeg:     # MP4 only where an encoder is already installed; we never download one
             mp4 = self.path.with_suffix(".mp4")
             raw = b"".join(f.convert("RGB").tobytes() for f in self.frames)
-            subprocess.run([ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
-                            "-s", f"{self.size[0]}x{self.size[1]}", "-r", str(self.fps), "-i", "-",
-                            "-pix_fmt", "yuv420p", str(mp4)], input=raw, check=False)
+            try:
+                with atomic_path(mp4) as tmp:     # ffmpeg picks the container from the .mp4 suffix
+                    subprocess.run([ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24",
+                                    "-s", f"{self.size[0]}x{self.size[1]}", "-r", str(self.fps), "-i", "-",
+                                    "-pix_fmt", "yuv420p", str(tmp)], input=raw, check=True)
+            except (OSError, subprocess.CalledProcessError):
+                pass    # the GIF is written; a failing encoder costs only the optional MP4
         self.frames = []
         self.done = True

@@ -5,8 +5,6 @@ current strings and palette; figure_rgba() turns it into a texture, save_figure(
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import matplotlib
@@ -15,6 +13,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
+
+from corpus.atomic import atomic_path  # noqa: E402
 
 _font_added: set[str] = set()
 
@@ -154,18 +154,8 @@ def figure_rgba(fig) -> np.ndarray:
 def save_figure(fig, path: Path) -> Path:
     """PNG or SVG by suffix, written atomically."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".plot-", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         fig.savefig(tmp, format=path.suffix.lstrip(".").lower(), facecolor=fig.get_facecolor())
-        old = os.umask(0)
-        os.umask(old)
-        os.chmod(tmp, 0o666 & ~old)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

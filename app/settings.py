@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from app.paths import config_dir
+from corpus.atomic import write_text_atomic
 
 MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware")
 TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")
@@ -108,16 +108,5 @@ def load_settings(path: Path | None = None) -> tuple[AppSettings, str | None]:
 def save_settings(settings: AppSettings, path: Path | None = None) -> Path:
     """Atomic write: a crash mid-write leaves the old file, never half a file."""
     path = path or settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(asdict(settings), fh, ensure_ascii=False, indent=1)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_text_atomic(path, json.dumps(asdict(settings), ensure_ascii=False, indent=1))
     return path

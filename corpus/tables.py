@@ -17,12 +17,12 @@ c(h·), the history's total, is the row's sum. Neither is stored.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from corpus.atomic import write_atomic
 
 FORMAT = "spectable-ngram-v1"
 
@@ -78,20 +78,6 @@ def count_tokens(tokens: list[str], manifest: dict | None = None) -> CountTables
                        tri_indptr, tri_indices, tri_counts, man)
 
 
-def _atomic_write(path: Path, write) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; tables are shipped files
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def _write_npz(fh, arrays: dict) -> None:
     """np.savez_compressed, but with fixed zip timestamps so the same text always gives the same bytes."""
     import io
@@ -118,8 +104,8 @@ def save_tables(tables: CountTables, path: str | Path) -> Path:
                   bi_indptr=tables.bi_indptr, bi_indices=tables.bi_indices, bi_counts=tables.bi_counts,
                   tri_keys=tables.tri_keys, tri_indptr=tables.tri_indptr, tri_indices=tables.tri_indices,
                   tri_counts=tables.tri_counts, manifest=np.array(manifest_json))
-    _atomic_write(path, lambda fh: _write_npz(fh, arrays))
-    _atomic_write(manifest_path(path), lambda fh: fh.write((manifest_json + "\n").encode("utf-8")))
+    write_atomic(path, lambda fh: _write_npz(fh, arrays))
+    write_atomic(manifest_path(path), lambda fh: fh.write((manifest_json + "\n").encode("utf-8")))
     return path
 
 

@@ -5,12 +5,11 @@ same Stage, so a frame here is the frame the class sees.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from corpus.atomic import write_atomic
 from corpus.errors import InputError
 
 
@@ -52,15 +51,7 @@ def save_png(image: np.ndarray, path: str | Path) -> Path:
     path = Path(path)
     if path.parent and not path.parent.exists():
         raise InputError(f"folder {path.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".png", dir=str(path.parent or "."))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            Image.fromarray(image).save(fh, format="PNG")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, lambda fh: Image.fromarray(image).save(fh, format="PNG"), make_parents=False)
     return path
 
 

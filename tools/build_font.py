@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import time
 import unicodedata
 from pathlib import Path
@@ -33,6 +32,9 @@ REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
 DEFAULT_FACE = 2  # face 2 of the Noto Sans CJK TTC is Simplified Chinese (SC)
 DEFAULT_CORPUS = Path("/work/shared/corpus/nahan")
+sys.path.insert(0, str(REPO))    # run as a script: import the project without installing it
+from corpus.atomic import atomic_path  # noqa: E402
+
 DEFAULT_OUT = REPO / "assets" / "fonts" / "SpectableSans-SC.otf"
 
 FAMILY = "Spectable Sans SC"
@@ -352,15 +354,8 @@ def build(source: Path, face: int, corpus_dir: Path, out: Path) -> dict:
     missing = sorted(c for c in chars if ord(c) not in cmap)
     ui_missing = sorted(c for c in UI_SYMBOLS if ord(c) not in cmap)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".otf.tmp")
-    os.close(fd)
-    try:
-        font.save(tmp)
-        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a shipped asset must be readable by all
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with atomic_path(out) as tmp:
+        font.save(str(tmp))
     return {
         "out": str(out),
         "bytes": out.stat().st_size,
