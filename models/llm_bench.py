@@ -467,9 +467,7 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
                             "and decode forwards round differently, so near-ties can flip (fp32 tests prove equality)")
     out["fast_path"] = fast.describe()
     if device.type == "cpu":
-        out["notes"].append("CPU: one-row decode is memory-bound, so bf16 (half the bytes) is the faster dtype on "
-                            "the machine this was written on (see the README for the fp32 comparison). On paper is the "
-                            "memory roofline only: a CPU's GEMM rate depends on the shape and, without AVX-512 BF16, "
+        out["notes"].append("CPU: on paper is the memory roofline only: a CPU's GEMM rate depends on the shape and, without AVX-512 BF16, "
                             "bf16 GEMMs of several rows convert on the fly (figures.matmul gives one rate), so "
                             "verifying several tokens or a batch can be arithmetic-bound and not free, while the "
                             "one-row decode kernel streams the weights")

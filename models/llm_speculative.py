@@ -128,7 +128,7 @@ def eager_blocks(model: Transformer) -> None:
 def prefill(model: Transformer, prompt: torch.Tensor, start: int = 0) -> torch.Tensor:
     """Run the prompt (B, T) at positions start.. ; returns the last position's logits (B, V)."""
     pos = torch.arange(start, start + prompt.shape[1], device=prompt.device)
-    return model(prompt, pos, eager=True)[:, -1]
+    return model(prompt, pos, eager=True, last_only=True)[:, -1]
 
 
 def decode_one_token(model: Transformer, token: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
