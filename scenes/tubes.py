@@ -184,7 +184,7 @@ class TestTubes:
                 (TUBES_CENTRE[0], TUBE_Y0 + TUBE_H + 1.72, z), right, READ_UP, 0.27, pal.label_sub, anchor="center")
 
 
-# What each rule of models.tubes does, in words (docs/README-core.md "Rules"), for the wrong-rule warning.
+# What each rule of models.tubes does, in words (README.md, "Test tubes"), for the wrong-rule warning.
 RULE_LABELS = {
     "exact": ("精确规则", "the exact rule"),
     "resample_from_p": ("用 p 重抽", "resample from p"),
