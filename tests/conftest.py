@@ -9,3 +9,23 @@ os.environ.setdefault("MPLCONFIGDIR", os.path.join(_tmp, "mpl"))
 os.environ.setdefault("XDG_CONFIG_HOME", os.path.join(_tmp, "config"))
 os.environ.setdefault("XDG_CACHE_HOME", os.path.join(_tmp, "cache"))
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+
+
+# ---- scene fixtures: one seeded stage and one offscreen framebuffer per test module (size: the module's W, H)
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def stage():
+    from tests.scene_helpers import make_stage
+    st = make_stage()
+    yield st
+    st.release()
+
+
+@pytest.fixture(scope="module")
+def shooter(request):
+    from tests.scene_helpers import Shooter
+    sh = Shooter(request.module.W, request.module.H)
+    yield sh
+    sh.release()

@@ -5,23 +5,9 @@ import pytest
 from scenes.bridge import R_SIZE, R_V, VALUE_SIZE, VALUE_V, meter_point
 from scenes.layout import TUBES_CENTRE
 from scenes.tubes import FREQ_SIZE, N_CHARS, READ_UP, TUBE_H, TUBE_Y0
-from tests.scene_helpers import Shooter, make_stage, patch
+from tests.scene_helpers import make_stage, patch
 
 W, H = 960, 540
-
-
-@pytest.fixture(scope="module")
-def stage():
-    st = make_stage()
-    yield st
-    st.release()
-
-
-@pytest.fixture(scope="module")
-def shooter():
-    sh = Shooter(W, H)
-    yield sh
-    sh.release()
 
 
 def _em_px(stage, base, up, size, w=1920, h=1080) -> float:

@@ -5,23 +5,9 @@ import pytest
 from corpus.errors import InputError
 from scenes.layout import PARTS
 from scenes.readhead import lane_probe
-from tests.scene_helpers import Shooter, make_stage, patch, traces, warm
+from tests.scene_helpers import make_stage, patch, traces, warm
 
 W, H = 640, 360
-
-
-@pytest.fixture(scope="module")
-def stage():
-    st = make_stage()
-    yield st
-    st.release()
-
-
-@pytest.fixture(scope="module")
-def shooter():
-    sh = Shooter(W, H)
-    yield sh
-    sh.release()
 
 
 def test_each_part_appears_where_the_camera_expects_it(stage, shooter):

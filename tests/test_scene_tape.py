@@ -4,7 +4,7 @@ import pytest
 from PIL import Image
 
 from scenes.timeline import TICK
-from tests.scene_helpers import Shooter, make_stage, traces
+from tests.scene_helpers import make_stage, traces
 
 W, H = 960, 540
 
@@ -15,13 +15,6 @@ def stage():
     st.set_view("tape")
     yield st
     st.release()
-
-
-@pytest.fixture(scope="module")
-def shooter():
-    sh = Shooter(W, H)
-    yield sh
-    sh.release()
 
 
 def _bbox(stage, pts):

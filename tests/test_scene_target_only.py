@@ -8,7 +8,7 @@ import pytest
 
 from scenes.bridge import COLUMN_H, COLUMN_V0, IDLE_METERS, PLATE_V, meter_point
 from scenes.layout import SMALL_DRUM_CENTRE, SMALL_DRUM_LENGTH, SMALL_DRUM_RADIUS
-from tests.scene_helpers import Shooter, copper, gl_context, make_stage, pair, red, traces
+from tests.scene_helpers import copper, gl_context, make_stage, pair, red, traces
 
 W, H = 640, 360
 
@@ -28,13 +28,6 @@ def target_stage(batch_lanes=1, settings=None, **kw):
     st.set_run(pair(), list(target_traces()), batch_lanes=batch_lanes, settings=settings, **kw)
     st.camera_transition_s = 0.0
     return st
-
-
-@pytest.fixture(scope="module")
-def shooter():
-    sh = Shooter(W, H)
-    yield sh
-    sh.release()
 
 
 class Said(list):
