@@ -139,3 +139,218 @@ def fill(text: str, f: Facts) -> str:
         return text.format_map(f)
     except (ValueError, IndexError):
         return text
+
+
+# ---- Hardware panel: each measured figure (assets/measurements/*.json, `spectable bench`) beside its on-paper
+# value from the same file, in adaptive units, with its method; pure functions so tests read what the panel shows.
+
+RANDOM_NOTE = "random weights: timings are real, text is not"    # weights.note as the bench writes it
+
+
+def sig(x: float, n: int = 3) -> str:
+    """x with n significant figures, never in e-notation; thousands separated (1,234 / 20.3 / 0.0659)."""
+    x = float(x)
+    if x == 0 or not np.isfinite(x):
+        return f"{x:g}" if not np.isfinite(x) else "0"
+    digits = int(np.floor(np.log10(abs(x))))
+    decimals = max(0, n - 1 - digits)
+    rounded = round(x, decimals)
+    if rounded != 0 and int(np.floor(np.log10(abs(rounded)))) > digits:    # 9.996 -> 10.0, not 10.00
+        decimals = max(0, decimals - 1)
+    return f"{x:,.{decimals}f}"
+
+
+def _scaled(value: float, unit: str, steps) -> str:
+    """value in base units; steps: [(factor, prefix)] largest first. Picks the largest step where value >= 1."""
+    for factor, prefix in steps:
+        if abs(value) >= factor:
+            return f"{sig(value / factor)} {prefix}{unit}"
+    factor, prefix = steps[-1]
+    return f"{sig(value / factor)} {prefix}{unit}"
+
+
+def fmt_flops(ops_per_s: float) -> str:
+    """20.3e9 -> '20.3 GFLOP/s', 989e12 -> '989 TFLOP/s' (a CPU and a GPU on one scale would read 0.0)."""
+    return _scaled(ops_per_s, "FLOP/s", ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M")))
+
+
+def fmt_bandwidth(bytes_per_s: float) -> str:
+    """35.8e9 -> '35.8 GB/s', 4.8e12 -> '4.80 TB/s' (decimal units, as data sheets use)."""
+    return _scaled(bytes_per_s, "B/s", ((1e12, "T"), (1e9, "G"), (1e6, "M")))
+
+
+def fmt_ms(ms: float) -> str:
+    return f"{sig(ms)} ms"
+
+
+def fmt_tps(tokens_per_s: float) -> str:
+    return sig(tokens_per_s)
+
+
+def measurement_dir():
+    """Read at call time so tests (and a user's copy) can point the panel at another folder."""
+    from app import paths
+    return paths.MEASUREMENTS_DIR
+
+
+def measurement_files(folder=None) -> list[dict]:
+    """Every *.json in the folder: {'file', 'data'} or {'file', 'error'} (a corrupt file is listed, not fatal).
+    Newest date first; files without a date after them, by name."""
+    import json
+    from pathlib import Path
+    folder = Path(folder) if folder is not None else measurement_dir()
+    out = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            out.append({"file": path.name, "data": data})
+        except (OSError, ValueError) as exc:
+            out.append({"file": path.name, "error": f"{type(exc).__name__}: {exc}"})
+    dated = sorted((e for e in out if isinstance((e.get("data") or {}).get("date"), str)),
+                   key=lambda e: e["data"]["date"], reverse=True)
+    return dated + [e for e in out if e not in dated]
+
+
+def _num(d, *keys):
+    """d[k1][k2]... if it is a finite number, else None (files are user-editable: never trust a shape)."""
+    for k in keys:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    if isinstance(d, bool) or not isinstance(d, (int, float)) or not np.isfinite(d):
+        return None
+    return float(d)
+
+
+def _dict(d, key) -> dict:
+    v = d.get(key) if isinstance(d, dict) else None
+    return v if isinstance(v, dict) else {}
+
+
+def sheet_device_of(name: str | None):
+    """The data-sheet device (models.hardware.DEVICES, not a measured one) a reported GPU name is, or None:
+    'NVIDIA H200' -> h200, 'NVIDIA H100 80GB HBM3' -> h100-sxm."""
+    from models import hardware
+    if not name:
+        return None
+    up = str(name).upper()
+    for dev_id in hardware.PAPER_DEVICES:
+        chip = dev_id.split("-")[0].upper()            # h100-sxm -> H100
+        if chip in up:
+            return hardware.DEVICES[dev_id]
+    return None
+
+
+def measurement_view(entry: dict, t, paper_device: str, paper_model: str) -> dict:
+    """What the panel shows for one measurement file:
+    {'file', 'error', 'meta': [lines], 'note', 'rows': [(label, measured, on_paper, method)],
+     'where': line saying which device measured it, 'scaled': line or None, 'notes': [lines]}.
+    Values are the file's numbers, formatted; on-paper values are the file's own (bench: measured bandwidth
+    roofline) or, for copy bandwidth and matmul rate, the data sheet of the same chip where it is known."""
+    from models import hardware
+    view = {"file": entry.get("file", "?"), "error": entry.get("error"), "meta": [], "note": None, "rows": [],
+            "where": None, "scaled": None, "notes": []}
+    if view["error"]:
+        view["error"] = t("hw.bad_file", file=view["file"], error=view["error"])
+        return view
+    data = entry.get("data") or {}
+    dev = _dict(data, "device")
+    dev_name = dev.get("name") or dev.get("type") or (data.get("device") if isinstance(data.get("device"), str)
+                                                       else "?")
+    dev_type = str(dev.get("type") or "")
+    models = _dict(data, "models")
+    target = _dict(models, "target").get("name") or _dict(data, "settings").get("target") or "?"
+    draft = _dict(models, "draft").get("name") or _dict(data, "settings").get("draft") or "?"
+    view["meta"] = [t("hw.device_line", device=dev_name, type=dev_type or "?", dtype=data.get("dtype", "?"),
+                      torch=dev.get("torch", "?")),
+                    t("hw.date_line", date=str(data.get("date", "?")).replace("T", " ")[:19],
+                      target=target, draft=draft)]
+    note = _dict(data, "weights").get("note")
+    if isinstance(note, str) and note:
+        view["note"] = t("hw.random_note") if note.strip() == RANDOM_NOTE else note
+    fig = _dict(data, "figures")
+    sheet = sheet_device_of(dev_name) if dev_type != "cpu" else None
+    rows = view["rows"]
+
+    def method(group):
+        m = _dict(fig, group).get("method")
+        return m if isinstance(m, str) else ""
+
+    bw = _num(fig, "copy_bandwidth", "GB_per_s")
+    if bw is not None:
+        rows.append((t("hw.copy_bandwidth"), fmt_bandwidth(bw * 1e9),
+                     t("hw.sheet", value=fmt_bandwidth(sheet.bandwidth_Bps)) if sheet else "—",
+                     method("copy_bandwidth")))
+    mm = _num(fig, "matmul", "TFLOP_per_s")
+    if mm is not None:
+        rows.append((t("hw.matmul_rate"), fmt_flops(mm * 1e12),
+                     t("hw.sheet", value=fmt_flops(sheet.flops)) if sheet else "—", method("matmul")))
+    ms = _num(fig, "decode_batch1", "ms_per_token")
+    if ms is not None:
+        paper = _num(fig, "decode_batch1", "on_paper_ms")
+        frac = _num(fig, "decode_batch1", "fraction_of_roofline")
+        paper_s = fmt_ms(paper) if paper is not None else "—"
+        if frac is not None:
+            paper_s += " · " + t("hw.of_roofline", pct=f"{100 * frac:.0f}%")
+        rows.append((t("hw.decode_b1"), f"{fmt_ms(ms)}/token", paper_s, method("decode_batch1")))
+    ratio = _num(fig, "verify_cost", "ratio")
+    if ratio is not None:
+        k = _num(fig, "verify_cost", "tokens")
+        paper = _num(fig, "verify_cost", "on_paper_ratio")
+        rows.append((t("hw.verify_k", k=f"{k:.0f}" if k else "γ+1"), f"{ratio:.2f}×",
+                     f"{paper:.2f}×" if paper is not None else "—", method("verify_cost")))
+    c = _num(fig, "draft_cost", "c")
+    if c is not None:
+        paper = _num(fig, "draft_cost", "on_paper_c")
+        rows.append((t("fact.c"), sig(c), sig(paper) if paper is not None else "—", method("draft_cost")))
+    sweep = _dict(fig, "batch_sweep")
+    points = sweep.get("points") if isinstance(sweep.get("points"), list) else []
+    for p in points:
+        tps = _num(p, "tokens_per_s")
+        if tps is None:
+            continue
+        paper = _num(p, "on_paper_tokens_per_s")
+        frac = _num(p, "fraction_of_roofline")
+        paper_s = f"{fmt_tps(paper)} tokens/s" if paper is not None else "—"
+        if frac is not None:
+            paper_s += " · " + t("hw.of_roofline", pct=f"{100 * frac:.0f}%")
+        b, ctx = _num(p, "batch"), _num(p, "context")
+        rows.append((t("hw.batch_point", batch=f"{b:.0f}" if b else "?", context=f"{ctx:,.0f}" if ctx else "?"),
+                     f"{fmt_tps(tps)} tokens/s", paper_s, method("batch_sweep")))
+    sp = _num(fig, "speculative", "speedup")
+    if sp is not None:
+        paper = _num(fig, "speculative", "on_paper_speedup")
+        alpha = _num(fig, "speculative", "alpha")
+        rows.append((t("hw.spec_speedup", alpha=f"{alpha:.2f}" if alpha is not None else "?"), f"×{sig(sp)}",
+                     f"×{sig(paper)}" if paper is not None else "—", method("speculative")))
+        an = _dict(fig, "speculative").get("alpha_note")
+        if isinstance(an, str) and an:
+            view["notes"].append(t("hw.alpha_note") if "not meaningful" in an else an)
+    if not rows:
+        view["notes"].append(t("hw.no_figures"))
+
+    # Which device measured this, and (GPU only) the same decode scaled to the on-paper device by bandwidth.
+    paper_dev = hardware.DEVICES.get(paper_device)
+    stem = view["file"].rsplit(".", 1)[0]
+    if dev_type == "cpu":
+        view["where"] = t("hw.this_cpu", device=dev_name)
+    else:
+        view["where"] = t("hw.measured_on", device=dev_name)
+        same = paper_dev is None or paper_dev.measured and paper_dev.id == f"measured-{stem}" or \
+            (sheet is not None and sheet.id == paper_device)
+        if not same and paper_dev is not None and not paper_dev.measured and ms is not None:
+            if target != paper_model:
+                view["scaled"] = t("hw.scale_model_differs", model=target, paper_model=paper_model)
+            else:
+                if sheet is not None:
+                    src_bw, src = sheet.bandwidth_Bps, t("hw.sheet_of")
+                else:
+                    src_bw, src = (bw or 0) * 1e9, t("hw.measured_copy")
+                if src_bw > 0:
+                    k = paper_dev.bandwidth_Bps / src_bw
+                    view["scaled"] = t("hw.scaled", paper=paper_dev.label, device=dev_name,
+                                       ratio=f"{sig(paper_dev.bandwidth_Bps / 1e12)}/{sig(src_bw / 1e12)} TB/s",
+                                       src=src, ms=fmt_ms(ms / k), tps=fmt_tps(1000.0 / ms * k))
+    return view

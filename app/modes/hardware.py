@@ -1,26 +1,16 @@
 """Hardware panel: on-paper numbers (models.hardware) beside measured ones (assets/measurements) and the toy's."""
 from __future__ import annotations
 
-import json
-
 from imgui_bundle import imgui
 
+from app import facts as hwfacts
 from app import ui
 from app.modes.base import Panel
-from app.paths import MEASUREMENTS_DIR
 
 
 def load_measurements() -> list[dict]:
-    """Every measurement file, newest first; a file that does not parse is listed with its error."""
-    out = []
-    for path in sorted(MEASUREMENTS_DIR.glob("*.json")) if MEASUREMENTS_DIR.is_dir() else []:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            data["_file"] = path.name
-            out.append(data)
-        except (OSError, ValueError) as exc:
-            out.append({"_file": path.name, "_error": str(exc)})
-    return out
+    """Every measurement file, newest first: {'file', 'data'} or {'file', 'error'} (shown, never fatal)."""
+    return hwfacts.measurement_files()
 
 
 class HardwarePanel(Panel):
@@ -30,15 +20,28 @@ class HardwarePanel(Panel):
         super().__init__(app)
         self.plots = ui.PlotTextures(app)
         self._meas = None
+        self.selected: str | None = None     # file name picked in the combo; None = the newest
+        self.shown: dict = {}                # what the last frame drew (tests read it through App.state)
 
     def measurements(self):
         if self._meas is None:
-            self._meas = load_measurements()
+            try:
+                self._meas = load_measurements()
+            except Exception as exc:  # noqa: BLE001 - an unreadable folder is a message, not a crash
+                self._meas = [{"file": str(hwfacts.measurement_dir()), "error": f"{type(exc).__name__}: {exc}"}]
         return self._meas
+
+    def current(self):
+        meas = self.measurements()
+        for e in meas:
+            if e["file"] == self.selected:
+                return e
+        return meas[0] if meas else None
 
     def draw(self) -> None:
         app, t, s = self.app, self.app.t, self.app.settings
         c = app.colors
+        muted = imgui.ImVec4(*c["muted"])
         ui.begin_panel("##hw", ui.panel_rect(app))
         ui.heading(app, t("hw.paper", device=s.device, model=s.model))
         try:
@@ -55,34 +58,7 @@ class HardwarePanel(Panel):
             ui.wrapped(f"{type(exc).__name__}: {exc}")
         imgui.spacing()
         ui.heading(app, t("hw.measured"), 1.1)
-        meas = self.measurements()
-        if not meas:
-            imgui.text_colored(imgui.ImVec4(*c["muted"]), t("hw.no_measurements"))
-        for m in meas[:3]:
-            if "_error" in m:
-                imgui.text_colored(imgui.ImVec4(*c["reject"]), f"{m['_file']}: {m['_error']}")
-                continue
-            dev = m.get("device")
-            dev = (dev.get("name") or dev.get("type")) if isinstance(dev, dict) else (dev or "?")
-            fig = m.get("figures") if isinstance(m.get("figures"), dict) else {}
-            model = ((m.get("models") or {}).get("target") or {}).get("name", "?")
-            imgui.text_colored(imgui.ImVec4(*c["accent"]), f"{m['_file']}")
-            ui.wrapped(t("hw.meta", device=dev, date=m.get("date", "?"),
-                                 method=f"spectable bench · {model} · {m.get('dtype', '?')}"))
-            rows = []
-            for group, key, label, fmt in (("decode_batch1", "ms_per_token", "hw.ms_measured", "{:.3f} ms"),
-                                           ("copy_bandwidth", "GB_per_s", "hw.copy_bw", "{:,.0f}"),
-                                           ("matmul", "TFLOP_per_s", "hw.tflops", "{:,.1f}"),
-                                           ("verify_cost", "ratio", "hw.verify_ratio", "{:.2f}×"),
-                                           ("draft_cost", "c", "fact.c", "{:.3f}"),
-                                           ("speculative", "speedup", "hw.speedup", "{:.2f}×")):
-                v = (fig.get(group) or {}).get(key) if isinstance(fig.get(group), dict) else None
-                if isinstance(v, (int, float)):
-                    rows.append((t(label), fmt.format(v)))
-            ui.facts_table(app, rows)
-            note = (m.get("weights") or {}).get("note") if isinstance(m.get("weights"), dict) else None
-            if note:
-                imgui.text_colored(imgui.ImVec4(*c["muted"]), note)
+        self._draw_measurement(t, s, c, muted)
         imgui.spacing()
         ui.heading(app, t("hw.toy"), 1.1)
         run = app.session.run
@@ -97,7 +73,66 @@ class HardwarePanel(Panel):
         self.plots.image("roofline", avail.x, aspect=avail.x / max(avail.y, 1))
         imgui.end()
 
-    def stage_rect(self):
-        x, y, w, h = ui.narration_rect(self.app)
-        top = ui.bar_h(self.app)
-        return 0.0, top, w, y - top
+    def _draw_measurement(self, t, s, c, muted) -> None:
+        meas = self.measurements()
+        entry = self.current()
+        if entry is None:
+            self.shown = {"files": [], "message": t("hw.no_measurements")}
+            imgui.text_colored(muted, t("hw.no_measurements"))
+            return
+        if len(meas) > 1:        # several runs (a CPU rehearsal, the H200 file): the teacher picks one
+            imgui.set_next_item_width(imgui.get_content_region_avail().x * 0.6)
+            if imgui.begin_combo(t("hw.pick"), entry["file"]):
+                for e in meas:
+                    if imgui.selectable(e["file"], e is entry)[0]:
+                        self.selected = e["file"]
+                imgui.end_combo()
+        try:
+            view = hwfacts.measurement_view(entry, t, s.device, s.model)
+        except Exception as exc:  # noqa: BLE001 - a file of an odd shape is a message, not a crash
+            view = {"file": entry["file"], "error": t("hw.bad_file", file=entry["file"],
+                                                      error=f"{type(exc).__name__}: {exc}")}
+        self.shown = dict(view, files=[e["file"] for e in meas])
+        if view.get("error"):
+            ui.wrapped(view["error"], color=c["reject"])
+            return
+        if len(meas) == 1:       # with several, the combo already names the file
+            imgui.text_colored(imgui.ImVec4(*c["accent"]), view["file"])
+        for line in view["meta"]:
+            ui.wrapped(line)
+        if view.get("where"):
+            ui.wrapped(view["where"])
+        if view.get("note"):
+            imgui.text_colored(imgui.ImVec4(*c["accent"]), view["note"])
+        rows = view["rows"]
+        flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h
+        if rows and imgui.begin_table("hwmeas", 3, flags):
+            imgui.table_setup_column(t("hw.col_figure"))
+            imgui.table_setup_column(t("hw.col_measured"))
+            imgui.table_setup_column(t("hw.col_paper"))
+            imgui.table_headers_row()
+            for label, measured, paper, method in rows:
+                imgui.table_next_row()
+                imgui.table_next_column()
+                imgui.text_wrapped(label)
+                if method and imgui.is_item_hovered():
+                    imgui.set_tooltip(method)
+                imgui.table_next_column()
+                imgui.text(measured)
+                if method and imgui.is_item_hovered():
+                    imgui.set_tooltip(method)
+                imgui.table_next_column()
+                imgui.text_wrapped(paper)
+            imgui.end_table()
+        if view.get("scaled"):
+            ui.wrapped(view["scaled"], color=c["accent"])
+        for note in view["notes"]:
+            ui.wrapped(note, color=c["muted"])
+        methods = [(label, m) for label, _, _, m in rows if m]
+        if methods and imgui.tree_node(t("hw.methods")):
+            seen = set()
+            for label, m in methods:
+                if m not in seen:
+                    seen.add(m)
+                    ui.wrapped(f"{label}: {m}", color=c["muted"])
+            imgui.tree_pop()
