@@ -58,7 +58,7 @@ def main() -> int:
     ap.add_argument("--target", default="llama-3.2-1b")
     ap.add_argument("--draft", default="mini-draft-128k")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp32"],
-                    help="bf16 (default): the faster dtype here with both cores, see README.md, "dtype on this CPU"")
+                    help="bf16 (default): the faster dtype here with both cores, see README.md, 'dtype on this CPU'")
     ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--prompt-len", type=int, default=32)
     ap.add_argument("--tokens", type=int, default=16)
