@@ -126,8 +126,10 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
              timing=None) -> tuple | None:
     """Top-left: where we are in the run and what is happening now, and a strip of the step's phases."""
     pal = ec.palette
-    big = height / 30.0
-    small = height / 46.0
+    # Sized by the view's height, with a floor: in the app the table gets only part of the window, and the
+    # step line must still read from the back of a classroom.
+    big = max(height / 30.0, 24.0)
+    small = max(height / 46.0, 18.0)
     target_only = bool(state.extra.get("target_only"))
     zh, en = (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
     lines = []
