@@ -6,6 +6,7 @@ that is how tools/gpu_measure.sh runs the bench on a GPU machine with a fixed so
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -140,8 +141,8 @@ def llm_generate(args) -> dict:
         raise InputError("--tokens must be at least 1")
     if args.gamma < 1:
         raise InputError("--gamma must be at least 1")
-    if args.temperature < 0:
-        raise InputError("--temperature must be >= 0 (0 is greedy)")
+    if not math.isfinite(args.temperature) or args.temperature < 0:
+        raise InputError("--temperature must be a finite number >= 0 (0 is greedy)")
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     tokenizer = _tokenizer_for(args.checkpoint)
     if args.prompt is not None:

@@ -4,7 +4,7 @@ Every sampler in the project (the n-gram pair, the test tubes, the torch backend
 this module; tests prove the torch mirror gives identical verdicts and tokens on identical inputs.
 
 Randomness is injected as uniforms so the rule itself is a pure function:
-  accept guess i  iff  r_i <= p_i(x_i) / q_i(x_i)
+  accept guess i  iff  r_i < p_i(x_i) / q_i(x_i)   (r_i ~ U[0, 1): the paper's r <= p/q, exactly)
   first rejection at i: emit a token from norm(max(0, p_i - q_i))   (the residual)
   all γ accepted:       emit a bonus token from p_{γ+1}
 """
@@ -68,7 +68,9 @@ def verify(guesses, q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_fin
     if np.any(qx <= 0):
         raise ValueError("a guess has zero draft probability: it cannot have been drawn from q")
     ratios = px / qx
-    passes = np.asarray(r) <= ratios / lenience
+    # Strict "<": r is drawn from [0, 1), so P(r < ratio) = min(1, ratio) exactly; with "<=" a token with
+    # p(x) = 0 would pass whenever r came out exactly 0.0 (probability 2^-53, but not zero).
+    passes = np.asarray(r) < ratios / lenience
     # Checking stops at the first rejection; later guesses follow a wrong token and are discarded.
     n = int(np.argmin(passes)) if not passes.all() else gamma
     accepted = np.zeros(gamma, dtype=bool)

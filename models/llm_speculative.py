@@ -55,7 +55,7 @@ def verify_on_device(guesses: torch.Tensor, q_rows: torch.Tensor, p_rows: torch.
     gamma = guesses.shape[0]
     idx = torch.arange(gamma, device=guesses.device)
     ratios = p_rows[idx, guesses] / q_rows[idx, guesses]              # acceptance_ratio = p / q, fp32 as numpy
-    passes = r.double() <= (ratios / lenience).double()
+    passes = r.double() < (ratios / lenience).double()      # strict, as acceptance.verify: r ~ U[0, 1)
     n = passes.long().cumprod(0).sum()                                # leading passes = first rejection (γ if none)
     accepted = idx < n
     # Past the last guess q is zero, so the residual formula gives the bonus row too: max(0, p - 0) = p.

@@ -4,7 +4,7 @@ from speculative decoding (right tube), to show both follow the target's p; plus
 Every draw is the first token a pass writes after the prefix (for γ >= 1 that token is always guess 1
 or its replacement, so γ does not change the experiment). Vectorised: a million draws take well under
 a second. The right tube mirrors models.acceptance.verify draw for draw (tests check it on identical
-uniforms): a guess x ~ q, kept iff r <= p(x)/q(x), otherwise a replacement from norm(max(0, p - q)).
+uniforms): a guess x ~ q, kept iff r < p(x)/q(x) (r ~ U[0, 1), as acceptance.verify), otherwise a replacement from norm(max(0, p - q)).
 
 Rules for the right tube (the app's "break it" switches; every wrong rule biases what the tube counts):
   exact             the exact rule above. Cumulative counts converge to p.
@@ -205,6 +205,12 @@ def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, 
         p = shape_row(p, settings.temperature, settings.top_k, settings.top_p)
     p = np.asarray(p, dtype=np.float64)
     q = np.asarray(q, dtype=np.float64)
+    if settings is not None and not settings.exact:
+        raise InputError("the test tubes run the exact rule (or a named wrong rule); lenience < 1 is not supported here")
+    if rule == "draft_only" and not np.minimum(p, q).sum() > 0:
+        # Guessing again until one passes would never end: no token is both proposed and kept.
+        raise InputError("rule draft_only cannot write anything here: the draft and the target share no token "
+                         "(Σ min(p, q) = 0, e.g. greedy rows with different top tokens)")
     V = pair.V
     n = rounds * draws
     rng = np.random.default_rng(seed)
@@ -215,13 +221,13 @@ def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, 
     ratio = p[guess] / q[guess]             # acceptance_ratio = p / q (q > 0: the guess came from q)
     attempts = n
     if rule == "exact":
-        accepted = u[2] <= ratio
+        accepted = u[2] < ratio
         res = residual(p, q)
         # Σ max(0, p - q) == 0 only when p == q up to rounding; then nothing is rejected in exact arithmetic
         # and acceptance.verify falls back to p: do the same.
         fix = sample_indices(res if res.sum() > 0 else p, u[3])
     elif rule == "resample_from_p":
-        accepted = u[2] <= ratio
+        accepted = u[2] < ratio
         fix = sample_indices(p, u[3])
     elif rule == "exact_match_only":
         top = int(np.argmax(p))
@@ -229,11 +235,11 @@ def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, 
         res = residual(p, q)
         fix = sample_indices(res if res.sum() > 0 else p, u[3])
     else:  # draft_only: guess again until one passes (rejection sampling: counts ∝ min(p, q))
-        accepted = u[2] <= ratio
+        accepted = u[2] < ratio
         todo = np.flatnonzero(~accepted)
         while todo.size:
             g2 = sample_indices(q, rng.random(todo.size))
-            ok = rng.random(todo.size) <= p[g2] / q[g2]
+            ok = rng.random(todo.size) < p[g2] / q[g2]
             attempts += todo.size
             guess[todo[ok]] = g2[ok]
             todo = todo[~ok]

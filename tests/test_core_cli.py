@@ -87,6 +87,11 @@ def test_alpha_tubes_roofline_corpus_json(capsys, tmp_path):
     ["corpus", "build", "/nonexistent/folder", "--out", "x.npz"],
     ["probs", "--table", "/nonexistent/t.npz"],
     ["generate", "--gamma", "four"],
+    # greedy rows with different top tokens after 慢慢: "guess again until one passes" could never end
+    ["tubes", "--temperature", "0", "--rule", "draft_only", "--rounds", "2", "--draws", "10"],
+    ["tubes", "--top-k", "1", "--rule", "draft_only", "--rounds", "2", "--draws", "10"],
+    ["llm-generate", "--random", "tiny", "--prompt-ids", "1,2", "--tokens", "2", "--temperature", "nan"],
+    ["llm-generate", "--random", "tiny", "--prompt-ids", "1,2", "--tokens", "2", "--temperature", "inf"],
 ])
 def test_bad_input_one_line_exit_2(capsys, argv):
     rc, out, err = run(capsys, *argv)

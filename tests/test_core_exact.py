@@ -211,7 +211,9 @@ def test_shaped_rows_are_what_was_sampled():
 def test_temperature_zero_is_greedy_one_hot():
     row = np.array([0.1, 0.5, 0.4])
     assert np.array_equal(shape_row(row, 0.0), [0, 1, 0])
-    assert np.array_equal(shape_row(np.array([0.3, 0.3, 0.4]) [[2, 0, 1]], 0.0), [1, 0, 0])
+    # A tie between the two largest entries goes to the lowest id (and only one token keeps the mass).
+    assert np.array_equal(shape_row(np.array([0.4, 0.2, 0.4]), 0.0), [1, 0, 0])
+    assert np.array_equal(shape_row(np.array([0.2, 0.4, 0.4]), 0.0), [0, 1, 0])
     out = shape_row(np.array([0.1, 0.2, 0.3, 0.4]), top_k=2)
     assert np.allclose(out, [0, 0, 3 / 7, 4 / 7])
     out = shape_row(np.array([0.1, 0.2, 0.3, 0.4]), top_p=0.7)
@@ -230,3 +232,11 @@ def test_lenience_is_marked_not_exact():
     s = SpeculativeSampler(pair, SamplerSettings(gamma=2, seed=0))
     s.reset([0])
     assert s.step().exact is True
+
+
+def test_a_token_the_target_never_writes_is_never_accepted_even_at_r_zero():
+    """r ~ U[0, 1) can be exactly 0.0: the test must still reject a guess with p(x) = 0 (strict r < p/q)."""
+    q = np.array([[0.5, 0.5]])
+    p = np.array([[1.0, 0.0], [0.5, 0.5]])
+    v = verify([1], q, p, np.array([0.0]), 0.3)
+    assert v.n_accepted == 0 and v.final_token == 0 and v.final_kind == "replacement"
