@@ -48,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         print(f"spectable: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        # A path the user named cannot be read or written (a folder that is a file, no permission, disk full).
+        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+        print(f"spectable: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("spectable: interrupted", file=sys.stderr)
         return 130

@@ -366,6 +366,8 @@ def _cmd_roofline(args) -> int:
     from models.hardware import busy_fraction, roofline
     r = roofline(args.device, args.model, args.batch, args.context)
     if args.lanes is not None:
+        if args.lanes < 1:
+            raise InputError("--lanes must be at least 1")
         r["lanes"] = args.lanes
         r["lanes_busy"] = busy_fraction(args.device, args.model, args.lanes)
     if args.json:

@@ -139,8 +139,8 @@ def llm_generate(args) -> dict:
 
     if args.tokens < 1:
         raise InputError("--tokens must be at least 1")
-    if args.gamma < 1:
-        raise InputError("--gamma must be at least 1")
+    if not 1 <= args.gamma <= 64:
+        raise InputError("--gamma must be between 1 and 64")
     if not math.isfinite(args.temperature) or args.temperature < 0:
         raise InputError("--temperature must be a finite number >= 0 (0 is greedy)")
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)

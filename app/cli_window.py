@@ -58,6 +58,8 @@ def _run(args) -> int:
             setattr(settings, "language" if name == "lang" else name, v)
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
+    if args.seed is not None and args.seed < 0:
+        raise InputError("--seed must be a whole number >= 0")
     if args.gamma is not None and not 1 <= args.gamma <= 12:
         raise InputError("--gamma must be between 1 and 12")
     settings.clamp()

@@ -65,6 +65,8 @@ def parse_script(path: str | Path) -> list[str | int]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise InputError(f"cannot read key script {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"key script {path} is not UTF-8 text (bad byte at offset {exc.start})") from None
     out: list[str | int] = []
     for n, raw in enumerate(lines, 1):
         line = raw.strip()

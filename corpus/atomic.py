@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from corpus.errors import InputError
+
 
 def _new_file_mode() -> int:
     old = os.umask(0)
@@ -24,6 +26,11 @@ def atomic_path(path: str | Path, make_parents: bool = True) -> Iterator[Path]:
     """Yield a temporary path beside `path` for a writer that wants a file name (savefig, savez, font.save);
     on success it replaces `path`, on any exception it is removed and `path` is untouched."""
     path = Path(path)
+    for folder in path.parents:             # mkdir would say "File exists" for a parent that is a file
+        if folder.exists():
+            if not folder.is_dir():
+                raise InputError(f"cannot write {path}: {folder} is a file, not a folder")
+            break
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix, dir=path.parent)

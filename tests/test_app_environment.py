@@ -70,3 +70,16 @@ def test_bare_spectable_without_display_exits_2(tmp_path):
     line = _one_line_exit_2(run_subprocess([], {"SDL_VIDEODRIVER": None, "DISPLAY": None, "WAYLAND_DISPLAY": None},
                                            tmp_path))
     assert "display" in line
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--seed", "-1"], "--seed"),
+    (["--script", "{tmp}/keys-latin1.txt"], "not UTF-8"),
+    (["--screenshot", "{tmp}/plain-file.txt/shot.png"], "is a file, not a folder"),
+])
+def test_bad_run_options_exit_2(tmp_path, extra, needle):
+    (tmp_path / "keys-latin1.txt").write_bytes(b"\xff\xfe\xfa bad \x80\n")
+    (tmp_path / "plain-file.txt").write_text("x")
+    argv = RUN + [a.replace("{tmp}", str(tmp_path)) for a in extra]
+    line = _one_line_exit_2(run_subprocess(argv, {"SDL_VIDEODRIVER": "offscreen"}, tmp_path))
+    assert needle in line

@@ -26,3 +26,10 @@ def test_failure_mid_write_keeps_the_old_file(tmp_path):
             raise RuntimeError("disk full")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["settings.json"]
+
+
+def test_a_parent_that_is_a_file_is_a_clear_input_error(tmp_path):
+    from corpus.errors import InputError
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(InputError, match="is a file, not a folder"):
+        write_text_atomic(tmp_path / "notes.txt" / "out.png", "y")

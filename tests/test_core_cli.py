@@ -92,6 +92,9 @@ def test_alpha_tubes_roofline_corpus_json(capsys, tmp_path):
     ["tubes", "--top-k", "1", "--rule", "draft_only", "--rounds", "2", "--draws", "10"],
     ["llm-generate", "--random", "tiny", "--prompt-ids", "1,2", "--tokens", "2", "--temperature", "nan"],
     ["llm-generate", "--random", "tiny", "--prompt-ids", "1,2", "--tokens", "2", "--temperature", "inf"],
+    ["llm-generate", "--random", "tiny", "--draft-random", "tiny-draft", "--prompt-ids", "1,2", "--tokens", "2",
+     "--gamma", "65"],
+    ["roofline", "--lanes", "0"],
 ])
 def test_bad_input_one_line_exit_2(capsys, argv):
     rc, out, err = run(capsys, *argv)
