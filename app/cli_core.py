@@ -73,7 +73,7 @@ def _cmd_corpus_build(args) -> int:
         _emit_json(info)
     else:
         print(f"wrote {args.out}: {info['N']} tokens, vocabulary {info['V']}, "
-              f"{len(info['pieces'])} pieces ({info['tokens']} tokens)")
+              f"{len(info['pieces'])} piece{'' if len(info['pieces']) == 1 else 's'} ({info['tokens']} tokens)")
     return 0
 
 

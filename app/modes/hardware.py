@@ -51,7 +51,9 @@ class HardwarePanel(Panel):
                 (t("fact.bytes_per_step"), f"{r['bytes_per_step'] / 1e9:.2f} GB"),
                 (t("fact.ms_per_token"), f"{r['ms_per_token']:.3f} ms"),
                 (t("fact.tokens_per_s"), f"{r['tokens_per_s']:,.0f}"),
-                (t("fact.busy"), f"{100 * r['arithmetic_busy']:.2f}%"),
+                (t("fact.busy"), f"{100 * r['arithmetic_busy']:.1f}%"),
+                # what the mill shows while the big drum checks γ + 1 positions per sequence
+                (t("fact.busy_spec"), app.live_facts()["busy_spec"]),
                 (t("fact.lanes_to_saturate"), f"{r['lanes_to_saturate']:.0f}"),
             ])
         except Exception as exc:  # noqa: BLE001

@@ -69,7 +69,7 @@ class LabPanel(Panel):
                 (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
                 (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}"),
                 (t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
-                (t("fact.bytes_per_step"), f["bytes_per_step"])]
+                (t("fact.busy_spec"), f["busy_spec"]), (t("fact.bytes_per_step"), f["bytes_per_step"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for name, weight in (("a", 2.2), ("av", 1.0), ("b", 2.2), ("bv", 1.0)):
                 imgui.table_setup_column(name, imgui.TableColumnFlags_.width_stretch, weight)

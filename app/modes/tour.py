@@ -154,7 +154,8 @@ class TourPanel(Panel):
             imgui.spacing()
             self.plots.image(ch.plot, imgui.get_content_region_avail().x)
         imgui.spacing()
-        ui.wrapped(t("tour.focus") + " " + "、".join(t("part." + p) for p in ch.focus), app.colors["muted"])
+        sep = "、" if app.settings.language == "zh" else ", "
+        ui.wrapped(t("tour.focus") + " " + sep.join(t("part." + p) for p in ch.focus), app.colors["muted"])
         imgui.spacing()
         imgui.set_next_item_width(imgui.get_content_region_avail().x)
         if imgui.begin_combo("##chapter", t("tour.jump")):
