@@ -19,7 +19,7 @@ def _finite(x: float) -> float | None:
 
 def _add_model_args(p, prefix_default: str | None = "慢慢") -> None:
     p.add_argument("--table", default=None, help="count table (.npz); default: the shipped one")
-    p.add_argument("--tokens-kind", dest="tokens_kind", choices=("char", "word"), default="char",
+    p.add_argument("--tokens-kind", dest="tokens_kind", choices=("char", "word"), default=None,
                    help="shipped table to use when --table is not given (default char)")
     if prefix_default is not None:
         p.add_argument("--prefix", default=prefix_default, help=f"text to continue (default {prefix_default}); ↵ = newline")
@@ -37,7 +37,11 @@ def _add_sampling_args(p, seed_default: int = 1) -> None:
 
 def _load_pair(args):
     from models.ngram import NGramPair
-    return NGramPair.load(args.table, tokens=args.tokens_kind)
+    pair = NGramPair.load(args.table, tokens=args.tokens_kind or "char")
+    if args.table and args.tokens_kind and pair.tokens != args.tokens_kind:
+        raise InputError(f"--tokens-kind {args.tokens_kind} does not match {args.table}, "
+                         f"which counts {pair.tokens} tokens")
+    return pair
 
 
 def _settings(args, **over):
@@ -87,7 +91,7 @@ def _table_info(manifest: dict, path) -> dict:
 def _cmd_corpus_info(args) -> int:
     from corpus.build import default_table_path
     from corpus.tables import load_tables
-    path = args.table or default_table_path(args.tokens_kind)
+    path = args.table or default_table_path(args.tokens_kind or "char")
     t = load_tables(path)
     info = _table_info(t.manifest, path)
     info["trigram_histories"] = int(len(t.tri_keys))

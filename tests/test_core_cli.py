@@ -95,6 +95,7 @@ def test_alpha_tubes_roofline_corpus_json(capsys, tmp_path):
     ["llm-generate", "--random", "tiny", "--draft-random", "tiny-draft", "--prompt-ids", "1,2", "--tokens", "2",
      "--gamma", "65"],
     ["roofline", "--lanes", "0"],
+    ["probs", "--table", "corpus/tables/nahan-char.npz", "--tokens-kind", "word"],
 ])
 def test_bad_input_one_line_exit_2(capsys, argv):
     rc, out, err = run(capsys, *argv)
