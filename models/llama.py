@@ -447,24 +447,24 @@ def load_checkpoint(path, *, dtype=torch.float32, device="cpu") -> Transformer:
             try:
                 handle = safe_open(str(f), framework="pt", device="cpu")
             except (SafetensorError, OSError, ValueError) as exc:
-                raise InputError(f"{f.name} is not a readable safetensors file: {exc}") from None
+                raise InputError(f"{f} is not a readable safetensors file: {exc}") from None
             with handle:
                 for key in handle.keys():
                     ours, rows = _hf_to_ours(key, cfg)
                     if ours is None:
                         continue
                     if ours == "?":
-                        raise InputError(f"{f.name}: tensor {key!r} is not part of a Llama model of this config.json")
+                        raise InputError(f"{f}: tensor {key!r} is not part of a Llama model of this config.json")
                     target = params[ours] if rows is None else params[ours][rows]
                     tensor = handle.get_tensor(key)
                     if tuple(tensor.shape) != tuple(target.shape):
-                        raise InputError(f"{f.name}: {key} has shape {tuple(tensor.shape)}, config.json implies "
+                        raise InputError(f"{f}: {key} has shape {tuple(tensor.shape)}, config.json implies "
                                          f"{tuple(target.shape)}")
                     target.copy_(tensor.to(dtype))
                     filled[ours] += target.shape[0]
     missing = [n for n, p in params.items() if filled[n] < p.shape[0]]
     if missing:
-        raise InputError(f"checkpoint lacks weights for {', '.join(missing[:3])}"
+        raise InputError(f"checkpoint {str(d)!r} lacks weights for {', '.join(missing[:3])}"
                          f"{' and more' if len(missing) > 3 else ''}")
     return model.eval()
 
