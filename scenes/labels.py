@@ -60,9 +60,10 @@ def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[t
     placed = list(keep_out)
     out = []
     step = height / 90.0
-    moves = [(0.0, 0.0)]
-    for d in range(1, 40):
-        moves += [(0.0, -d), (0.0, d), (-d, 0.0), (d, 0.0), (-d, -d), (d, -d), (-d, d), (d, d)]
+    # Every move within 40 steps, nearest first (ties: up before down, then sideways): a plate stays as
+    # close to its part as the free space allows.
+    moves = sorted(((dx, dy) for dx in range(-40, 41) for dy in range(-40, 41)),
+                   key=lambda m: (m[0] * m[0] + m[1] * m[1], m[1] > 0, abs(m[0])))
     for x, y, w, h in wanted:
         best = None
         for dx, dy in moves:

@@ -13,6 +13,7 @@ import numpy as np
 from scenes.geometry import box_matrix, boxes, compose, rot_x, rot_z, scale, translate
 from scenes.layout import (BIG_DRUM_CENTRE, BIG_DRUM_COLS, BIG_DRUM_LENGTH, BIG_DRUM_RADIUS, N_LANES,
                            READ_HEAD_LANE_DZ, READ_HEAD_LANE_Z0, READ_HEAD_Y, EmitContext)
+from scenes.text_atlas import SOLID
 
 ROD_TRAVEL = 0.22
 
@@ -92,10 +93,68 @@ class ReadHead:
             # The comb's housing over the teeth; the lanes stay in sight so the class sees them light.
             fb.add("box", box_matrix((self.x0 + self.x1) / 2, y + 0.2, self.tip_z + 0.45, L + 0.3, 0.08, 0.5),
                    pal.iron_light)
-        # Lane numbers at the right end, on the end plate's face.
-        right, up = ec.cam_right, ec.cam_up
-        for lane in range(N_LANES):
-            col = pal.lane_on.color if lane < lit else pal.label_sub
-            fb.text(str(lane + 1), (self.x1 + 0.3, y - (0.3 if cut else 0.1), lane_z(lane)), right, up, 0.15, col,
-                    anchor="left", valign="middle")
         fb.shadow((self.x0 + self.x1) / 2, 0.012, zc, L + 0.8, zl + 0.5, 0.5)
+
+    def lane_number_spots(self, viewproj, width, height, offset=(0.0, 0.0, 0.0), cut=False) -> list[tuple]:
+        """Where the lane numbers 1-9 go on screen: [(lane, x, y, size_px, end_x, end_y)], each just past its
+        shaft's right end (end_x, end_y), sized by the projected lane spacing so neighbours never run
+        together (oblique views squeeze the lanes). Where that spacing is tight the numbers fan out into a
+        column beside the plate, each on a leader line to its shaft; [] where the read head is too small on
+        screen to tell its lanes apart (the wide views)."""
+        from scenes.camera import project
+        y = READ_HEAD_Y - (0.3 if cut else 0.1)
+        off = np.asarray(offset, dtype=np.float64)
+        ends, outs = [], []
+        for lane in range(N_LANES):
+            a = project(viewproj, np.array([self.x1 + 0.2, y, lane_z(lane)]) + off, width, height)
+            b = project(viewproj, np.array([self.x1 + 0.6, y, lane_z(lane)]) + off, width, height)
+            if not (-1 < a[2] < 1):
+                return []
+            ends.append(np.array(a[:2]))
+            outs.append(np.array(b[:2]) - np.array(a[:2]))
+        # Neighbouring chips (squares 0.9 em wide; a digit is about 0.55 x 0.73 em) stay apart when the
+        # larger of their centres' x and y distances exceeds 0.9 em.
+        spacing = min(float(np.abs(ends[k + 1] - ends[k]).max()) for k in range(N_LANES - 1))
+        natural = min(spacing / 0.95, height / 34.0)
+        if natural < max(height / 80.0, 11.0):
+            return []
+        comfortable = height / 34.0      # the size of the part names: read from the back of the room
+        if natural >= comfortable:
+            spots = []
+            for lane, (e, o) in enumerate(zip(ends, outs)):
+                n = float(np.linalg.norm(o))
+                d = o / n if n > 1e-6 else np.array([1.0, 0.0])
+                c = e + d * natural * 0.6
+                spots.append((lane, float(c[0]), float(c[1]), natural, float(e[0]), float(e[1])))
+            return spots
+        # Fan out: a column of chips one em apart beside the plate, in the lanes' order down the screen.
+        size = comfortable
+        pts = np.array(ends)
+        side = 1.0 if float(np.mean([o[0] for o in outs])) >= 0 else -1.0
+        cx = (pts[:, 0].max() + 1.6 * size) if side > 0 else (pts[:, 0].min() - 1.6 * size)
+        order = 1.0 if pts[-1, 1] >= pts[0, 1] else -1.0
+        span = (N_LANES - 1) * size
+        cy0 = float(pts[:, 1].mean()) - order * span / 2
+        top = min(cy0, cy0 + order * span)
+        cy0 += min(max(top, size), height - size - span) - top      # keep the column on screen
+        cx = min(max(cx, size), width - size)
+        return [(lane, float(cx), float(cy0 + order * lane * size), size, float(e[0]), float(e[1]))
+                for lane, e in enumerate(ends)]
+
+    def emit_lane_numbers(self, fb, state, spots, ec: EmitContext) -> None:
+        """The lane numbers as screen text facing the audience (lit lanes in the lane colour), each on a
+        dark chip; a fanned-out number has a thin leader line to its shaft's end."""
+        pal = ec.palette
+        for lane, x, y, size, ex, ey in spots:
+            lit = lane < state.lanes_lit
+            col = pal.lane_on.color if lit else pal.label
+            d = np.array([x - ex, y - ey])
+            n = float(np.linalg.norm(d))
+            if n > 0.9 * size:
+                u = d / n
+                fb.shape(SOLID, ((x + ex) / 2, (y + ey) / 2, 0.0), (u[0], u[1], 0.0), (-u[1], u[0], 0.0), n,
+                         max(1.0, size / 14.0), tuple(col[:3]) + (0.8,), screen=True)
+            # A dark chip behind each digit: legible over brass, iron or the floor alike.
+            fb.rect_screen(x - 0.45 * size, y - 0.45 * size, 0.9 * size, 0.9 * size, pal.plate)
+            fb.text(str(lane + 1), (x, y, 0.0), (1, 0, 0), (0, -1, 0), size, col, anchor="center",
+                    valign="middle", screen=True)

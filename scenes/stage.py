@@ -15,7 +15,7 @@ from scenes.bridge import MeterBridge
 from scenes.cabinet import KVCabinet
 from scenes.camera import VIEWS, Camera, project
 from scenes.labels import emit_hud, emit_part_labels
-from scenes.layout import PARTS, EmitContext
+from scenes.layout import CABINET_BOX, PARTS, EmitContext
 from scenes.mill import Mill
 from scenes.palette import get_palette
 from scenes.readhead import ReadHead
@@ -105,6 +105,8 @@ class Stage:
         self.sync = True
         self.hidden: set[str] = set()   # parts not drawn (teaching, tests)
         self.label_plates: list[tuple] = []   # last frame's part-name plates: (part, x, y, w, h), target pixels
+        self.label_keep_out: list[tuple] = []  # last frame's readout rectangles the plates kept clear of
+        self.lane_numbers: list[tuple] = []   # last frame's lane numbers: (lane, x, y, size_px, end_x, end_y), pixels
         self._reduced_motion = False
         self._rendered = False
         self._explode = 0.0
@@ -195,6 +197,43 @@ class Stage:
         x, y, _ = project(self.viewproj(width, height), point, width, height)
         return x, y
 
+    def readout_rects(self, width: int, height: int) -> list[tuple]:
+        """Screen rectangles (x, y, w, h) of the parts' own readouts, which name plates must not cover: each
+        tube rack with its numbers above and TV readout below, the bridge's meters with their values, the
+        KV cabinet's face (projected world boxes, lifted as the exploded view lifts them)."""
+        from scenes.bridge import VALUE_V, meter_point
+        from scenes.tubes import N_CHARS, TUBE_H, TUBE_Y0
+        vp = self.viewproj(width, height)
+        offsets = self.offsets()
+        # Where the parts stand in this view, hidden or not: hiding a part for a moment does not move plates.
+        shows = VIEW_SHOWS.get(self.view)
+        seen = lambda name: shows is None or name in shows  # noqa: E731
+        boxes = []
+        if seen("tubes"):
+            z = PARTS["tubes"].probe[2] + 0.4
+            for rack in (0, 1):
+                x0, x1 = self.tubes.tube_x(rack, 0) - 0.35, self.tubes.tube_x(rack, N_CHARS) + 0.35
+                boxes.append(("tubes", (x0, 0.0, z - 0.6), (x1, TUBE_Y0 + TUBE_H + 1.7, z + 1.6)))
+        if seen("bridge"):
+            pts = np.array([meter_point(i, v) for i in range(4) for v in (0.0, VALUE_V + 0.25)])
+            boxes.append(("bridge", tuple(pts.min(0) - 0.3), tuple(pts.max(0) + 0.3)))
+        if seen("cabinet"):
+            (cx0, cx1), (cy0, cy1), (cz0, cz1) = CABINET_BOX
+            boxes.append(("cabinet", (cx0, cy0, cz0), (cx1, cy1, cz1)))
+        rects = []
+        for part, lo, hi in boxes:
+            off = np.asarray(offsets.get(part, (0.0, 0.0, 0.0)))
+            corners = [np.array([a, b, c]) + off for a in (lo[0], hi[0]) for b in (lo[1], hi[1]) for c in (lo[2], hi[2])]
+            pts = [project(vp, p, width, height) for p in corners]
+            if not all(-1 < d < 1 for _, _, d in pts):
+                continue
+            xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+            x0, x1 = max(min(xs), 0.0), min(max(xs), width)
+            y0, y1 = max(min(ys), 0.0), min(max(ys), height)
+            if x1 > x0 and y1 > y0:
+                rects.append((x0, y0, x1 - x0, y1 - y0))
+        return rects
+
     def state(self):
         return self.timeline.state_at()
 
@@ -224,10 +263,15 @@ class Stage:
         right, up = self.camera.basis()
         state = self.timeline.state_at()
         wide = self.show_labels and self.view in ("table", "exploded")
-        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run, labelled=wide)
+        shows = VIEW_SHOWS.get(self.view)
+        drawn = lambda name: name not in self.hidden and (shows is None or name in shows)  # noqa: E731
+        # The mill's readout rides on a screen plate wherever the mill is seen from afar or from in front of
+        # the bridge (which hides its base); only its own close-up reads it off the base.
+        mill_plate = self.show_labels and self.view != "mill" and drawn("mill")
+        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run,
+                         labelled=wide or mill_plate)
         fb = FrameBuilder(self.atlas)
         offsets = self.offsets()
-        shows = VIEW_SHOWS.get(self.view)
         for part in self.parts:
             if part.name in self.hidden or (shows is not None and part.name not in shows):
                 continue
@@ -244,11 +288,19 @@ class Stage:
             timing = self.timeline.steps[state.step] if state.step >= 0 else None
             hud = emit_hud(fb, state, width, height, ec, len(self.traces), title, timing)
         self.label_plates = []
-        if wide:
+        self.lane_numbers = []
+        if drawn("readhead"):
+            self.lane_numbers = self.readhead.lane_number_spots(vp, width, height, offsets.get("readhead", (0, 0, 0)),
+                                                                cut=self.view == "cutaway")
+            self.readhead.emit_lane_numbers(fb, state, self.lane_numbers, ec)
+        self.label_keep_out = []
+        if wide or mill_plate:
             readouts = {"mill": self.mill.readout_lines(state, ec)}
-            self.label_plates = emit_part_labels(fb, vp, width, height, ec, offsets, self.hidden,
+            self.label_keep_out = self.readout_rects(width, height)
+            hidden = self.hidden if wide else set(PARTS) - {"mill"}
+            self.label_plates = emit_part_labels(fb, vp, width, height, ec, offsets, hidden,
                                                  exploded=self._explode > 0.5, readouts=readouts,
-                                                 keep_out=[hud] if hud else [])
+                                                 keep_out=([hud] if hud else []) + self.label_keep_out)
 
         target = fbo if fbo is not None else ctx.screen
         frame_fbo = target
@@ -280,6 +332,8 @@ class Stage:
         if scaled:
             k = out_h / height
             self.label_plates = [(n, x * k, y * k, w * k, h * k) for n, x, y, w, h in self.label_plates]
+            self.label_keep_out = [(x * k, y * k, w * k, h * k) for x, y, w, h in self.label_keep_out]
+            self.lane_numbers = [(n, *(v * k for v in rest)) for n, *rest in self.lane_numbers]
         if scaled:
             target.use()
             ctx.viewport = (0, 0, out_w, out_h)

@@ -1,0 +1,128 @@
+"""Screen words that stay legible in every view: lane numbers apart, the mill's readout in sight, plates off readouts."""
+import numpy as np
+import pytest
+
+from scenes.layout import PARTS, TUBES_CENTRE
+from scenes.tubes import N_CHARS, TUBE_Y0
+from tests.scene_helpers import Shooter, make_stage, patch
+
+W, H = 960, 540
+BW, BH = 1280, 720       # the lane numbers: a projector-sized frame
+
+
+@pytest.fixture(scope="module")
+def big_shooter():
+    sh = Shooter(BW, BH)
+    yield sh
+    sh.release()
+
+
+def _apart(a, b) -> bool:
+    return a[0] + a[2] <= b[0] or b[0] + b[2] <= a[0] or a[1] + a[3] <= b[1] or b[1] + b[3] <= a[1]
+
+
+def _chip(spot):
+    _, x, y, size, _, _ = spot
+    return (x - 0.45 * size, y - 0.45 * size, 0.9 * size, 0.9 * size)
+
+
+@pytest.mark.parametrize("view", ["bigdrum", "readhead", "cutaway"])
+def test_lane_numbers_are_apart_and_drawn_in_the_close_ups(view, stage, big_shooter):
+    stage.set_view(view)
+    stage.timeline.seek(stage.timeline.step_moment(1, "verify"))
+    img = big_shooter.shoot(stage)
+    spots = stage.lane_numbers
+    assert [s[0] for s in spots] == list(range(9))
+    for a, b in zip(spots, spots[1:]):
+        assert _apart(_chip(a), _chip(b)), (view, a, b)
+    assert min(s[3] for s in spots) >= BH / 80
+    # Read in order: 1 to 9 run one way down (or across) the screen, as the shafts do.
+    ys = np.array([s[2] for s in spots])
+    assert np.all(np.diff(ys) > 0) or np.all(np.diff(ys) < 0) or np.all(np.diff([s[1] for s in spots]) < 0)
+    for lane, x, y, size, ex, ey in spots:
+        assert 0 <= x <= BW and 0 <= y <= BH
+        # Each number sits by its own shaft's end (or on a leader line to it): nearer to it than to the
+        # other shafts' ends is too strict for a fanned column, so: within a few ems.
+        assert np.hypot(x - ex, y - ey) < 6 * size, (view, lane)
+        # A dark chip with a light digit on it: the number is there, on its own chip.
+        px = patch(img, x, y, int(size * 0.35))
+        assert px.max() - px.min() > 80, (view, lane)
+
+
+def test_lane_numbers_hide_where_the_lanes_are_too_close_to_read(stage, shooter):
+    stage.set_view("table")
+    shooter.shoot(stage)
+    spots = stage.lane_numbers
+    # The table view shows the read head small: either no numbers or numbers that do not touch.
+    for a, b in zip(spots, spots[1:]):
+        assert _apart(_chip(a), _chip(b))
+    assert not spots or min(s[3] for s in spots) >= H / 80
+
+
+@pytest.mark.parametrize("view", ["table", "exploded", "bridge", "tape"])
+def test_mill_readout_is_in_sight_wherever_the_mill_is_seen(view, stage, shooter):
+    stage.set_view(view)
+    stage.timeline.seek(stage.timeline.step_moment(1, "write"))
+    full = shooter.shoot(stage)
+    plates = {name: rect for name, *rect in stage.label_plates}
+    assert "mill" in plates, view
+    x, y, w, h = plates["mill"]
+    # Name plus readout (busy %, device, model, context): many lines tall.
+    assert h > 4 * (H / 34), view
+    for rect in stage.label_keep_out:
+        assert _apart((x, y, w, h), rect), (view, rect)
+    try:
+        stage.hidden = {"bridge"}
+        without = shooter.shoot(stage)
+        assert {n: r for n, *r in stage.label_plates}["mill"] == [x, y, w, h]
+    finally:
+        stage.hidden = set()
+    region = (slice(int(y), int(y + h)), slice(int(x), int(x + w)))
+    assert np.abs(full[region].astype(int) - without[region].astype(int)).mean() < 0.5, view
+
+
+def test_mill_close_up_reads_the_readout_off_its_base(stage, shooter):
+    stage.set_view("mill")
+    shooter.shoot(stage)
+    assert stage.label_plates == []
+
+
+@pytest.mark.parametrize("size", [(960, 540), (1150, 980)])
+def test_exploded_plates_stay_off_readouts_and_near_their_parts(size):
+    w, h = size
+    st = make_stage()
+    sh = Shooter(w, h)
+    try:
+        st.show_hud = True
+        st.language = "zh"
+        st.set_view("exploded")
+        st.timeline.seek(st.timeline.step_moment(1, "write"))
+        with_labels = sh.shoot(st)
+        plates, keep_out = list(st.label_plates), list(st.label_keep_out)
+        assert len(keep_out) >= 4          # two racks, the bridge, the cabinet
+        for name, *rect in plates:
+            for k in keep_out:
+                assert _apart(rect, k), (name, k)
+        offsets = st.offsets()
+        vp = st.viewproj(w, h)
+        from scenes.camera import project
+        for name, px, py, pw, ph in plates:
+            info = PARTS[name]
+            base = info.exploded_anchor or info.anchor
+            ax, ay, _ = project(vp, np.add(base, offsets[name]), w, h)
+            cx, cy = px + pw / 2, py + ph / 2
+            # Near its part: the plate's centre within a fifth of the frame height (plus its own size) of
+            # the anchor (the mill's plate is tall: it carries the readout).
+            assert abs(cx - ax) < pw / 2 + 0.2 * h and abs(cy - ay) < ph + 0.2 * h, (name, (cx, cy), (ax, ay))
+        # Each rack's TV readout looks the same with and without the plates.
+        st.show_labels = False
+        bare = sh.shoot(st)
+        off = np.asarray(offsets["tubes"])
+        for rack in (0, 1):
+            xs = [st.tubes.tube_x(rack, j) for j in range(N_CHARS + 1)]
+            p = np.array([(xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, TUBES_CENTRE[2] + 0.41]) + off
+            tx, ty = st.project(p, w, h)
+            assert np.abs(patch(with_labels, tx, ty, 6) - patch(bare, tx, ty, 6)).mean() < 1.0, rack
+    finally:
+        sh.release()
+        st.release()
