@@ -25,6 +25,9 @@ PLATE_W = 0.88
 UP = np.array([0.0, math.cos(TILT), -math.sin(TILT)])
 NORMAL = np.array([0.0, math.sin(TILT), math.cos(TILT)])
 RIGHT = np.array([1.0, 0.0, 0.0])
+# A meter counts as filled (readouts and cap shown) within two ticks of its end: a held moment snaps to
+# the 1/120 s tick grid, which can land just short of the fill's last instant.
+FILLED = 0.96
 VALUE_SIZE = 0.41       # p/q readout em height (world units): ~30 px on a 1080p projector in the table view
 VALUE_V = 2.17          # its baseline up the plate
 R_SIZE = 0.29
@@ -91,7 +94,7 @@ class MeterBridge:
             if m.fill > 0:
                 h = top - COLUMN_V0
                 columns.append(_box(mp(i, COLUMN_V0 + h / 2, 0.03), 0.36 * k, max(h, 0.01), 0.06))
-                if m.ratio > 1 and m.fill >= 0.999:
+                if m.ratio > 1 and m.fill >= FILLED:
                     caps.append(_box(mp(i, top + 0.05, 0.04), 0.5 * k, 0.1, 0.09))
             if m.fill > 0 and m.verdict != "untested":
                 lines.append(_box(mp(i, COLUMN_V0 + min(m.r, 1.0) * COLUMN_H, 0.07), 0.66 * k, 0.05, 0.03))
@@ -115,7 +118,7 @@ class MeterBridge:
     def _labels(self, fb, i, m, pal, gamma, k, language: str = "both") -> None:
         # The ratio and r above the column, as large as the plate's width allows (read from the back of a
         # room); "> 1" when the column is capped.
-        if m.fill >= 0.999:
+        if m.fill >= FILLED:
             txt = fmt(m.ratio) if m.ratio <= 1 else f"{fmt(m.ratio)}>1"
             fit = PLATE_W * k * 0.94
             size = min(VALUE_SIZE * k, fit / max(fb.atlas.advance(txt), 1e-6))

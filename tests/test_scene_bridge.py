@@ -59,3 +59,19 @@ def test_column_top_geometry_is_clamped_to_full_scale():
     assert column_top_v(0.5) == pytest.approx(COLUMN_V0 + 0.5 * COLUMN_H)
     assert column_top_v(7.0) == column_top_v(1.0)
     assert column_top_v(0.5, fill=0.0) == COLUMN_V0
+
+
+def test_a_meter_held_at_the_end_of_its_fill_counts_as_filled():
+    """The step-through holds the table at the end of test i; seek() snaps to the tick grid, which may land
+    just short of it. The meter must still count as filled (so its p/q and r readouts are drawn)."""
+    from scenes.bridge import FILLED
+    st = make_stage()
+    try:
+        tl = st.timeline
+        for k, timing in enumerate(tl.steps):
+            for i, (a, b) in enumerate(timing.tests):
+                tl.seek(b)
+                m = tl.state_at().meters[i]
+                assert m.fill >= FILLED, (k, i, m.fill)
+    finally:
+        st.release()
