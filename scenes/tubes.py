@@ -34,9 +34,11 @@ def freq_text(f: float) -> str:
 
 
 def chosen_characters(result, k: int = N_CHARS) -> list[int]:
-    """The tubes: characters with the largest max(p, q), so the draft's over- and under-estimates both show."""
+    """The tubes: characters with the largest max(p, q), so the draft's over- and under-estimates both show;
+    left to right in the order of p, as the panels list them."""
     score = np.maximum(result.target_p, result.draft_q)
-    return [int(i) for i in np.argsort(-score, kind="stable")[:k]]
+    chosen = np.argsort(-score, kind="stable")[:k]
+    return [int(i) for i in sorted(chosen, key=lambda i: -result.target_p[i])]
 
 
 def bead_slot(n: int) -> tuple[float, float]:
