@@ -26,11 +26,16 @@ def _add_model_args(p, prefix_default: str | None = "慢慢") -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
-def _add_sampling_args(p, seed_default: int = 1) -> None:
-    p.add_argument("--gamma", type=int, default=4, help="guesses per target pass (1..64, default 4)")
+def _add_shaping_args(p) -> None:
+    """Temperature, top-k and top-p: applied alike to q and p before anything is drawn."""
     p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1)")
     p.add_argument("--top-k", dest="top_k", type=int, default=0, help="0 = off")
     p.add_argument("--top-p", dest="top_p", type=float, default=1.0, help="1 = off")
+
+
+def _add_sampling_args(p, seed_default: int = 1) -> None:
+    p.add_argument("--gamma", type=int, default=4, help="guesses per target pass (1..64, default 4)")
+    _add_shaping_args(p)
     p.add_argument("--seed", type=int, default=seed_default)
     p.add_argument("--lenience", type=float, default=1.0, help="< 1: the paper's lenient rule, NOT exact")
 
@@ -410,9 +415,7 @@ def register(sub) -> None:
     p = sub.add_parser("probs", help="q and p for the next token after a prefix, and their overlap")
     _add_model_args(p)
     p.add_argument("--top", type=int, default=10)
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-k", dest="top_k", type=int, default=0)
-    p.add_argument("--top-p", dest="top_p", type=float, default=1.0)
+    _add_shaping_args(p)
     p.set_defaults(func=_cmd_probs)
 
     g = sub.add_parser("generate", help="speculative decoding on the n-gram pair, with tape marks")
@@ -436,9 +439,7 @@ def register(sub) -> None:
     a.add_argument("--chars", type=int, default=None,
                    help="length of the generated run (default 200000; 20000 with temperature/top-k/top-p)")
     a.add_argument("--seed", type=int, default=0)
-    a.add_argument("--temperature", type=float, default=1.0)
-    a.add_argument("--top-k", dest="top_k", type=int, default=0)
-    a.add_argument("--top-p", dest="top_p", type=float, default=1.0)
+    _add_shaping_args(a)
     a.set_defaults(func=_cmd_alpha)
 
     tb = sub.add_parser("tubes", help="the test-tube experiment: target alone vs speculative, against p")
@@ -448,9 +449,7 @@ def register(sub) -> None:
     tb.add_argument("--seed", type=int, default=1)
     tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "draft_only"), default="exact",
                     help="draft_only: the target never writes a token (wrong); the three non-exact rules are biased")
-    tb.add_argument("--temperature", type=float, default=1.0)
-    tb.add_argument("--top-k", dest="top_k", type=int, default=0)
-    tb.add_argument("--top-p", dest="top_p", type=float, default=1.0)
+    _add_shaping_args(tb)
     tb.set_defaults(func=_cmd_tubes)
 
     rf = sub.add_parser("roofline", help="on-paper decoding figures for a device and a model")
