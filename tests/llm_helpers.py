@@ -58,3 +58,105 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def load_train_pair():
+    """tools/train_pair.py as a module (tools/ is not a package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if "train_pair" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("train_pair", Path(__file__).resolve().parents[1] / "tools" /
+                                                      "train_pair.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["train_pair"] = mod           # before exec: its dataclasses look their module up
+        spec.loader.exec_module(mod)
+    return sys.modules["train_pair"]
+
+
+def char_checkpoint(path, vocab, name="tiny", seed=1, std=0.3, max_pos=256):
+    """A random Llama of a named config's shapes with a character vocabulary (tools/train_pair.py's tokenizer)."""
+    from dataclasses import replace
+
+    tp = load_train_pair()
+    cfg = replace(LlamaConfig.from_name(name), vocab_size=len(vocab), max_position_embeddings=max_pos)
+    model = build_random(cfg, seed=seed, std=std)
+    save_checkpoint(model, path)
+    tp.char_tokenizer(vocab).save(str(path / "tokenizer.json"))
+    return model
+
+
+def gguf_byte_tokens(vocab_size):
+    """A small byte-level BPE vocabulary in GGUF's form: 2 control tokens, the 256 byte symbols, a few merges,
+    padded with control tokens to vocab_size. Returns (tokens, types, merges)."""
+    from models.llm_text import _bytes_to_unicode
+    table = _bytes_to_unicode()
+    tokens = ["<|endoftext|>", "<|im_start|>"] + [table[b] for b in range(256)]
+    types = [3, 3] + [1] * 256
+    G = table[ord(" ")]
+    merges = [("t", "h"), ("th", "e"), (G, "the"), ("e", "r"), (G, "t"), ("i", "n"), (G, "a"), ("o", "u")]
+    for a, b in merges:
+        tokens.append(a + b)
+        types.append(1)
+    while len(tokens) < vocab_size:
+        tokens.append(f"<pad_{len(tokens)}>")
+        types.append(3)
+    return tokens, types, [f"{a} {b}" for a, b in merges]
+
+
+def write_gguf(path, model, qtype=None, pre="smollm"):
+    """Our model written as llama.cpp writes a Llama GGUF, with the gguf package: llama.* metadata, q/k permuted
+    to the interleaved rotary layout, matrices in `qtype` (default F32), a byte-level BPE tokenizer."""
+    import gguf
+    import numpy as np
+
+    from models.llama import hf_state_dict
+    cfg = model.config
+    qtype = qtype or gguf.GGMLQuantizationType.F32
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(cfg.n_layers)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.dim)
+    w.add_feed_forward_length(cfg.intermediate_size)
+    w.add_head_count(cfg.n_heads)
+    w.add_head_count_kv(cfg.n_kv_heads)
+    w.add_rope_freq_base(cfg.rope_theta)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_rope_dimension_count(cfg.head_dim)
+    w.add_vocab_size(cfg.vocab_size)
+    tokens, types, merges = gguf_byte_tokens(cfg.vocab_size)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    w.add_bos_token_id(1)
+
+    def permute(x, n_head):
+        return x.reshape(n_head, 2, x.shape[0] // n_head // 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
+
+    names = {"model.embed_tokens.weight": "token_embd.weight", "model.norm.weight": "output_norm.weight",
+             "lm_head.weight": "output.weight"}
+    parts = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate",
+             "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down", "post_attention_layernorm": "ffn_norm"}
+    for k, t in hf_state_dict(model).items():
+        x = t.float().numpy().copy()
+        if k in names:
+            name = names[k]
+        else:
+            i, rest = k.split(".")[2], ".".join(k.split(".")[3:-1])
+            name = f"blk.{i}.{parts[rest]}.weight"
+        if name.endswith("attn_q.weight"):
+            x = permute(x, cfg.n_heads)
+        elif name.endswith("attn_k.weight"):
+            x = permute(x, cfg.n_kv_heads)
+        if x.ndim == 2 and qtype != gguf.GGMLQuantizationType.F32:
+            w.add_tensor(name, gguf.quants.quantize(x, qtype), raw_dtype=qtype)
+        else:
+            w.add_tensor(name, x.astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()

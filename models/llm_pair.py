@@ -1,0 +1,429 @@
+"""The neural pair on the table: a Llama target and a draft (or any proposer of guesses) run the speculative step
+through the torch mirror of the one rule (models.llm_speculative.verify_on_device), one StepTrace per pass: the
+same plain data, in shape and meaning, as the n-gram sampler's (models/sampler.py).
+
+    pair = LlamaPair.shipped()                     # the 《呐喊》 pair in assets/models/ (or LlamaPair.load(t, d))
+    sampler = LlamaSampler(pair, SamplerSettings(gamma=4, temperature=1.0, seed=1))
+    sampler.reset(pair.encode("孔乙"))
+    traces = sampler.run_tokens(200)               # list[StepTrace]; pair.display(id) draws a token
+
+A pass: γ uniforms for the guesses, γ for the tests, 1 for the final token, always drawn (one torch.Generator
+seeded at reset), so a run replays from (seed, settings, prefix). The draft proposes γ guesses from its rows q
+(shaped by temperature / top-k / top-p exactly as the n-gram sampler shapes its rows), the target computes p at
+the γ+1 positions in one forward, the rule accepts or replaces, and both KV caches roll back by position: the
+target wrote pos..pos+γ and is valid up to pos+n; the draft reads its own last guess at the start of the next
+pass when every guess passed. Rows in a trace are float32 (what the rule compared); final_row is float64,
+normalised, as in the n-gram traces. The pair's models are shared: a lock serialises their use, and a sampler
+re-fills the caches with its own text when another user (another sampler, a row query) used them in between.
+When the text outgrows the models' window the caches are refilled with its last half (the models then see
+that much context), and the trace's `extra["window_start"]` says where the models' view begins.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Protocol
+
+import numpy as np
+import torch
+
+from corpus.errors import InputError
+from models.llama import Transformer
+from models.llm_speculative import decode_one_token, forward_positions, prefill, sample_index, verify_on_device
+from models.llm_text import TokenText
+from models.sampler import SamplerSettings
+from models.trace import StepTrace
+
+MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refill to half the window
+DEFAULT_WINDOW = 1024          # long-context checkpoints: a cache this long (attention over it costs per token)
+
+
+# --- rows: temperature, top-k, top-p on tensors, as models.sampler.shape_row does on numpy rows -------------
+def shape_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """fp32 rows (..., V) from logits. Temperature 0: one-hot on the most likely token (the lowest id on ties);
+    then top-k keeps the k most likely, top-p the smallest most-likely set with mass >= top_p (ties by lower
+    id), renormalised. With temperature 1 and no top-k/top-p: the model's softmax."""
+    x = logits.float()
+    if temperature == 0:
+        return torch.zeros_like(x).scatter_(-1, x.argmax(-1, keepdim=True), 1.0)
+    probs = torch.softmax(x / temperature if temperature != 1.0 else x, dim=-1)
+    if top_k <= 0 and top_p >= 1.0:
+        return probs
+    order = torch.sort(probs, dim=-1, descending=True, stable=True).indices
+    ranked = probs.gather(-1, order)
+    keep = torch.full(probs.shape[:-1] + (1,), probs.shape[-1], dtype=torch.long, device=probs.device)
+    if top_k > 0:
+        keep = keep.clamp(max=int(top_k))
+    if top_p < 1.0:
+        mass = ranked.double().cumsum(-1)
+        need = top_p * probs.double().sum(-1, keepdim=True) * (1 - 1e-12)
+        keep = torch.minimum(keep, torch.searchsorted(mass, need, side="left") + 1)
+    ranks = torch.arange(probs.shape[-1], device=probs.device).expand_as(probs)
+    kept = torch.zeros_like(probs).scatter_(-1, order, (ranks < keep).float())
+    out = probs * kept
+    return out / out.sum(-1, keepdim=True)
+
+
+def _shaper(s: SamplerSettings):
+    return lambda logits: shape_probs(logits, s.temperature, s.top_k, s.top_p)
+
+
+# --- proposers: anything that guesses γ tokens and says from which rows ------------------------------------
+class Proposer(Protocol):
+    """Guesses for one pass. `prefill(ids)`: the text at positions 0..len-1 (a fresh start or a refill).
+    `propose(context, cur, pos, g, u, shape)`: g guesses after `context` (the text so far; `cur`, its last token,
+    sits at position `pos`), drawn with the uniforms u (g,), and the (g, V) fp32 rows they were drawn from (a
+    deterministic proposer gives one-hot rows: the rule stays exact). `commit(n, g)`: n of the g were kept."""
+
+    def prefill(self, ids: list[int]) -> None: ...
+    def propose(self, context: list[int], cur: torch.Tensor, pos: int, g: int, u: torch.Tensor,
+                shape) -> tuple[torch.Tensor, torch.Tensor]: ...
+    def commit(self, n_accepted: int, g: int) -> None: ...
+
+
+class ModelProposer:
+    """A draft model with its own KV cache (the small drum)."""
+
+    def __init__(self, model: Transformer):
+        self.model = model
+        self.behind = False
+        self.last = None
+
+    def prefill(self, ids: list[int]) -> None:
+        if ids:
+            prefill(self.model, torch.tensor([ids], device=self.model.output.weight.device))
+        self.behind, self.last = False, None
+
+    @torch.no_grad()
+    def propose(self, context, cur, pos, g, u, shape):
+        dev = cur.device
+        if self.behind:
+            # every guess passed last pass: the draft never read its own last guess (at pos - 1); read it now
+            decode_one_token(self.model, self.last, torch.arange(pos - 1, pos, device=dev))
+        tok, rows, xs = cur, [], []
+        for i in range(g):
+            q = shape(decode_one_token(self.model, tok, torch.arange(pos + i, pos + i + 1, device=dev))[0])
+            x = sample_index(q, u[i])
+            rows.append(q)
+            xs.append(x)
+            tok = x.view(1, 1)
+        self.last = tok
+        V = self.model.config.vocab_size
+        return (torch.stack(xs) if xs else torch.zeros(0, dtype=torch.long, device=dev),
+                torch.stack(rows) if rows else torch.zeros(0, V, device=dev))
+
+    def commit(self, n_accepted: int, g: int) -> None:
+        self.behind = n_accepted == g and g > 0
+
+
+# --- the pair ---------------------------------------------------------------------------------------
+class LlamaPair:
+    """A target (big drum) and a draft (small drum) over one vocabulary, with its text: what NGramPair is for the
+    n-gram models (encode / decode / display / vocab / V / draft_row / target_row), plus the models."""
+
+    kind = "neural"
+
+    def __init__(self, target: Transformer, draft: Transformer | None, text: TokenText, *, name: str = "",
+                 window: int | None = None, sources: dict | None = None, random_weights: bool = False):
+        if draft is not None and draft.config.vocab_size != target.config.vocab_size:
+            raise InputError("the draft and the target must share a vocabulary")
+        self.target, self.draft, self.text = target, draft, text
+        self.V = target.config.vocab_size
+        self.name = name or target.config.name
+        self.sources = sources or {}
+        self.random_weights = random_weights
+        self.device = target.output.weight.device
+        limit = min([m.config.max_position_embeddings for m in (target, draft) if m is not None])
+        self.window = int(window or min(limit, DEFAULT_WINDOW))
+        if self.window < MIN_WINDOW:
+            self.window = MIN_WINDOW   # positions past the trained length still compute; quality is the model's
+        for m in (target, draft):
+            if m is not None:
+                m.setup_caches(1, self.window)
+        self.lock = threading.RLock()
+        self.owner = None              # who last filled the caches (a sampler, or "rows")
+        self._rows: OrderedDict = OrderedDict()
+
+    # --- loading --------------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, target_spec, draft_spec=None, *, dtype=torch.float32, dtype_name: str = "fp32", device="cpu",
+             window: int | None = None, seed: int = 0) -> "LlamaPair":
+        """From two specs (checkpoint folders, .gguf files, named configs): see models.llm_checkpoint."""
+        from models.llm_checkpoint import load_pair_models
+        t, d = load_pair_models(target_spec, draft_spec, dtype=dtype, dtype_name=dtype_name, device=device,
+                                seq=window or DEFAULT_WINDOW, need_text=True, seed=seed)
+        return cls(t.model, None if d is None else d.model, t.text, window=window,
+                   name=f"{t.model.config.name} + {d.model.config.name}" if d else t.model.config.name,
+                   sources={"target": t.source.label, "draft": None if d is None else d.source.label},
+                   random_weights=t.random_weights or (d is not None and d.random_weights))
+
+    @classmethod
+    def shipped(cls, device="cpu") -> "LlamaPair":
+        """The 《呐喊》 pair: assets/models/nahan-target (6M) and nahan-draft (0.7M), character-level, fp32."""
+        return cls.load("nahan-target", "nahan-draft", device=device)
+
+    # --- the NGramPair surface ------------------------------------------------------------------------
+    @property
+    def tokens(self) -> str:
+        return self.text.kind          # "char" | "bytes" | "other"
+
+    @property
+    def vocab(self) -> list[str]:
+        return self.text.vocab
+
+    def encode(self, text: str, strict: bool = True) -> list[int]:
+        return self.text.encode(text, strict=strict)
+
+    def decode(self, ids) -> str:
+        return self.text.decode(ids)
+
+    def display(self, token_id: int) -> str:
+        return self.text.display(token_id)
+
+    def draft_row(self, context_ids) -> tuple[np.ndarray, bool]:
+        """q(·|context): (V,) float64 summing to 1 (the draft's softmax), and False (a network never backs off)."""
+        if self.draft is None:
+            raise InputError("this pair has no draft model")
+        return self._row("draft", context_ids), False
+
+    def target_row(self, context_ids) -> tuple[np.ndarray, bool]:
+        return self._row("target", context_ids), False
+
+    def _row(self, which: str, context_ids) -> np.ndarray:
+        ids = self._model_ids(list(context_ids))[-self.window:]
+        key = (which, tuple(ids))
+        hit = self._rows.get(key)
+        if hit is not None:
+            return hit
+        model = self.target if which == "target" else self.draft
+        with self.lock, torch.no_grad():
+            self.owner = "rows"
+            logits = model(torch.tensor([ids], device=self.device), torch.arange(len(ids), device=self.device),
+                           eager=True, last_only=True)[0, -1]
+            row = torch.softmax(logits.double(), -1).cpu().numpy()
+        row.setflags(write=False)
+        self._rows[key] = row
+        if len(self._rows) > 256:
+            self._rows.popitem(last=False)
+        return row
+
+    def _model_ids(self, ids: list[int]) -> list[int]:
+        """What the models read for a text: the text, or the start token for an empty one."""
+        if ids:
+            return ids
+        if self.text.start_id is None:
+            raise InputError("this checkpoint has no start token: give a prefix of at least one token")
+        return [self.text.start_id]
+
+    # --- whole-text scoring (evaluation) -------------------------------------------------------------------
+    @torch.no_grad()
+    def score(self, ids: list[int]) -> dict[str, np.ndarray]:
+        """log p and log q of every token ids[1:] given those before it, and Σ min(p, q) at each of those positions.
+        Windows of the model's length overlap by half, so every position sees at least half a window of context."""
+        W = self.window
+        n = len(ids)
+        out = {"logp": np.zeros(n - 1), "logq": np.zeros(n - 1), "overlap": np.zeros(n - 1)}
+        start = 0
+        with self.lock:
+            self.owner = "rows"
+            while True:
+                chunk = ids[start:start + W]
+                x = torch.tensor([chunk], device=self.device)
+                pos = torch.arange(len(chunk), device=self.device)
+                lp = torch.log_softmax(self.target(x, pos, eager=True)[0].double(), -1)
+                lq = torch.log_softmax(self.draft(x, pos, eager=True)[0].double(), -1)
+                first = 0 if start == 0 else W // 2        # positions already scored with more context are skipped
+                nxt = torch.tensor(chunk[1:], device=self.device)
+                rows = torch.arange(len(chunk) - 1, device=self.device)
+                sl = slice(start + first, start + len(chunk) - 1)
+                out["logp"][sl] = lp[rows, nxt][first:].cpu().numpy()
+                out["logq"][sl] = lq[rows, nxt][first:].cpu().numpy()
+                out["overlap"][sl] = torch.minimum(lp.exp(), lq.exp()).sum(-1)[first:len(chunk) - 1].cpu().numpy()
+                if start + len(chunk) >= n:
+                    break
+                start += W // 2
+        return out
+
+
+# --- the samplers ------------------------------------------------------------------------------------
+class _LlamaBase:
+    def __init__(self, pair: LlamaPair, settings: SamplerSettings | None = None):
+        self.pair = pair
+        self.settings = settings or SamplerSettings()
+        self.reset([])
+
+    def reset(self, prefix_ids=()) -> None:
+        """Start again from a prefix with a freshly seeded generator: the same run replays exactly."""
+        self.settings.validate()
+        ids = [int(i) for i in prefix_ids]
+        if any(not 0 <= i < self.pair.V for i in ids):
+            raise InputError("prefix holds token ids outside the vocabulary")
+        self.tokens: list[int] = ids
+        self.prefix_len = len(ids)
+        self.gen = torch.Generator(device=self.pair.device).manual_seed(int(self.settings.seed))
+        self.step_index = 0
+        self.lead = [] if ids else self.pair._model_ids([])   # the start token the models read before an empty text
+        self._filled = False
+
+    def rewind(self, prefix_ids) -> None:
+        """Back to a prefix with the random stream going on (not re-seeded): many independent runs from one
+        prefix, as the test tubes draw them."""
+        gen = self.gen
+        self.reset(prefix_ids)
+        self.gen = gen
+
+    @property
+    def written(self) -> list[int]:
+        return self.tokens[self.prefix_len:]
+
+    def run_tokens(self, n: int) -> list[StepTrace]:
+        """Whole passes until at least n tokens are written by this call (a pass is never cut)."""
+        if n < 0:
+            raise InputError("number of tokens must be >= 0")
+        start = len(self.tokens)
+        traces = []
+        while len(self.tokens) - start < n:
+            traces.append(self.step())
+        return traces
+
+    def _fill(self, room: int) -> None:
+        """Make the caches hold the text (its last half-window when it is too long) before position `pos`."""
+        text = self.lead + self.tokens
+        W = self.pair.window
+        if len(text) + room > W:
+            text = text[-(W // 2):]
+        self.window_start = len(self.lead) + len(self.tokens) - len(text)
+        dev = self.pair.device
+        if len(text) > 1:
+            prefill(self.pair.target, torch.tensor([text[:-1]], device=dev))
+        self._fill_draft(text[:-1])
+        self.cur = torch.tensor([[text[-1]]], device=dev)
+        self.pos = len(text) - 1
+        self.pair.owner = self
+        self._filled = True
+
+    def _fill_draft(self, ids: list[int]) -> None:
+        pass
+
+    def _ready(self, room: int) -> None:
+        if not self._filled or self.pair.owner is not self or self.pos + room > self.pair.window:
+            self._fill(room)
+
+
+class LlamaSampler(_LlamaBase):
+    """Speculative decoding on the neural pair: the interface of models.sampler.SpeculativeSampler."""
+
+    def __init__(self, pair: LlamaPair, settings: SamplerSettings | None = None, proposer: Proposer | None = None):
+        if proposer is None:
+            if pair.draft is None:
+                raise InputError("speculative decoding needs a draft model or a proposer")
+            proposer = ModelProposer(pair.draft)
+        self.proposer = proposer
+        super().__init__(pair, settings)
+
+    def _fill_draft(self, ids):
+        self.proposer.prefill(ids)
+
+    def step(self) -> StepTrace:
+        return self._advance(record=True)
+
+    @torch.no_grad()
+    def _advance(self, record: bool):
+        s = self.settings
+        s.validate()
+        g = int(s.gamma)
+        shape = _shaper(s)
+        pair, dev = self.pair, self.pair.device
+        with pair.lock:
+            self._ready(g + 1)
+            pos, cur = self.pos, self.cur
+            u = torch.rand(2 * g + 1, dtype=torch.float64, generator=self.gen, device=dev)
+            guesses, q = self.proposer.propose(self.lead + self.tokens, cur, pos, g, u[:g], shape)
+            chunk = torch.cat([cur[0], guesses])[None]                          # cur, x_1..x_γ
+            p = shape(forward_positions(pair.target, chunk, torch.arange(pos, pos + g + 1, device=dev))[0])
+            v = verify_on_device(guesses, q, p, u[g:2 * g], u[2 * g], s.lenience)
+            beta = torch.minimum(p[:g], q).sum(-1)
+            n, final, fallback = int(v.n_accepted), int(v.final_token), bool(v.residual_fallback)
+            self.proposer.commit(n, g)
+            self.pos = pos + n + 1                                              # rollback by position
+            self.cur = v.final_token.view(1, 1).clone()
+        guess_ids = guesses.tolist()
+        written = guess_ids[:n] + [final]
+        ctx = list(self.tokens)
+        self.tokens.extend(written)
+        self.step_index += 1
+        if not record:
+            return n, beta[:min(n + 1, g)].tolist()
+        p_np, q_np = p.cpu().numpy(), q.cpu().numpy()
+        if n == g:
+            row = p_np[g].astype(np.float64)
+        elif fallback:
+            row = p_np[n].astype(np.float64)
+        else:
+            row = np.maximum(p_np[n] - np.float32(s.lenience) * q_np[n], 0).astype(np.float64)
+        uu = u.cpu().numpy()
+        return StepTrace(
+            step_index=self.step_index - 1, context=ctx, gamma=g, guesses=guess_ids, q_rows=q_np, p_rows=p_np,
+            ratios=[float(x) for x in v.ratios.cpu()], r=[float(x) for x in uu[g:2 * g]], tested=min(n + 1, g),
+            accepted=[bool(a) for a in v.accepted.cpu()], n_accepted=n, final_token=final,
+            final_kind="bonus" if n == g else "replacement", final_row=row / row.sum(), residual_fallback=fallback,
+            tokens_written=written, draft_backed_off=[False] * g, target_backed_off=[False] * (g + 1),
+            lanes_lit=g + 1, exact=s.exact,
+            extra={"u_guess": [float(x) for x in uu[:g]], "u_final": float(uu[2 * g]), "sampler": "speculative",
+                   "overlap": [float(b) for b in beta.cpu()], "window_start": self.window_start,
+                   "pair": "neural"})
+
+
+class LlamaTargetSampler(_LlamaBase):
+    """The target alone, one token a pass (models.sampler.TargetSampler's interface)."""
+
+    @torch.no_grad()
+    def step(self) -> StepTrace:
+        s = self.settings
+        s.validate()
+        pair, dev = self.pair, self.pair.device
+        V = pair.V
+        with pair.lock:
+            self._ready(1)
+            u = torch.rand(1, dtype=torch.float64, generator=self.gen, device=dev)
+            p = _shaper(s)(decode_one_token(pair.target, self.cur, torch.arange(self.pos, self.pos + 1, device=dev)))
+            # verify with no guesses is exactly "draw from p": the same rule as every other pass
+            v = verify_on_device(torch.zeros(0, dtype=torch.long, device=dev), torch.zeros(0, V, device=dev), p,
+                                 torch.zeros(0, dtype=torch.float64, device=dev), u[0])
+            final = int(v.final_token)
+            self.pos += 1
+            self.cur = v.final_token.view(1, 1).clone()
+        ctx = list(self.tokens)
+        self.tokens.append(final)
+        self.step_index += 1
+        p_np = p.cpu().numpy()
+        row = p_np[0].astype(np.float64)
+        return StepTrace(
+            step_index=self.step_index - 1, context=ctx, gamma=0, guesses=[], q_rows=np.zeros((0, V), np.float32),
+            p_rows=p_np, ratios=[], r=[], tested=0, accepted=[], n_accepted=0, final_token=final, final_kind="bonus",
+            final_row=row / row.sum(), residual_fallback=False, tokens_written=[final], draft_backed_off=[],
+            target_backed_off=[False], lanes_lit=1, exact=True,
+            extra={"u_final": float(u[0]), "sampler": "target", "window_start": self.window_start, "pair": "neural"})
+
+
+# --- α on written text --------------------------------------------------------------------------------
+def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, tokens: int = 2000,
+                    prefix_ids=()) -> "GeneratedRun":
+    """A seeded speculative run of about `tokens` tokens: α = accepted / tested guesses, tokens per pass counted,
+    and α expected = the mean Σ min(p, q) over the tested positions (lower variance, same run)."""
+    from models.analytics import GeneratedRun
+    s = settings or SamplerSettings()
+    if not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
+        raise InputError(f"tokens must be between 1 and 1000000, got {tokens!r}")
+    sampler = LlamaSampler(pair, s)
+    sampler.reset(list(prefix_ids))
+    acc = tested = passes = 0
+    beta_sum = 0.0
+    while len(sampler.written) < tokens:
+        n, betas = sampler._advance(record=False)
+        acc += n
+        tested += len(betas)
+        beta_sum += sum(betas)
+        passes += 1
+    return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=len(sampler.written),
+                        passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="decoder")
