@@ -40,7 +40,40 @@ def _add_sampling_args(p, seed_default: int = 1) -> None:
     p.add_argument("--lenience", type=float, default=1.0, help="< 1: the paper's lenient rule, NOT exact")
 
 
+def _add_pair_args(p, custom: bool = True) -> None:
+    """--pair ngram|neural, and (custom) --target/--draft for any Llama checkpoints (a folder, a .gguf file)."""
+    p.add_argument("--pair", choices=("ngram", "neural"), default=None,
+                   help="ngram: the counted bigram/trigram (default); neural: the shipped 《呐喊》 Llama pair")
+    if custom:
+        p.add_argument("--target", metavar="DIR", default=None,
+                       help="target checkpoint: a Hugging Face Llama folder or a .gguf file (implies a neural pair)")
+        p.add_argument("--draft", metavar="DIR", default=None, help="draft checkpoint with the target's vocabulary")
+    p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="neural pair: compute dtype (default fp32)")
+
+
+def _wants_neural(args) -> bool:
+    custom = getattr(args, "target", None) is not None or getattr(args, "draft", None) is not None
+    if getattr(args, "pair", None) == "ngram" and custom:
+        raise InputError("--target/--draft name Llama checkpoints: they do not go with --pair ngram")
+    return custom or getattr(args, "pair", None) == "neural"
+
+
+def _load_neural(args):
+    from models.llama import DTYPES
+    from models.llm_pair import LlamaPair
+    if args.table or args.tokens_kind:
+        raise InputError("--table and --tokens-kind choose an n-gram table; the neural pair has its own vocabulary")
+    target, draft = getattr(args, "target", None), getattr(args, "draft", None)
+    if target is None and draft is None:
+        target, draft = "nahan-target", "nahan-draft"
+    elif target is None or draft is None:
+        raise InputError("give both --target and --draft (a smaller checkpoint with the target's vocabulary)")
+    return LlamaPair.load(target, draft, dtype=DTYPES[args.dtype], dtype_name=args.dtype)
+
+
 def _load_pair(args):
+    if _wants_neural(args):
+        return _load_neural(args)
     from models.ngram import NGramPair
     pair = NGramPair.load(args.table, tokens=args.tokens_kind or "char")
     if args.table and args.tokens_kind and pair.tokens != args.tokens_kind:
@@ -59,6 +92,15 @@ def _settings(args, **over):
 
 def _encode_prefix(pair, prefix: str) -> list[int]:
     return pair.encode(prefix)
+
+
+def _speculative(pair, settings):
+    """The speculative sampler for either pair: same interface, same StepTrace."""
+    if getattr(pair, "kind", "ngram") == "neural":
+        from models.llm_pair import LlamaSampler
+        return LlamaSampler(pair, settings)
+    from models.sampler import SpeculativeSampler
+    return SpeculativeSampler(pair, settings)
 
 
 def _width(text: str) -> int:
@@ -139,8 +181,11 @@ def _cmd_probs(args) -> int:
     if args.json:
         _emit_json(out)
         return 0
-    print(f"after 「{args.prefix}」  (target p: trigram{' — backed off to the bigram' if p_bo else ''}; "
-          f"draft q: bigram{' — backed off to the unigram floor' if q_bo else ''})")
+    if getattr(pair, "kind", "ngram") == "neural":
+        print(f"after 「{args.prefix}」  (target p: {pair.target.config.name}; draft q: {pair.draft.config.name})")
+    else:
+        print(f"after 「{args.prefix}」  (target p: trigram{' — backed off to the bigram' if p_bo else ''}; "
+              f"draft q: bigram{' — backed off to the unigram floor' if q_bo else ''})")
     order = list(np.argsort(-p, kind="stable")[:args.top])
     for i in np.argsort(-q, kind="stable")[:args.top]:
         if i not in order:
@@ -155,14 +200,13 @@ def _cmd_probs(args) -> int:
 
 # ---- generate ------------------------------------------------------------------------------------
 def _cmd_generate(args) -> int:
-    from models.sampler import SpeculativeSampler
     if args.tokens < 1:
         raise InputError("--tokens must be >= 1")
     if args.tokens > 1_000_000:
         raise InputError("--tokens must be <= 1000000")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
-    sampler = SpeculativeSampler(pair, _settings(args))
+    sampler = _speculative(pair, _settings(args))
     sampler.reset(ids)
     traces = sampler.run_tokens(args.tokens)
     marks = []     # one mark per written token: '.' accepted guess, '◆' written by the target
@@ -251,12 +295,11 @@ def _trace_json(pair, t) -> dict:
 
 
 def _cmd_step(args) -> int:
-    from models.sampler import SpeculativeSampler
     if not 1 <= args.steps <= 10_000:
         raise InputError("--steps must be between 1 and 10000")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
-    sampler = SpeculativeSampler(pair, _settings(args))
+    sampler = _speculative(pair, _settings(args))
     sampler.reset(ids)
     traces = [sampler.step() for _ in range(args.steps)]
     if args.json:
@@ -308,14 +351,22 @@ def _cmd_alpha(args) -> int:
     pair = _load_pair(args)
     s = SamplerSettings(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                         seed=args.seed)
+    neural = getattr(pair, "kind", "ngram") == "neural"
     chars = args.chars
     if chars is None:
-        # Shaped rows need the SpeculativeSampler itself (~7,000 tokens/s): a shorter default run.
-        chars = 20_000 if s.shapes_rows else 200_000
-    if not 1 <= chars <= 10_000_000:
-        raise InputError("--chars must be between 1 and 10000000")
-    a_corpus = an.alpha_corpus(pair, s)
-    run = an.alpha_generated(pair, s, chars=chars)
+        # Shaped rows need the SpeculativeSampler itself (~7,000 tokens/s): a shorter default run. The neural
+        # pair runs its two networks every pass (~500 tokens/s for the shipped pair on a CPU).
+        chars = 2_000 if neural else (20_000 if s.shapes_rows else 200_000)
+    limit = 100_000 if neural else 10_000_000
+    if not 1 <= chars <= limit:
+        raise InputError(f"--chars must be between 1 and {limit}")
+    if neural:
+        from models.llm_pair import alpha_generated
+        a_corpus = None          # no count table to average over: `spectable eval` gives Σ min(p, q) on held-out text
+        run = alpha_generated(pair, s, tokens=chars)
+    else:
+        a_corpus = an.alpha_corpus(pair, s)
+        run = an.alpha_generated(pair, s, chars=chars)
     a = run.alpha
     table = an.speedup_table(a, args.c, range(1, 9))
     best = an.best_gamma(a, args.c)
@@ -330,7 +381,10 @@ def _cmd_alpha(args) -> int:
         out["alpha_generated_expected"] = _finite(run.alpha_expected)
         _emit_json(out)
         return 0
-    print(f"α over the corpus's own positions   {a_corpus:.4f}   (mean Σ min(p, q); held-in text)")
+    if a_corpus is not None:
+        print(f"α over the corpus's own positions   {a_corpus:.4f}   (mean Σ min(p, q); held-in text)")
+    else:
+        print(f"{pair.name}: α on held-out text: spectable eval --pair neural")
     print(f"α over generated text               {a:.4f}   ({run.accepted}/{run.tested} guesses accepted in "
           f"{run.tokens} tokens, seed {args.seed})")
     print(f"tokens per target pass at γ = {args.gamma}:  formula (1 - α^(γ+1))/(1 - α) = "
@@ -367,6 +421,32 @@ def _cmd_tubes(args) -> int:
     print(f"TV distance to p:  left {res.tv_left:.4f}   right {res.tv_right:.4f}")
     print(f"chi-square p-value vs p:  left {res.chi2_p_left:.3g}   right {res.chi2_p_right:.3g}")
     print("left = target alone; right = speculative (copper = accepted guesses, red = replacements)")
+    return 0
+
+
+# ---- eval ----------------------------------------------------------------------------------------
+def _cmd_eval(args) -> int:
+    from models.llm_eval import evaluate
+    from models.ngram import NGramPair
+    from models.sampler import SamplerSettings
+    SamplerSettings(gamma=args.gamma, seed=args.seed)            # γ and seed checked before anything loads
+    if args.chars is not None and not 1 <= args.chars <= (100_000 if args.pair == "neural" else 10_000_000):
+        raise InputError("--chars is out of range (1..100000 neural, 1..10000000 n-gram)")
+    r = evaluate(args.pair, corpus=args.corpus, ngram_pair=NGramPair.load(args.table) if args.table else None,
+                 alpha_tokens=args.chars, gamma=args.gamma, seed=args.seed)
+    if args.json:
+        _emit_json(r)
+        return 0
+    h = r["heldout"]
+    print(f"{args.pair} pair on held-out 《{h['title']}》 ({h['file']}, {r['positions']} characters; "
+          f"{r['scored_positions']} scored, {r['oov_positions']} outside a vocabulary: "
+          f"{r['oov_neural_vocabulary']} neural, {r['oov_ngram_vocabulary']} n-gram)")
+    print(f"  perplexity per character   target {r['perplexity_target']:8.1f}   draft {r['perplexity_draft']:8.1f}"
+          f"   ({r['bits_per_char_target']:.2f} / {r['bits_per_char_draft']:.2f} bits)")
+    print(f"  α on 《{h['title']}》 (mean Σ min(p, q))   {r['alpha_heldout']:.4f}")
+    print(f"  α on written text           {r['alpha_generated']:.4f}   ({r['alpha_tokens']} tokens, γ = {r['gamma']}, "
+          f"temperature 1, {r['tokens_per_pass_counted']:.2f} tokens per pass)")
+    print(f"  unknown characters: {r['oov_policy']}")
     return 0
 
 
@@ -414,18 +494,21 @@ def register(sub) -> None:
 
     p = sub.add_parser("probs", help="q and p for the next token after a prefix, and their overlap")
     _add_model_args(p)
+    _add_pair_args(p)
     p.add_argument("--top", type=int, default=10)
     _add_shaping_args(p)
     p.set_defaults(func=_cmd_probs)
 
     g = sub.add_parser("generate", help="speculative decoding on the n-gram pair, with tape marks")
     _add_model_args(g, "孔乙")
+    _add_pair_args(g)
     g.add_argument("--tokens", type=int, default=200)
     _add_sampling_args(g)
     g.set_defaults(func=_cmd_generate)
 
     st = sub.add_parser("step", help="terminal step-through: each acceptance test in words")
     _add_model_args(st, "孔乙")
+    _add_pair_args(st)
     _add_sampling_args(st)
     st.add_argument("--steps", type=int, default=1, help="target passes to show (default 1)")
     st.add_argument("--lang", choices=("zh", "en"), default="zh")
@@ -434,16 +517,19 @@ def register(sub) -> None:
 
     a = sub.add_parser("alpha", help="acceptance rate α (corpus and generated), tokens per pass, speedup, best γ")
     _add_model_args(a, None)
+    _add_pair_args(a)
     a.add_argument("--c", type=float, default=0.1, help="draft cost / target cost (default 0.1)")
     a.add_argument("--gamma", type=int, default=4)
     a.add_argument("--chars", type=int, default=None,
-                   help="length of the generated run (default 200000; 20000 with temperature/top-k/top-p)")
+                   help="length of the generated run (default 200000; 20000 with temperature/top-k/top-p; "
+                        "2000 for a neural pair)")
     a.add_argument("--seed", type=int, default=0)
     _add_shaping_args(a)
     a.set_defaults(func=_cmd_alpha)
 
     tb = sub.add_parser("tubes", help="the test-tube experiment: target alone vs speculative, against p")
     _add_model_args(tb)
+    _add_pair_args(tb)
     tb.add_argument("--rounds", type=int, default=200)
     tb.add_argument("--draws", type=int, default=50)
     tb.add_argument("--seed", type=int, default=1)
@@ -451,6 +537,18 @@ def register(sub) -> None:
                     help="draft_only: the target never writes a token (wrong); the three non-exact rules are biased")
     _add_shaping_args(tb)
     tb.set_defaults(func=_cmd_tubes)
+
+    ev = sub.add_parser("eval", help="held-out perplexity of target and draft on 《药》, and α on written text")
+    ev.add_argument("--pair", choices=("ngram", "neural"), required=True)
+    ev.add_argument("--corpus", default=None, metavar="DIR",
+                    help="folder of the book's texts (default $SPECTABLE_CORPUS, else ../shared/corpus/nahan)")
+    ev.add_argument("--table", default=None, help="n-gram count table (.npz); default: the shipped one")
+    ev.add_argument("--chars", type=int, default=None,
+                    help="tokens written for α (default 2000 neural, 200000 n-gram)")
+    ev.add_argument("--gamma", type=int, default=4)
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--json", action="store_true")
+    ev.set_defaults(func=_cmd_eval)
 
     rf = sub.add_parser("roofline", help="on-paper decoding figures for a device and a model")
     rf.add_argument("--device", default="h100-sxm")

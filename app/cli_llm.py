@@ -22,13 +22,15 @@ def register(sub) -> None:
 
     p = sub.add_parser("llm-generate", help="generate with a Llama checkpoint, speculatively when a draft is given")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--checkpoint", metavar="DIR", help="target: Hugging Face checkpoint (config.json + *.safetensors)")
+    g.add_argument("--checkpoint", metavar="DIR", help="target: Hugging Face checkpoint (config.json + *.safetensors) "
+                   "or a .gguf file")
     g.add_argument("--random", metavar="NAME", help="target: a named config with random weights (text is noise)")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--draft-checkpoint", metavar="DIR", help="draft checkpoint (same vocabulary)")
+    g.add_argument("--draft-checkpoint", metavar="DIR", help="draft checkpoint or .gguf file (same vocabulary)")
     g.add_argument("--draft-random", metavar="NAME", help="draft: a named config with random weights")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--prompt", metavar="TEXT", help="prompt text (needs tokenizer.json beside the target weights)")
+    g.add_argument("--prompt", metavar="TEXT", help="prompt text (needs tokenizer.json beside the target weights, "
+                   "or a GGUF file's tokenizer)")
     g.add_argument("--prompt-ids", metavar="1,2,3", help="prompt as comma-separated token ids")
     p.add_argument("--tokens", type=int, required=True, help="new tokens to write")
     p.add_argument("--gamma", type=int, default=4, help="draft guesses per pass (default 4)")
@@ -42,8 +44,16 @@ def register(sub) -> None:
 
     p = sub.add_parser("bench", help="measure the Llama pair on a device; each figure beside its on-paper value")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--target", default="llama-3.1-8b", help="named target config (default llama-3.1-8b)")
-    p.add_argument("--draft", default="llama-3.2-1b", help="named draft config (default llama-3.2-1b)")
+    p.add_argument("--target", default=None, help="named target config (default llama-3.1-8b: the full "
+                   "bench with random weights), or a checkpoint folder / .gguf file (the pair measurement)")
+    p.add_argument("--draft", default=None, help="named draft config (default llama-3.2-1b), or a "
+                   "checkpoint folder / .gguf file with the target's vocabulary")
+    p.add_argument("--pair", choices=["neural"], default=None,
+                   help="measure the shipped 《呐喊》 pair (draft/target ms, c, tokens per pass, speed-up vs roofline)")
+    p.add_argument("--prompt", default=None, help="pair measurement: prompt text (default 孔乙己 for the shipped "
+                   "pair; the checkpoint's start token otherwise)")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="pair measurement: sampling temperature (default 1; 0 = greedy)")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp32", "fp16"])
     p.add_argument("--gamma", type=int, default=4)
     p.add_argument("--batch", default="1,4,16,64", help="batch sizes of the sweep, comma-separated")
@@ -58,7 +68,8 @@ def register(sub) -> None:
                    "(auto: on CUDA)")
     p.add_argument("--graphs", default="auto", choices=["auto", "on", "off"], help="CUDA graphs (auto: on CUDA)")
     p.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default)")
-    p.add_argument("--out", required=True, metavar="FILE.json", help="where the measurement file is written")
+    p.add_argument("--out", default=None, metavar="FILE.json", help="where the measurement file is written "
+                   "(required for the full bench)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true", help="print the whole result as one JSON object on stdout")
     p.set_defaults(func=cmd_bench)
@@ -119,14 +130,9 @@ def cmd_model_info(args) -> int:
 def _tokenizer_for(checkpoint):
     if checkpoint is None:
         return None
-    path = Path(checkpoint) / "tokenizer.json"
-    if not path.is_file():
-        return None
-    from tokenizers import Tokenizer
-    try:
-        return Tokenizer.from_file(str(path))
-    except Exception as exc:  # noqa: BLE001 - the tokenizers library raises its own exception types
-        raise InputError(f"cannot read {path}: {exc}") from None
+    from models.llm_checkpoint import read_config, read_tokenizer, resolve
+    src = resolve(checkpoint)
+    return read_tokenizer(src, read_config(src))      # tokenizer.json, or a GGUF file's metadata
 
 
 def llm_generate(args) -> dict:
@@ -135,6 +141,7 @@ def llm_generate(args) -> dict:
     import torch
     from models.llama import RANDOM_WEIGHTS_NOTE, load_model
     from models.llm_bench import resolve_device, resolve_dtype
+    from models.llm_checkpoint import load_weights, read_config, resolve
     from models.llm_speculative import PlainDecoder, SpeculativeDecoder
 
     if args.tokens < 1:
@@ -148,22 +155,25 @@ def llm_generate(args) -> dict:
     if args.prompt is not None:
         if tokenizer is None:
             raise InputError("--prompt needs a tokenizer.json beside the target weights; use --prompt-ids")
-        prompt = tokenizer.encode(args.prompt).ids
+        prompt = tokenizer.encode(args.prompt)
         if not prompt:
             raise InputError("the prompt encodes to no tokens")
     else:
         prompt = _ints(args.prompt_ids, "--prompt-ids")
     _check_memory(args, dtype, device, len(prompt))
-    target, t_random = load_model(checkpoint=args.checkpoint, name=args.random, dtype=dtype, device=device,
-                                  seed=args.seed)
+    def load(spec, name, seed):
+        if spec is None:
+            return load_model(name=name, dtype=dtype, device=device, seed=seed)
+        src = resolve(spec)            # a Hugging Face folder or a .gguf file
+        return load_weights(src, read_config(src), dtype=dtype, device=device), False
+    target, t_random = load(args.checkpoint, args.random, args.seed)
     V = target.config.vocab_size
     bad = [i for i in prompt if not 0 <= i < V]
     if bad:
         raise InputError(f"prompt id {bad[0]} is outside the vocabulary (0..{V - 1})")
     draft, d_random = None, False
     if (args.draft_checkpoint or args.draft_random) and not args.plain:
-        draft, d_random = load_model(checkpoint=args.draft_checkpoint, name=args.draft_random, dtype=dtype,
-                                     device=device, seed=args.seed + 1)
+        draft, d_random = load(args.draft_checkpoint, args.draft_random, args.seed + 1)
         if draft.config.vocab_size != V:
             raise InputError(f"draft vocabulary {draft.config.vocab_size} differs from the target's {V}")
     seq = -(-(len(prompt) + args.tokens + 2 * (args.gamma + 1)) // 16) * 16   # aligned rows for attention kernels
@@ -197,12 +207,13 @@ def llm_generate(args) -> dict:
 
 def _check_memory(args, dtype, device, prompt_len: int) -> None:
     """Estimate before allocating: both models' weights and caches must fit in what the device has free."""
-    from models.llama import LlamaConfig, read_checkpoint_config
+    from models.llama import LlamaConfig
     from models.llm_bench import available_bytes
+    from models.llm_checkpoint import read_config, resolve
 
-    cfgs = [read_checkpoint_config(args.checkpoint) if args.checkpoint else LlamaConfig.from_name(args.random)]
+    cfgs = [read_config(resolve(args.checkpoint)) if args.checkpoint else LlamaConfig.from_name(args.random)]
     if (args.draft_checkpoint or args.draft_random) and not args.plain:
-        cfgs.append(read_checkpoint_config(args.draft_checkpoint) if args.draft_checkpoint
+        cfgs.append(read_config(resolve(args.draft_checkpoint)) if args.draft_checkpoint
                     else LlamaConfig.from_name(args.draft_random))
     seq = prompt_len + args.tokens + 2 * (args.gamma + 1)
     need = sum(c.weight_bytes(dtype) + seq * c.kv_bytes_per_token(dtype) + seq * seq for c in cfgs)
@@ -225,9 +236,27 @@ def cmd_llm_generate(args) -> int:
 
 
 # --- bench ----------------------------------------------------------------------------------------
+def _is_named(spec: str) -> bool:
+    from models.llama import CONFIGS
+    return spec in CONFIGS and not Path(spec).exists()
+
+
 def cmd_bench(args) -> int:
     import torch
     from models.llm_bench import BenchSettings, run_bench, summary_lines, write_json_atomic
+
+    if args.pair:
+        if args.target is not None or args.draft is not None:
+            raise InputError("--pair neural measures the shipped pair; give --target/--draft without it")
+        return cmd_bench_pair(args)
+    args.target = args.target or "llama-3.1-8b"
+    args.draft = args.draft or "llama-3.2-1b"
+    if not (_is_named(args.target) and _is_named(args.draft)):
+        return cmd_bench_pair(args)
+    if args.prompt is not None or args.temperature is not None:
+        raise InputError("--prompt and --temperature are for the pair measurement (--pair or checkpoint folders)")
+    if args.out is None:
+        raise InputError("the full bench writes a measurement file: give --out FILE.json")
 
     s = BenchSettings(device=args.device, target=args.target, draft=args.draft, dtype=args.dtype, gamma=args.gamma,
                       batches=_ints(args.batch, "--batch"), context=args.context, tokens=args.tokens,
@@ -247,6 +276,50 @@ def cmd_bench(args) -> int:
                          "use a smaller --batch or --context") from None
     write_json_atomic(out_path, result)
     _emit(result, args.json, summary_lines(result) + [f"written to {out_path}"])
+    return 0
+
+
+def cmd_bench_pair(args) -> int:
+    """A checkpoint pair (the shipped one, or --target/--draft folders or .gguf files) measured live."""
+    import torch
+    from models.llama import DTYPES
+    from models.llm_bench import measure_llama_pair, pair_summary_lines, resolve_device, write_json_atomic
+    from models.llm_pair import LlamaPair
+
+    if args.checkpoint or args.draft_checkpoint:
+        raise InputError("--checkpoint/--draft-checkpoint are for the full bench; the pair measurement takes "
+                         "checkpoint folders in --target and --draft")
+    temperature = 1.0 if args.temperature is None else args.temperature
+    if not math.isfinite(temperature) or temperature < 0:
+        raise InputError("--temperature must be a finite number >= 0 (0 is greedy)")
+    if not 1 <= args.gamma <= 64:
+        raise InputError("--gamma must be between 1 and 64")
+    if not 2 <= args.tokens <= 10_000:
+        raise InputError("--tokens must be between 2 and 10000")
+    if args.threads < 0 or args.reps < 0:
+        raise InputError("--threads and --reps must be >= 0")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    if args.dtype not in ("fp32", "bf16"):
+        raise InputError("the pair measurement runs in fp32 or bf16")
+    device = resolve_device(args.device)
+    target, draft = ("nahan-target", "nahan-draft") if args.pair else (args.target, args.draft)
+    pair = LlamaPair.load(target, draft, dtype=DTYPES[args.dtype], dtype_name=args.dtype, device=device)
+    prompt = args.prompt if args.prompt is not None else ("孔乙己" if args.pair else "")
+    ids = pair.encode(prompt) if prompt else pair._model_ids([])
+    if len(ids) + args.tokens + 2 * (args.gamma + 1) > pair.window:
+        raise InputError(f"prompt + --tokens must fit the models' window of {pair.window} tokens")
+    r = measure_llama_pair(pair, ids, gamma=args.gamma, tokens=args.tokens, temperature=temperature,
+                           reps=args.reps or 5, seed=args.seed, dtype_name=args.dtype,
+                           progress=None if args.quiet else (lambda m: print(f"bench: {m}", file=sys.stderr)))
+    r["settings"]["prompt"] = prompt
+    lines = pair_summary_lines(r)
+    if args.out:
+        if Path(args.out).is_dir():
+            raise InputError(f"--out {args.out!r} is a directory; give a file name")
+        write_json_atomic(args.out, r)
+        lines.append(f"written to {args.out}")
+    _emit(r, args.json, lines)
     return 0
 
 

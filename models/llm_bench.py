@@ -512,3 +512,141 @@ def summary_lines(r: dict) -> list[str]:
                  f"{sp['plain_tokens_per_s']:.1f} (x{sp['speedup']:.2f}); α={sp['alpha']:.2f}, "
                  f"{sp['tokens_per_pass']:.2f} tokens/pass; on paper x{sp['on_paper_speedup']:.2f}")
     return lines
+
+
+# --- a checkpoint pair, measured live: the hardware panel's figures and `spectable bench --pair` ------------
+PAIR_SCHEMA = "spectable-pair-bench/1"
+
+
+@torch.no_grad()
+def measure_pair(target: Transformer, draft: Transformer, prompt_ids: list[int], *, gamma: int = 4,
+                 tokens: int = 64, temperature: float = 1.0, reps: int = 7, seed: int = 0, dtype_name: str = "fp32",
+                 progress=None) -> dict:
+    """Draft and target milliseconds per pass, c, verify(γ+1)/verify(1), plain vs speculative tokens/s and the
+    measured speed-up of this pair on its device, each beside the memory roofline's value for the same shapes
+    (bytes a step reads / the copy bandwidth measured here). Leaves both models' caches set up for the run's
+    length: a caller that keeps its own caches sets them up again (LlamaPair does: measure_llama_pair)."""
+    say = progress or (lambda _s: None)
+    device = target.output.weight.device
+    dtype = target.output.weight.dtype
+    if not 1 <= gamma <= 64 or tokens < 2 or reps < 1 or not prompt_ids:
+        raise InputError("need 1 <= gamma <= 64, tokens >= 2, reps >= 1 and a prompt of at least one token")
+    P = len(prompt_ids)
+    seq = -(-(P + tokens + 2 * (gamma + 1)) // 16) * 16
+    target.setup_caches(1, seq)
+    draft.setup_caches(1, seq)
+    tok1 = torch.tensor([[prompt_ids[-1]]], device=device)
+    pos1 = torch.tensor([P], device=device)
+    toks_k = torch.tensor([prompt_ids[-1:] * (gamma + 1)], device=device)
+    pos_k = torch.arange(P, P + gamma + 1, device=device)
+    say("copy bandwidth")
+    bw = measure_copy_bandwidth(device, 3)
+    B = bw["GB_per_s"] * 1e9
+    say("target and draft forwards")
+    t_target = time_step(StepRunner(_decode_fn(target)), (tok1, pos1), reps, device)
+    t_verify = time_step(StepRunner(_forward_fn(target)), (toks_k, pos_k), reps, device)
+    t_draft = time_step(StepRunner(_decode_fn(draft)), (tok1, pos1), reps, device)
+    say(f"plain and speculative decoding, {tokens} tokens, {reps} runs each")
+    plain_s, spec_s, spec_written, records, same = [], [], 0, [], True
+    PlainDecoder(target, temperature=temperature, seed=seed).generate(prompt_ids, min(tokens, 4))   # warm-up
+    SpeculativeDecoder(target, draft, gamma=gamma, temperature=temperature, seed=seed).generate(prompt_ids, 2 * gamma)
+    for k in range(reps):
+        # alternate the order, so a change in the machine's load does not favour one side
+        for side in (("plain", "spec") if k % 2 == 0 else ("spec", "plain")):
+            if side == "plain":
+                dec = PlainDecoder(target, temperature=temperature, seed=seed + k)
+                plain_ids = dec.generate(prompt_ids, tokens)
+                plain_s.append(dec.decode_seconds / (tokens - 1))
+            else:
+                sd = SpeculativeDecoder(target, draft, gamma=gamma, temperature=temperature, seed=seed + k)
+                res = sd.generate(prompt_ids, tokens)
+                written = sum(len(r.tokens) for r in res.records)
+                spec_s.append(sd.decode_seconds / written)
+                spec_written += written
+                records += res.records
+        if temperature == 0:
+            same = same and res.tokens == plain_ids
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    plain_tps, spec_tps = 1 / med(plain_s), 1 / med(spec_s)
+    tested = sum(min(r.n_accepted + 1, r.gamma) for r in records)
+    alpha = sum(r.n_accepted for r in records) / max(tested, 1)
+    tpp = spec_written / max(len(records), 1)
+    c = t_draft / t_target
+    tc, dc = target.config, draft.config
+    t_bytes = tc.weight_bytes_read_per_token(dtype) + P * tc.kv_bytes_per_token(dtype)
+    d_bytes = dc.weight_bytes_read_per_token(dtype) + P * dc.kv_bytes_per_token(dtype)
+    c_paper = d_bytes / t_bytes
+    out = {
+        "schema": PAIR_SCHEMA,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": {"type": device.type, "name": device_name(device), "torch": torch.__version__,
+                   "threads": torch.get_num_threads(), "cpu_capability": torch.backends.cpu.get_cpu_capability()},
+        "dtype": dtype_name,
+        "models": {"target": model_summary(tc, dtype), "draft": model_summary(dc, dtype)},
+        "settings": {"gamma": gamma, "tokens": tokens, "temperature": temperature, "reps": reps, "seed": seed,
+                     "prompt_tokens": P},
+        "copy_bandwidth_GBps": bw["GB_per_s"],
+        "target_ms": t_target * 1e3, "draft_ms": t_draft * 1e3, "verify_ms": t_verify * 1e3,
+        "verify_ratio": t_verify / t_target, "c": c,
+        "alpha": alpha, "tokens_per_pass": tpp, "passes": len(records), "tokens_written": spec_written,
+        "plain_tokens_per_s": plain_tps, "speculative_tokens_per_s": spec_tps, "speedup": spec_tps / plain_tps,
+        "same_tokens_as_plain": same if temperature == 0 else None,
+        "on_paper": {
+            "target_ms": t_bytes / B * 1e3, "draft_ms": d_bytes / B * 1e3, "c": c_paper, "verify_ratio": 1.0,
+            "tokens_per_pass": tokens_per_pass(alpha, gamma),
+            "plain_tokens_per_s": B / t_bytes,
+            "speedup": speedup_on_paper(alpha, gamma, c_paper, 1.0),
+            "speedup_from_measured_costs": speedup_on_paper(alpha, gamma, c, t_verify / t_target),
+        },
+        "method": (f"{device.type}, {dtype_name}, {torch.get_num_threads()} threads: one forward of 1 token (target, "
+                   f"draft) and of γ+1 = {gamma + 1} tokens (target) at position {P}, median of {reps} after 2 "
+                   f"warm-up calls; end to end {reps} runs each of plain and speculative decoding ({tokens} tokens "
+                   f"after the prompt, temperature {temperature}, decode phase timed, prefill excluded, order "
+                   "alternating, one warm-up run each), median seconds per token; α and tokens per pass over all "
+                   "speculative runs. On paper: the memory roofline, bytes a step reads (every matrix once, one "
+                   "embedding row, the KV cache so far) / the copy bandwidth measured here; verifying γ+1 tokens "
+                   "costs one step there, and speed-up = (1-α^(γ+1))/(1-α) / (γc + 1) with the measured α"),
+    }
+    if device.type == "cpu":
+        try:
+            out["device"]["load_average_1min"] = os.getloadavg()[0]
+        except OSError:
+            pass
+    return out
+
+
+def tokens_per_pass(alpha: float, gamma: int) -> float:
+    return gamma + 1.0 if alpha >= 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
+
+
+def measure_llama_pair(pair, prompt_ids: list[int], **kw) -> dict:
+    """measure_pair on a models.llm_pair.LlamaPair, holding its lock and restoring its caches afterwards."""
+    with pair.lock:
+        try:
+            r = measure_pair(pair.target, pair.draft, prompt_ids, **kw)
+        finally:
+            for m in (pair.target, pair.draft):
+                m.setup_caches(1, pair.window)
+            pair.owner = None
+    r["pair"] = {"name": pair.name, **pair.sources, "random_weights": pair.random_weights}
+    return r
+
+
+def pair_summary_lines(r: dict) -> list[str]:
+    p = r["on_paper"]
+    d = r["device"]
+    return [
+        f"{r['pair']['name'] if 'pair' in r else ''} on {d['name']} · {r['dtype']} · {d['threads']} threads · "
+        f"torch {d['torch']}",
+        f"target, one pass       {r['target_ms']:8.2f} ms     on paper {p['target_ms']:.3f} ms",
+        f"draft, one guess       {r['draft_ms']:8.2f} ms     on paper {p['draft_ms']:.3f} ms",
+        f"c = draft / target     {r['c']:8.3f}        on paper {p['c']:.3f}",
+        f"verify γ+1 / verify 1  {r['verify_ratio']:8.2f}        on paper {p['verify_ratio']:.2f}",
+        f"α (measured)           {r['alpha']:8.3f}",
+        f"tokens per pass        {r['tokens_per_pass']:8.2f}        formula {p['tokens_per_pass']:.2f}",
+        f"plain                  {r['plain_tokens_per_s']:8.1f} tokens/s   on paper {p['plain_tokens_per_s']:.0f}",
+        f"speculative γ={r['settings']['gamma']:<2}       {r['speculative_tokens_per_s']:8.1f} tokens/s",
+        f"speed-up               {r['speedup']:8.2f}×       on paper {p['speedup']:.2f}× "
+        f"(from the measured costs {p['speedup_from_measured_costs']:.2f}×)",
+        f"method: {r['method']}",
+    ]

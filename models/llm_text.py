@@ -47,9 +47,9 @@ class TokenText:
         model = spec.get("model") or {}
         self.unk_token = model.get("unk_token")
         self.unk_id = tokenizer.token_to_id(self.unk_token) if self.unk_token else None
-        pre = json.dumps(spec.get("pre_tokenizer"))
+        pre = spec.get("pre_tokenizer") or {}
         dec = json.dumps(spec.get("decoder"))
-        if model.get("type") == "WordLevel" and "Split" in pre and self.unk_id is not None:
+        if model.get("type") == "WordLevel" and pre.get("type") == "Split" and self.unk_id is not None:
             self.kind = "char"
         elif '"ByteLevel"' in dec:
             self.kind = "bytes"
