@@ -123,7 +123,7 @@ def evaluate(kind: str, *, corpus=None, ngram_pair=None, neural_pair=None, alpha
         "perplexity_draft": math.exp(-float(sc["logq"][mask].mean())),
         "bits_per_char_target": -float(sc["logp"][mask].mean()) / math.log(2),
         "bits_per_char_draft": -float(sc["logq"][mask].mean()) / math.log(2),
-        "alpha_heldout": float(sc["overlap"].mean()),
+        "alpha_heldout": float(sc["overlap"][mask].mean()),
         "alpha_generated": run.alpha, "alpha_generated_expected": (run.alpha_expected
                                                                    if math.isfinite(run.alpha_expected) else None),
         "alpha_tokens": run.tokens, "tokens_per_pass_counted": run.tokens_per_pass, "gamma": gamma, "seed": seed,

@@ -223,24 +223,23 @@ class LlamaPair:
         W = self.window
         n = len(ids)
         out = {"logp": np.zeros(n - 1), "logq": np.zeros(n - 1), "overlap": np.zeros(n - 1)}
-        start = 0
+        start = done = 0                                    # done: positions scored so far
         with self.lock:
             self.owner = "rows"
-            while True:
+            while done < n - 1:
                 chunk = ids[start:start + W]
                 x = torch.tensor([chunk], device=self.device)
                 pos = torch.arange(len(chunk), device=self.device)
-                lp = torch.log_softmax(self.target(x, pos, eager=True)[0].double(), -1)
-                lq = torch.log_softmax(self.draft(x, pos, eager=True)[0].double(), -1)
-                first = 0 if start == 0 else W // 2        # positions already scored with more context are skipped
+                lp = torch.log_softmax(self.target(x, pos, eager=True)[0, :-1].double(), -1)
+                lq = torch.log_softmax(self.draft(x, pos, eager=True)[0, :-1].double(), -1)
+                first = done - start                           # rows already scored with more context are skipped
                 nxt = torch.tensor(chunk[1:], device=self.device)
                 rows = torch.arange(len(chunk) - 1, device=self.device)
-                sl = slice(start + first, start + len(chunk) - 1)
+                sl = slice(done, start + len(chunk) - 1)
                 out["logp"][sl] = lp[rows, nxt][first:].cpu().numpy()
                 out["logq"][sl] = lq[rows, nxt][first:].cpu().numpy()
-                out["overlap"][sl] = torch.minimum(lp.exp(), lq.exp()).sum(-1)[first:len(chunk) - 1].cpu().numpy()
-                if start + len(chunk) >= n:
-                    break
+                out["overlap"][sl] = torch.minimum(lp.exp(), lq.exp()).sum(-1)[first:].cpu().numpy()
+                done = start + len(chunk) - 1
                 start += W // 2
         return out
 

@@ -108,6 +108,23 @@ def test_two_samplers_sharing_the_models_do_not_disturb_each_other():
         pair.target_row(pair.encode("了了"))  # a row query in between takes the caches too
 
 
+def test_scoring_a_long_text_in_overlapping_windows_gives_every_position_its_row():
+    pair = tiny_pair(window=MIN_WINDOW)
+    rng = np.random.default_rng(0)
+    ids = [int(i) for i in rng.integers(1, pair.V, 400)]
+    sc = pair.score(ids)
+    W = MIN_WINDOW
+    for t in (0, 1, W - 2, W - 1, W, W + 1, 2 * W, 398):
+        start = max(0, (t - W + 2 + W // 2 - 1) // (W // 2) * (W // 2)) if t >= W - 1 else 0
+        ctx = ids[start:t + 1]
+        assert len(ctx) >= min(t + 1, W // 2)
+        p = fresh_rows(pair.target, ctx)[-1].astype(np.float64)
+        q = fresh_rows(pair.draft, ctx)[-1].astype(np.float64)
+        assert sc["logp"][t] == pytest.approx(np.log(p[ids[t + 1]]), abs=1e-5)
+        assert sc["logq"][t] == pytest.approx(np.log(q[ids[t + 1]]), abs=1e-5)
+        assert sc["overlap"][t] == pytest.approx(np.minimum(p, q).sum(), abs=1e-5)
+
+
 def test_a_text_longer_than_the_window_refills_the_caches_with_its_last_half():
     pair = tiny_pair(window=MIN_WINDOW)
     s = LlamaSampler(pair, SamplerSettings(gamma=4, seed=2))

@@ -77,9 +77,10 @@ def test_eval_scores_both_pairs_on_the_same_characters_of_the_held_out_story(cap
     assert n["scored_positions"] + n["oov_positions"] == n["positions"] == n["heldout"]["chars"]
     assert 0 < n["oov_neural_vocabulary"] < n["oov_ngram_vocabulary"] <= n["oov_positions"]
     for r in (n, g):
-        assert 1 < r["perplexity_target"] < r["perplexity_draft"] < 3000
+        assert 1 < r["perplexity_target"] < 3000 and 1 < r["perplexity_draft"] < 3000
         assert 0 < r["alpha_heldout"] < 1 and 0 < r["alpha_generated"] < 1
-    assert n["perplexity_target"] < g["perplexity_target"]      # the trained network beats the counted trigram
+    # the trained target beats its draft and the counted trigram (which, on unseen text, does worse than its bigram)
+    assert n["perplexity_target"] < n["perplexity_draft"] and n["perplexity_target"] < g["perplexity_target"]
 
 
 def test_custom_checkpoints_drive_step_alpha_and_bench(ckpts, capsys, tmp_path):
