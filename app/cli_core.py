@@ -97,9 +97,9 @@ def _encode_prefix(pair, prefix: str) -> list[int]:
 def _speculative(pair, settings):
     """The speculative sampler for either pair: same interface, same StepTrace."""
     if getattr(pair, "kind", "ngram") == "neural":
-        from models.llm_pair import LlamaSampler
-        return LlamaSampler(pair, settings)
-    from models.sampler import SpeculativeSampler
+        from models.llm_pair import sampler_for
+        return sampler_for(pair, settings)
+    from models.sampler import SpeculativeSampler        # torch is not imported for the n-gram pair
     return SpeculativeSampler(pair, settings)
 
 

@@ -426,3 +426,12 @@ def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, to
         passes += 1
     return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=len(sampler.written),
                         passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="decoder")
+
+
+def sampler_for(pair, settings: SamplerSettings | None = None, target_only: bool = False):
+    """The sampler for either kind of pair (NGramPair or LlamaPair), speculative or the target alone: what the
+    program's session calls, so the table, the step-through and the lab need not know which pair runs."""
+    if getattr(pair, "kind", "ngram") == "neural":
+        return (LlamaTargetSampler if target_only else LlamaSampler)(pair, settings)
+    from models.sampler import SpeculativeSampler, TargetSampler
+    return (TargetSampler if target_only else SpeculativeSampler)(pair, settings)

@@ -3,8 +3,6 @@ bit for bit and write loadable Hugging Face folders atomically."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +14,6 @@ from tests.llm_helpers import load_train_pair, one_thread
 
 _threads = pytest.fixture(autouse=True, scope="module")(one_thread)
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path("/work/shared/corpus/nahan")
 
 
@@ -39,17 +36,20 @@ def test_training_forward_is_the_inference_forward():
         assert not torch.allclose(tp.train_forward(model, x, cos, sin, 0.5), model(x, torch.arange(40)), atol=1e-3)
 
 
-def _train(out: Path, *extra) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "tools" / "train_pair.py"), "--corpus", str(CORPUS), "--tiny",
-                           "--out", str(out), *extra], capture_output=True, text=True, timeout=300)
+def _train(out: Path, capsys, *extra):
+    """The tool's main() in this process (a fresh interpreter costs more than the few steps); (rc, out, err)."""
+    rc = load_train_pair().main(["--corpus", str(CORPUS), "--tiny", "--out", str(out), *extra])
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
 
 
-def test_a_tiny_training_run_reproduces_and_writes_loadable_folders(tmp_path):
-    first = _train(tmp_path / "a")
-    assert first.returncode == 0, first.stderr[-2000:]
-    assert "held out: 03-yao.txt" in first.stdout and "train " in first.stdout and " val " in first.stdout
-    again = _train(tmp_path / "b", "--only", "draft")
-    assert again.returncode == 0, again.stderr[-2000:]
+def test_a_tiny_training_run_reproduces_and_writes_loadable_folders(tmp_path, capsys):
+    rc, out, err = _train(tmp_path / "a", capsys)
+    assert rc == 0, err[-2000:]
+    assert "held out: 03-yao.txt" in out and "train " in out and " val " in out
+    assert not torch.are_deterministic_algorithms_enabled()           # torch left as it was
+    rc, _, err = _train(tmp_path / "b", capsys, "--only", "draft")
+    assert rc == 0, err[-2000:]
     da, db = tmp_path / "a" / "tiny-char-draft", tmp_path / "b" / "tiny-char-draft"
     assert (da / "model.safetensors").read_bytes() == (db / "model.safetensors").read_bytes()
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["tiny-char-draft", "tiny-char-target"]  # no temp
@@ -60,5 +60,6 @@ def test_a_tiny_training_run_reproduces_and_writes_loadable_folders(tmp_path):
     from transformers import LlamaForCausalLM
     hf = LlamaForCausalLM.from_pretrained(str(tmp_path / "a" / "tiny-char-target")).eval()
     assert hf.config.vocab_size == model.config.vocab_size
-    bad = _train(tmp_path / "c", "--draft-steps", "0")
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "steps" in bad.stderr
+    capsys.readouterr()
+    rc, out, err = _train(tmp_path / "c", capsys, "--draft-steps", "0")
+    assert rc == 2 and err.count("\n") == 1 and "steps" in err
