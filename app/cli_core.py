@@ -499,7 +499,7 @@ def register(sub) -> None:
     _add_shaping_args(p)
     p.set_defaults(func=_cmd_probs)
 
-    g = sub.add_parser("generate", help="speculative decoding on the n-gram pair, with tape marks")
+    g = sub.add_parser("generate", help="speculative decoding (the n-gram pair, or --pair neural), with tape marks")
     _add_model_args(g, "孔乙")
     _add_pair_args(g)
     g.add_argument("--tokens", type=int, default=200)

@@ -291,7 +291,7 @@ class _LlamaBase:
         W = self.pair.window
         if len(text) + room > W:
             text = text[-(W // 2):]
-        self.window_start = len(self.lead) + len(self.tokens) - len(text)
+        self.window_start = max(0, len(self.tokens) - len(text))     # an index into the text (trace.context)
         dev = self.pair.device
         if len(text) > 1:
             prefill(self.pair.target, torch.tensor([text[:-1]], device=dev))
