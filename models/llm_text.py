@@ -5,7 +5,7 @@ metadata). Three kinds of vocabulary are told apart because they show and reject
   char   one token per character with an explicit <unk> (the shipped 《呐喊》 models): a character outside
          the vocabulary in a prompt is an InputError naming it; `strict=False` maps it to <unk> (evaluation).
   bytes  byte-level BPE (Llama 3, GPT-2, SmolLM2): every text encodes; a piece that is part of a UTF-8
-         character is shown as its bytes, ⟨e4 bd⟩.
+         character is shown as its bytes, ‹e4 bd›.
   other  anything else tokenizers reads (SentencePiece-style ▁ pieces shown with a space); an <unk> in a
          prompt is an InputError.
 """
@@ -109,11 +109,11 @@ class TokenText:
             try:
                 return raw.decode("utf-8")
             except UnicodeDecodeError:
-                return "⟨" + " ".join(f"{b:02x}" for b in raw) + "⟩"   # part of a character: show its bytes
+                return "‹" + " ".join(f"{b:02x}" for b in raw) + "›"   # part of a character: show its bytes
         if self._metaspace and tok not in self._added:
             if tok.startswith("<0x") and tok.endswith(">") and len(tok) == 6:
                 b = int(tok[3:5], 16)
-                return chr(b) if b < 0x80 else f"⟨{b:02x}⟩"
+                return chr(b) if b < 0x80 else f"‹{b:02x}›"
             return tok.replace("▁", " ")
         return self.tokenizer.decode([i], skip_special_tokens=False)
 
@@ -122,14 +122,15 @@ class TokenText:
         return {t.content for t in self.tokenizer.get_added_tokens_decoder().values()}
 
     def display(self, token_id: int) -> str:
-        """One token as the tape and the panels draw it: a newline is '↵', <unk> is '□', tabs '⇥'."""
+        """One token as the tape and the panels draw it: a newline is '↵', <unk> is '□', a tab '→' (glyphs the
+        shipped font has)."""
         i = int(token_id)
         if self.unk_id is not None and i == self.unk_id:
             return UNK_GLYPH
         s = self.piece(i)
         if s == "":
-            return f"⟨{i}⟩"
-        return s.replace("\n", NEWLINE_GLYPH).replace("\t", "⇥").replace("\r", "")
+            return f"‹{i}›"
+        return s.replace("\n", NEWLINE_GLYPH).replace("\t", "→").replace("\r", "")
 
     @cached_property
     def vocab(self) -> list[str]:
