@@ -79,8 +79,8 @@ def test_eval_scores_both_pairs_on_the_same_characters_of_the_held_out_story(cap
     for r in (n, g):
         assert 1 < r["perplexity_target"] < 3000 and 1 < r["perplexity_draft"] < 3000
         assert 0 < r["alpha_heldout"] < 1 and 0 < r["alpha_generated"] < 1
-    # the trained target beats its draft and the counted trigram (which, on unseen text, does worse than its bigram)
-    assert n["perplexity_target"] < n["perplexity_draft"] and n["perplexity_target"] < g["perplexity_target"]
+    # both networks beat both counted models on unseen text (the trigram does worse there than its bigram)
+    assert max(n["perplexity_target"], n["perplexity_draft"]) < min(g["perplexity_target"], g["perplexity_draft"])
 
 
 def test_custom_checkpoints_drive_step_alpha_and_bench(ckpts, capsys, tmp_path):
