@@ -10,9 +10,12 @@ Randomness is injected as uniforms so the rule itself is a pure function:
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from corpus.errors import InputError
 
 
 def sample_index(row: np.ndarray, u: float) -> int:
@@ -51,22 +54,121 @@ class Verdicts:
         return self.n_accepted + 1
 
 
+# ---- what the rule accepts: checked here and, operation for operation, on the device (verify_on_device) ----
+ROW_SUM_TOLERANCE = 1e-3     # |Σ row - 1|: fp32 softmax rows are off by ~1e-6, a row that is no distribution by far more
+
+# The data-dependent violations in the order both mirrors test them; the first one found is reported.
+VIOLATIONS = ("guess_range", "q_entries", "p_entries", "q_sum", "p_sum", "q_zero", "r_range", "u_range")
+
+
+def violation_message(kind: int, i: int, guesses, V: int) -> str:
+    """The one line both mirrors raise for violation VIOLATIONS[kind - 1] at position i."""
+    name = VIOLATIONS[kind - 1]
+    if name == "guess_range":
+        return f"guess {i + 1} is token {int(guesses[i])}, outside the vocabulary 0..{V - 1}"
+    if name in ("q_entries", "p_entries"):
+        return f"{name[0]} row {i + 1} has a NaN, infinite or negative entry"
+    if name in ("q_sum", "p_sum"):
+        return f"{name[0]} row {i + 1} does not sum to 1 (within {ROW_SUM_TOLERANCE:g})"
+    if name == "q_zero":
+        return (f"guess {i + 1} (token {int(guesses[i])}) has zero draft probability: "
+                "it cannot have been drawn from q")
+    if name == "r_range":
+        return f"test uniform r[{i + 1}] is not in [0, 1]"
+    return "the final uniform is not in [0, 1]"
+
+
+def check_rule_shapes(gamma: int, guess_dims: int, guesses_integer: bool, rows_float: bool, q_shape, p_shape,
+                      r_shape, u_dims: int, lenience) -> None:
+    """The checks that need no data (shapes, kinds, lenience); the same call in both mirrors."""
+    q_shape, p_shape, r_shape = tuple(q_shape), tuple(p_shape), tuple(r_shape)
+    if guess_dims != 1 or not (guesses_integer or gamma == 0):
+        raise InputError("the rule needs the guesses as a list of whole-number token ids")
+    if not rows_float:
+        raise InputError("the rule's q and p rows must hold floating-point probabilities")
+    if len(p_shape) != 2 or p_shape[0] != gamma + 1 or p_shape[1] < 1 or q_shape != (gamma, p_shape[1]):
+        raise InputError(f"the rule needs q rows of shape (γ, V) and p rows of shape (γ+1, V) for γ = {gamma}, "
+                         f"got {q_shape} and {p_shape}")
+    if r_shape != (gamma,) or u_dims != 0:
+        raise InputError(f"the rule needs γ = {gamma} test uniforms and one final uniform, got {r_shape} and "
+                         f"{u_dims} dimensions")
+    if isinstance(lenience, bool) or not isinstance(lenience, (int, float)) or not (
+            math.isfinite(lenience) and 0 < lenience <= 1):
+        raise InputError(f"lenience must be a number above 0 and at most 1, got {lenience!r}")
+
+
+def _rows_are_distributions(rows: np.ndarray) -> bool:
+    """Fast path: min >= 0 (False for a NaN) and every sum within the tolerance (False for +inf) imply that no
+    row has a NaN, infinite or negative entry or a wrong sum, so the per-row flags below would all be False."""
+    if rows.size == 0:
+        return True
+    sums = rows.sum(axis=1, dtype=np.float64)
+    return bool(rows.min() >= 0 and sums.min() >= 1.0 - ROW_SUM_TOLERANCE and sums.max() <= 1.0 + ROW_SUM_TOLERANCE)
+
+
+def _well_formed(guesses, q_rows, p_rows, r, u_final, V: int) -> bool:
+    """True only if every flag of find_violation is False (min/max reductions are False for a NaN)."""
+    if guesses.size and not (guesses.min() >= 0 and guesses.max() < V
+                             and q_rows[np.arange(len(guesses)), guesses].min() > 0
+                             and r.min() >= 0 and r.max() <= 1):
+        return False
+    return bool(0 <= u_final <= 1) and _rows_are_distributions(q_rows) and _rows_are_distributions(p_rows)
+
+
+def find_violation(guesses: np.ndarray, q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray,
+                   u_final) -> tuple[int, int]:
+    """(kind, position) of the first violation, (0, 0) when the inputs are a well-formed step."""
+    V = p_rows.shape[1]
+    if _well_formed(guesses, q_rows, p_rows, r, u_final, V):
+        return 0, 0             # a sampler's every step: a few reductions, not every flag
+    outside = (guesses < 0) | (guesses >= V)
+    safe = np.where(outside, 0, guesses)
+    flags = [
+        outside,
+        ~(np.isfinite(q_rows) & (q_rows >= 0)).all(axis=1),
+        ~(np.isfinite(p_rows) & (p_rows >= 0)).all(axis=1),
+        np.abs(q_rows.sum(axis=1, dtype=np.float64) - 1.0) > ROW_SUM_TOLERANCE,
+        np.abs(p_rows.sum(axis=1, dtype=np.float64) - 1.0) > ROW_SUM_TOLERANCE,
+        ~(q_rows[np.arange(len(guesses)), safe] > 0),
+        ~((r >= 0) & (r <= 1)),
+        np.atleast_1d(~((u_final >= 0) & (u_final <= 1))),
+    ]
+    for kind, flag in enumerate(flags, start=1):
+        if flag.any():
+            return kind, int(np.argmax(flag))
+    return 0, 0
+
+
+def check_rule_inputs(guesses, q_rows, p_rows, r, u_final, lenience: float = 1.0):
+    """Validate one step's inputs (raises InputError); returns them as arrays the rule can trust."""
+    guesses, q_rows, p_rows, r = (np.asarray(guesses), np.asarray(q_rows), np.asarray(p_rows), np.asarray(r))
+    u = np.asarray(u_final)
+    check_rule_shapes(len(guesses) if guesses.ndim else -1, guesses.ndim, guesses.dtype.kind in "iu",
+                      q_rows.dtype.kind == "f" and p_rows.dtype.kind == "f", q_rows.shape, p_rows.shape,
+                      r.shape, u.ndim, lenience)
+    if r.dtype.kind not in "fiu" or u.dtype.kind not in "fiu":
+        raise InputError("the rule's uniforms must be numbers")
+    guesses = guesses.astype(np.int64)
+    kind, i = find_violation(guesses, q_rows, p_rows, r, u)
+    if kind:
+        raise InputError(violation_message(kind, i, guesses, p_rows.shape[1]))
+    return guesses, q_rows, p_rows, r, float(u)
+
+
 def verify(guesses, q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_final: float,
            lenience: float = 1.0) -> Verdicts:
     """Check γ guesses against the target.
 
     guesses: (γ,) token ids drawn from q_rows[i]; q_rows: (γ, V); p_rows: (γ+1, V); r: (γ,) uniforms;
     u_final: one uniform for the replacement / bonus draw. lenience = 1 is the exact rule.
+    Inputs that are no step (a guess outside [0, V) or with q = 0, rows that are not distributions,
+    uniforms outside [0, 1]: 1 itself is harmless, it rejects every ratio below 1) are an InputError, the same one verify_on_device raises.
     """
-    guesses = np.asarray(guesses, dtype=np.int64)
+    guesses, q_rows, p_rows, r, u_final = check_rule_inputs(guesses, q_rows, p_rows, r, u_final, lenience)
     gamma = len(guesses)
-    if p_rows.shape[0] != gamma + 1 or q_rows.shape[0] != gamma:
-        raise ValueError("need γ q rows and γ+1 p rows")
     idx = np.arange(gamma)
     qx = q_rows[idx, guesses]
     px = p_rows[idx, guesses]
-    if np.any(qx <= 0):
-        raise ValueError("a guess has zero draft probability: it cannot have been drawn from q")
     ratios = px / qx
     # Strict "<": r is drawn from [0, 1), so P(r < ratio) = min(1, ratio) exactly; with "<=" a token with
     # p(x) = 0 would pass whenever r came out exactly 0.0 (probability 2^-53, but not zero).
