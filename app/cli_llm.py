@@ -119,7 +119,8 @@ def cmd_model_info(args) -> int:
 def _tokenizer_for(checkpoint):
     if checkpoint is None:
         return None
-    path = Path(checkpoint) / "tokenizer.json"
+    from models.checkpoint_checks import inside_checkpoint
+    path = inside_checkpoint(Path(checkpoint), "tokenizer.json", str(checkpoint))   # no link out of the folder
     if not path.is_file():
         return None
     from tokenizers import Tokenizer
