@@ -5,6 +5,7 @@ import json
 import math
 import sys
 
+from app.cli_numbers import SEED, number, whole
 from corpus.errors import InputError
 
 
@@ -28,16 +29,17 @@ def _add_model_args(p, prefix_default: str | None = "慢慢") -> None:
 
 def _add_shaping_args(p) -> None:
     """Temperature, top-k and top-p: applied alike to q and p before anything is drawn."""
-    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1)")
-    p.add_argument("--top-k", dest="top_k", type=int, default=0, help="0 = off")
-    p.add_argument("--top-p", dest="top_p", type=float, default=1.0, help="1 = off")
+    p.add_argument("--temperature", type=number(0, 1000), default=1.0, help="0 = greedy (default 1)")
+    p.add_argument("--top-k", dest="top_k", type=whole(0, 1_000_000), default=0, help="0 = off")
+    p.add_argument("--top-p", dest="top_p", type=number(0, 1, lo_open=True), default=1.0, help="1 = off")
 
 
 def _add_sampling_args(p, seed_default: int = 1) -> None:
-    p.add_argument("--gamma", type=int, default=4, help="guesses per target pass (1..64, default 4)")
+    p.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per target pass (1..64, default 4)")
     _add_shaping_args(p)
-    p.add_argument("--seed", type=int, default=seed_default)
-    p.add_argument("--lenience", type=float, default=1.0, help="< 1: the paper's lenient rule, NOT exact")
+    p.add_argument("--seed", type=SEED, default=seed_default)
+    p.add_argument("--lenience", type=number(0, 1, lo_open=True), default=1.0,
+                   help="< 1: the paper's lenient rule, NOT exact")
 
 
 def _load_pair(args):
@@ -122,8 +124,6 @@ def _cmd_corpus_info(args) -> int:
 def _cmd_probs(args) -> int:
     import numpy as np
     from models.sampler import shape_row
-    if args.top < 1:
-        raise InputError("--top must be >= 1")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
     from models.sampler import SamplerSettings
@@ -156,10 +156,6 @@ def _cmd_probs(args) -> int:
 # ---- generate ------------------------------------------------------------------------------------
 def _cmd_generate(args) -> int:
     from models.sampler import SpeculativeSampler
-    if args.tokens < 1:
-        raise InputError("--tokens must be >= 1")
-    if args.tokens > 1_000_000:
-        raise InputError("--tokens must be <= 1000000")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
     sampler = SpeculativeSampler(pair, _settings(args))
@@ -252,8 +248,6 @@ def _trace_json(pair, t) -> dict:
 
 def _cmd_step(args) -> int:
     from models.sampler import SpeculativeSampler
-    if not 1 <= args.steps <= 10_000:
-        raise InputError("--steps must be between 1 and 10000")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
     sampler = SpeculativeSampler(pair, _settings(args))
@@ -303,8 +297,6 @@ def _cmd_step(args) -> int:
 def _cmd_alpha(args) -> int:
     from models import analytics as an
     from models.sampler import SamplerSettings
-    if not (args.c >= 0 and math.isfinite(args.c)):
-        raise InputError(f"--c must be a finite number >= 0, got {args.c}")
     pair = _load_pair(args)
     s = SamplerSettings(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                         seed=args.seed)
@@ -312,8 +304,6 @@ def _cmd_alpha(args) -> int:
     if chars is None:
         # Shaped rows need the SpeculativeSampler itself (~7,000 tokens/s): a shorter default run.
         chars = 20_000 if s.shapes_rows else 200_000
-    if not 1 <= chars <= 10_000_000:
-        raise InputError("--chars must be between 1 and 10000000")
     a_corpus = an.alpha_corpus(pair, s)
     run = an.alpha_generated(pair, s, chars=chars)
     a = run.alpha
@@ -375,8 +365,6 @@ def _cmd_roofline(args) -> int:
     from models.hardware import busy_fraction, roofline
     r = roofline(args.device, args.model, args.batch, args.context)
     if args.lanes is not None:
-        if args.lanes < 1:
-            raise InputError("--lanes must be at least 1")
         r["lanes"] = args.lanes
         r["lanes_busy"] = busy_fraction(args.device, args.model, args.lanes)
     if args.json:
@@ -414,39 +402,39 @@ def register(sub) -> None:
 
     p = sub.add_parser("probs", help="q and p for the next token after a prefix, and their overlap")
     _add_model_args(p)
-    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--top", type=whole(1, 100_000), default=10)
     _add_shaping_args(p)
     p.set_defaults(func=_cmd_probs)
 
     g = sub.add_parser("generate", help="speculative decoding on the n-gram pair, with tape marks")
     _add_model_args(g, "孔乙")
-    g.add_argument("--tokens", type=int, default=200)
+    g.add_argument("--tokens", type=whole(1, 1_000_000), default=200)
     _add_sampling_args(g)
     g.set_defaults(func=_cmd_generate)
 
     st = sub.add_parser("step", help="terminal step-through: each acceptance test in words")
     _add_model_args(st, "孔乙")
     _add_sampling_args(st)
-    st.add_argument("--steps", type=int, default=1, help="target passes to show (default 1)")
+    st.add_argument("--steps", type=whole(1, 10_000), default=1, help="target passes to show (default 1)")
     st.add_argument("--lang", choices=("zh", "en"), default="zh")
     st.add_argument("--pause", action="store_true", help="wait for Enter between passes (terminal only)")
     st.set_defaults(func=_cmd_step)
 
     a = sub.add_parser("alpha", help="acceptance rate α (corpus and generated), tokens per pass, speedup, best γ")
     _add_model_args(a, None)
-    a.add_argument("--c", type=float, default=0.1, help="draft cost / target cost (default 0.1)")
-    a.add_argument("--gamma", type=int, default=4)
-    a.add_argument("--chars", type=int, default=None,
+    a.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
+    a.add_argument("--gamma", type=whole(1, 64), default=4)
+    a.add_argument("--chars", type=whole(1, 10_000_000), default=None,
                    help="length of the generated run (default 200000; 20000 with temperature/top-k/top-p)")
-    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--seed", type=SEED, default=0)
     _add_shaping_args(a)
     a.set_defaults(func=_cmd_alpha)
 
     tb = sub.add_parser("tubes", help="the test-tube experiment: target alone vs speculative, against p")
     _add_model_args(tb)
-    tb.add_argument("--rounds", type=int, default=200)
-    tb.add_argument("--draws", type=int, default=50)
-    tb.add_argument("--seed", type=int, default=1)
+    tb.add_argument("--rounds", type=whole(1, 1_000_000), default=200)
+    tb.add_argument("--draws", type=whole(1, 5_000_000), default=50)
+    tb.add_argument("--seed", type=SEED, default=1)
     tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "draft_only"), default="exact",
                     help="draft_only: the target never writes a token (wrong); the three non-exact rules are biased")
     _add_shaping_args(tb)
@@ -455,8 +443,8 @@ def register(sub) -> None:
     rf = sub.add_parser("roofline", help="on-paper decoding figures for a device and a model")
     rf.add_argument("--device", default="h100-sxm")
     rf.add_argument("--model", default="llama-3.1-8b")
-    rf.add_argument("--batch", type=int, default=1)
-    rf.add_argument("--context", type=int, default=0)
-    rf.add_argument("--lanes", type=int, default=None, help="also: arithmetic busy with this many lanes lit")
+    rf.add_argument("--batch", type=whole(1, 1_000_000), default=1)
+    rf.add_argument("--context", type=whole(0, 10_000_000), default=0)
+    rf.add_argument("--lanes", type=whole(1, 1_000_000), default=None, help="also: arithmetic busy with this many lanes lit")
     rf.add_argument("--json", action="store_true")
     rf.set_defaults(func=_cmd_roofline)
