@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from corpus.errors import InputError
+from corpus.normalise import CONTROL_CHARACTERS
 from corpus.validate import mapping, number, short, text, type_name, whole
 
 MAX_POSITIONS = 1 << 24
@@ -53,28 +54,30 @@ def check_hf_config(d, where: str = "config.json") -> dict:
     for key in ("attention_bias", "mlp_bias", "tie_word_embeddings"):
         if d.get(key) is not None and not isinstance(d[key], bool):
             raise InputError(f"{where}: {key} must be true or false, not {type_name(d[key])} {short(d[key])}")
+    # A key that is present must hold a valid value (null included), except the two from_hf reads as
+    # `value or default` (null there means "as many KV heads as heads", "hidden_size / heads").
     for key, (lo, hi, required) in SIZES.items():
-        if d.get(key) is None:
+        if key not in d or (d[key] is None and key in ("num_key_value_heads", "head_dim")):
             if required:
                 raise InputError(f"{where} lacks {key!r}")
             continue
         whole(d[key], f"{where}: {key}", lo, hi)
-    if d.get("rms_norm_eps") is not None:
+    if "rms_norm_eps" in d:
         number(d["rms_norm_eps"], f"{where}: rms_norm_eps", 0.0, 1.0, lo_open=True)
     for key in ("rope_parameters", "rope_scaling"):
         if d.get(key) is not None:
             mapping(d[key], f"{where}: {key}")
     rope = select_rope(d)
-    for v in (rope.get("rope_theta"), d.get("rope_theta")):
-        if v is not None:
-            number(v, f"{where}: rope_theta", 1.0, 1e12, lo_open=True)
+    for holder in (rope, d):
+        if "rope_theta" in holder:
+            number(holder["rope_theta"], f"{where}: rope_theta", 1.0, 1e12, lo_open=True)
     kind = rope.get("rope_type", rope.get("type", "default"))
     text(kind, f"{where}: rope_type")
     if kind == "llama3":
         for key in ("factor", "low_freq_factor", "high_freq_factor"):
-            if rope.get(key) is not None:
+            if key in rope:
                 number(rope[key], f"{where}: rope {key}", 0.0, 1e4, lo_open=True)
-        if rope.get("original_max_position_embeddings") is not None:
+        if "original_max_position_embeddings" in rope:
             whole(rope["original_max_position_embeddings"], f"{where}: rope original_max_position_embeddings",
                   1, MAX_POSITIONS)
         low, high = rope.get("low_freq_factor"), rope.get("high_freq_factor")
@@ -98,10 +101,15 @@ def inside_checkpoint(folder: Path, name, where: str) -> Path:
     if not isinstance(name, str) or not name:
         raise InputError(f"{where} names a file as {type_name(name)} {short(name)}, not a file name")
     rel = Path(name)
+    if CONTROL_CHARACTERS.search(name) or any(len(part.encode("utf-8", "replace")) > 255 for part in rel.parts):
+        raise InputError(f"{where} names {short(name)}, which is no file name")
     if rel.is_absolute() or ".." in rel.parts:
         raise InputError(f"{where} names {name!r}, outside the checkpoint folder {folder}")
     path = folder / rel
-    real, root = path.resolve(), folder.resolve()
+    try:
+        real, root = path.resolve(), folder.resolve()
+    except (OSError, RuntimeError) as exc:         # a link loop (RuntimeError before Python 3.13)
+        raise InputError(f"{path} cannot be resolved: {exc}") from None
     if not real.is_relative_to(root):
         raise InputError(f"{path} is a link to {real}, outside the checkpoint folder: copy the files into it "
                          "(e.g. `huggingface-cli download --local-dir`)")
