@@ -170,7 +170,7 @@ def _check_manifest_copy(side: Path, path: Path, manifest: dict, sha: str) -> No
     table's sha256 (manifests written before the sha256 was recorded are checked by content)."""
     from corpus.errors import InputError
     from corpus.validate import mapping, read_json
-    copy = dict(mapping(read_json(side, "a table manifest", MAX_MANIFEST_BYTES), str(side)))
+    copy = dict(mapping(read_json(side, "a table manifest", MAX_MANIFEST_BYTES, finite=True), str(side)))
     recorded = copy.pop("table_sha256", None)
     if (recorded is not None and recorded != sha) or copy != manifest:
         raise InputError(f"{side} does not belong to {path} (left by an interrupted `corpus build`?): "
@@ -220,11 +220,12 @@ def validate_tables(data: dict, where: str) -> CountTables:
     m = data["manifest"]
     if m.dtype.kind != "U" or m.ndim != 0:
         raise InputError(f"{where}: the embedded manifest is not one text")
-    manifest = mapping(parse_json(str(m), f"{where} (embedded manifest)"), f"{where}: the manifest")
+    manifest = mapping(parse_json(str(m), f"{where} (embedded manifest)", finite=True), f"{where}: the manifest")
     if manifest.get("format") != FORMAT:
         raise InputError(f"{where}: manifest format is {manifest.get('format')!r}, not {FORMAT!r}")
     if manifest.get("tokens", "char") not in TOKEN_KINDS:
         raise InputError(f"{where}: manifest tokens is {manifest.get('tokens')!r} (one of {', '.join(TOKEN_KINDS)})")
+    _check_pieces(manifest.get("pieces", []), where)
     N = whole(manifest.get("N"), f"{where}: manifest N", 3, MAX_TOKENS)
     V = whole(manifest.get("V"), f"{where}: manifest V", 1, N)
     vocab = data["vocab"]
@@ -252,6 +253,20 @@ def validate_tables(data: dict, where: str) -> CountTables:
     if int(tri[2].sum()) != N - 2:
         raise InputError(f"{where}: trigram counts sum to {int(tri[2].sum()):,}, not N - 2 = {N - 2:,}")
     return CountTables(tokens, unigram, *bi, tri_keys, *tri, manifest)
+
+
+def _check_pieces(pieces, where: str) -> None:
+    """The manifest's source list, as `corpus info` prints it: objects with file, title, sha256 and counts."""
+    from corpus.errors import InputError
+    from corpus.validate import mapping, text, whole
+    if not isinstance(pieces, list) or len(pieces) > 100_000:
+        raise InputError(f"{where}: manifest pieces must be a list of sources")
+    for i, piece in enumerate(pieces):
+        piece = mapping(piece, f"{where}: manifest pieces[{i}]")
+        for key in ("file", "title", "sha256"):
+            text(piece.get(key), f"{where}: manifest pieces[{i}].{key}", 1000)
+        for key in ("paragraphs", "tokens"):
+            whole(piece.get(key), f"{where}: manifest pieces[{i}].{key}", 0, MAX_TOKENS)
 
 
 def _has_control(token: str) -> bool:

@@ -28,8 +28,9 @@ def type_name(value) -> str:
             dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def read_json(path: str | Path, what: str, max_bytes: int):
-    """Parse a JSON file of at most max_bytes, nested at most MAX_JSON_DEPTH deep; any failure is one line."""
+def read_json(path: str | Path, what: str, max_bytes: int, finite: bool = False):
+    """Parse a JSON file of at most max_bytes, nested at most MAX_JSON_DEPTH deep; any failure is one line.
+    finite=True also refuses NaN, Infinity and numbers too large for a float (1e400) anywhere in it."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -38,17 +39,26 @@ def read_json(path: str | Path, what: str, max_bytes: int):
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_json(raw, str(path))
+    return parse_json(raw, str(path), finite)
 
 
-def parse_json(raw: bytes | str, where: str):
+def _refuse(token):
+    raise ValueError(f"{token} is not a finite number")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    return value if math.isfinite(value) else _refuse(token)
+
+
+def parse_json(raw: bytes | str, where: str, finite: bool = False):
     if isinstance(raw, bytes):
         try:
             raw = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise InputError(f"{where} is not UTF-8 text (bad byte at offset {exc.start})") from None
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_refuse, parse_float=_finite_float) if finite else json.loads(raw)
     except RecursionError:
         raise InputError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep") from None
     except ValueError as exc:      # JSONDecodeError, and int('9' * 5000)'s digit limit

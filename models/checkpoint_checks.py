@@ -12,10 +12,10 @@ NaN or infinite values (also after the cast to the run's dtype) are refused.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from corpus.errors import InputError
-from corpus.normalise import CONTROL_CHARACTERS
 from corpus.validate import mapping, number, short, text, type_name, whole
 
 MAX_POSITIONS = 1 << 24
@@ -32,6 +32,7 @@ SIZES = {                      # config.json field -> (lo, hi, required)
 WEIGHT_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 MAX_CONFIG_BYTES = 1 << 20
 MAX_INDEX_BYTES = 16 << 20
+NAME_BREAKERS = re.compile("[\x00-\x1f\x7f-\x9f]")     # control characters, newline and tab included
 
 
 def select_rope(d: dict) -> dict:
@@ -101,7 +102,7 @@ def inside_checkpoint(folder: Path, name, where: str) -> Path:
     if not isinstance(name, str) or not name:
         raise InputError(f"{where} names a file as {type_name(name)} {short(name)}, not a file name")
     rel = Path(name)
-    if CONTROL_CHARACTERS.search(name) or any(len(part.encode("utf-8", "replace")) > 255 for part in rel.parts):
+    if NAME_BREAKERS.search(name) or any(len(part.encode("utf-8", "replace")) > 255 for part in rel.parts):
         raise InputError(f"{where} names {short(name)}, which is no file name")
     if rel.is_absolute() or ".." in rel.parts:
         raise InputError(f"{where} names {name!r}, outside the checkpoint folder {folder}")

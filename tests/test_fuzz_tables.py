@@ -3,6 +3,8 @@ its arrays, its embedded manifest or the manifest beside it. Loading gives the o
 whose every row is a probability distribution; it writes nothing."""
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import tempfile
@@ -12,6 +14,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.cli import main
 from corpus.errors import InputError
 from corpus.tables import count_tokens, load_tables, manifest_path, save_tables
 from models.ngram import NGramPair
@@ -19,7 +22,8 @@ from tests.fuzz_helpers import budget, json_values, odd_numbers
 
 ARRAYS = ("vocab", "unigram", "bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tri_indices",
           "tri_counts", "manifest")
-MANIFEST_KEYS = ("format", "N", "V", "tokens", "pieces", "normalisation", "command")
+MANIFEST_KEYS = ("format", "N", "V", "tokens", "pieces", "normalisation", "command", "file", "title", "sha256",
+                 "paragraphs")
 
 
 def _damage(draw, a: np.ndarray):
@@ -28,7 +32,7 @@ def _damage(draw, a: np.ndarray):
     if kind == "drop":
         return None
     if a.dtype.kind == "U":
-        if kind in ("text", "poke") and a.ndim == 1 and a.size:
+        if kind in ("text", "poke") and a.ndim == 1 and a.size:   # (the vocab; the manifest is 0-d)
             b = a.copy()
             b[draw(st.integers(0, a.size - 1))] = draw(st.text(max_size=3))
             return b
@@ -46,14 +50,14 @@ def _damage(draw, a: np.ndarray):
         return a + draw(st.integers(-3, 3))
     if kind == "poke" and n:
         b = a.copy()
-        b[draw(st.integers(0, n - 1))] = draw(st.integers(-(2 ** 40), 2 ** 40))
+        b.flat[draw(st.integers(0, n - 1))] = draw(st.integers(-(2 ** 40), 2 ** 40))
         return b
     if kind == "float":
         return a.astype(float)
     if kind == "nan":
         b = a.astype(float)
         if n:
-            b[draw(st.integers(0, n - 1))] = np.nan
+            b.flat[draw(st.integers(0, n - 1))] = np.nan
         return b
     if kind == "bool":
         return a > 0
@@ -75,7 +79,8 @@ def damaged_table(draw):
     """(arrays to save, manifest-beside-it text or None, raw bytes instead of a zip or None)."""
     alphabet = draw(st.text(alphabet="甲乙丙丁\n", min_size=1, max_size=4).map(lambda s: sorted(set(s))))
     tokens = draw(st.lists(st.sampled_from(alphabet), min_size=3, max_size=40))
-    t = count_tokens(tokens, {"tokens": "char"})
+    t = count_tokens(tokens, {"tokens": "char", "pieces": [{"file": "a.txt", "title": "甲", "sha256": "0" * 64,
+                                                           "paragraphs": 1, "tokens": len(tokens)}]})
     with tempfile.TemporaryDirectory() as d:                     # the real file, then its arrays
         save_tables(t, Path(d) / "t.npz")
         with np.load(Path(d) / "t.npz") as z:
@@ -84,12 +89,15 @@ def damaged_table(draw):
     for _ in range(draw(st.integers(0, 2))):
         name = draw(st.sampled_from(sorted(arrays)))
         if name == "manifest":
-            m = json.loads(str(arrays["manifest"]))
+            try:
+                m = json.loads(str(arrays["manifest"]))
+            except ValueError:
+                m = None
             how = draw(st.sampled_from(["key", "whole", "text"]))
-            if how == "key":
+            if how == "key" and isinstance(m, dict):
                 m[draw(st.sampled_from(MANIFEST_KEYS))] = draw(json_values(MANIFEST_KEYS))
                 arrays["manifest"] = np.array(json.dumps(m))
-            elif how == "whole":
+            elif how in ("whole", "key"):
                 arrays["manifest"] = np.array(json.dumps(draw(json_values(MANIFEST_KEYS))))
             else:
                 arrays["manifest"] = np.array(draw(st.text(max_size=20)))
@@ -130,6 +138,9 @@ def test_a_damaged_table_is_one_input_error_or_a_table_of_distributions(case):
             return
         finally:
             assert sorted(os.listdir(d)) == before
+        for extra in ([], ["--json"]):                             # and what `corpus info` prints of it
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                assert main(["corpus", "info", "--table", str(path), *extra]) == 0
         pair = NGramPair(tables)
         assert pair.N == tables.manifest["N"] and pair.V == len(pair.vocab) >= 1
         for ctx in ([], *([i] for i in range(pair.V)), *([i, j] for i in range(pair.V) for j in range(pair.V))):
