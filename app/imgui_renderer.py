@@ -158,3 +158,12 @@ class ImGuiRenderer:
         self.vbo.release()
         self.ibo.release()
         self.prog.release()
+
+
+def imgui_key_map(imgui, pg) -> dict:
+    """pygame key codes -> ImGui keys, for the keys text fields and tables use."""
+    K = imgui.Key
+    return {pg.K_LEFT: K.left_arrow, pg.K_RIGHT: K.right_arrow, pg.K_UP: K.up_arrow, pg.K_DOWN: K.down_arrow,
+            pg.K_HOME: K.home, pg.K_END: K.end, pg.K_DELETE: K.delete, pg.K_BACKSPACE: K.backspace,
+            pg.K_RETURN: K.enter, pg.K_KP_ENTER: K.keypad_enter, pg.K_ESCAPE: K.escape, pg.K_TAB: K.tab,
+            pg.K_a: K.a, pg.K_c: K.c, pg.K_v: K.v, pg.K_x: K.x, pg.K_z: K.z, pg.K_y: K.y}
