@@ -133,7 +133,9 @@ class Controller:
             self.settings.chapter = self.tour.chapter
             save_settings(self.saved_settings(), self.settings_file)
         except (OSError, InputError) as exc:
-            self.notify(self.t("msg.settings_not_saved", error=str(exc)))
+            from app.settings import settings_path
+            where = (self.settings_file or settings_path()).parent
+            self.notify(self.t("msg.settings_not_saved", error=exports.describe_failure(exc, where)))
 
     def set_view(self, name: str) -> None:
         self.driver.set_view(name)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from app import exports, keys, ui
 from app.controller import Controller
+from app.imgui_renderer import feed_imgui, imgui_key_map
 from app.palette import apply_style
 from app.paths import resolve_font
 from corpus.errors import InputError
@@ -90,7 +91,7 @@ class App:
     def _init_imgui(self) -> None:
         from imgui_bundle import imgui
 
-        from app.imgui_renderer import ImGuiRenderer, imgui_key_map
+        from app.imgui_renderer import ImGuiRenderer
         self.imgui = imgui
         font_file = resolve_font()
         imgui.create_context()
@@ -150,40 +151,21 @@ class App:
 
     # ---- the loop ----------------------------------------------------------------------------------
     def handle_event(self, ev) -> None:
-        pg, imgui, ctl = self.pg, self.imgui, self.ctl
-        io = imgui.get_io()
+        pg, ctl = self.pg, self.ctl
         if ev.type == pg.QUIT:
             ctl.quit = True
         elif ev.type in (pg.VIDEORESIZE, pg.WINDOWSIZECHANGED):
             self._set_size((ev.w, ev.h) if ev.type == pg.VIDEORESIZE else (ev.x, ev.y))
             if not ctl.settings.fullscreen:
                 ctl.adjust(window_w=self.fb_w, window_h=self.fb_h)
-        elif ev.type == pg.MOUSEMOTION:
-            io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
-        elif ev.type in (pg.MOUSEBUTTONDOWN, pg.MOUSEBUTTONUP) and ev.button in (1, 2, 3):
-            io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
-            io.add_mouse_button_event({1: 0, 2: 2, 3: 1}[ev.button], ev.type == pg.MOUSEBUTTONDOWN)
-        elif ev.type == pg.MOUSEWHEEL:
-            io.add_mouse_wheel_event(float(ev.x), float(ev.y))
-        elif ev.type == pg.TEXTINPUT and io.want_text_input:
-            io.add_input_characters_utf8(ev.text)
-        elif ev.type in (pg.KEYDOWN, pg.KEYUP):
-            down = ev.type == pg.KEYDOWN
-            k = self._key_map.get(ev.key)
-            if k is not None:
-                io.add_key_event(k, down)
-            mods = pg.key.get_mods() | getattr(ev, "mod", 0)
-            io.add_key_event(imgui.Key.mod_ctrl, bool(mods & pg.KMOD_CTRL))
-            io.add_key_event(imgui.Key.mod_shift, bool(mods & pg.KMOD_SHIFT))
-            if down and getattr(ev, "scripted", False) and io.want_text_input and ev.unicode:
-                io.add_input_characters_utf8(ev.unicode)
-            if down and not io.want_text_input:
-                if ev.key == pg.K_q and (mods & pg.KMOD_CTRL):
-                    ctl.quit = True
-                    return
-                action = keys.action_for(ev.key, getattr(ev, "unicode", ""))
-                if action:
-                    ctl.do(action)
+        typing = feed_imgui(self.imgui, pg, ev, self._key_map)     # True while a text field has the keys
+        if ev.type == pg.KEYDOWN and not typing:
+            if ev.key == pg.K_q and (pg.key.get_mods() | getattr(ev, "mod", 0)) & pg.KMOD_CTRL:
+                ctl.quit = True
+                return
+            action = keys.action_for(ev.key, getattr(ev, "unicode", ""))
+            if action:
+                ctl.do(action)
 
     def draw_frame(self, dt: float) -> None:
         imgui, ctl, drv = self.imgui, self.ctl, self.ctl.driver

@@ -109,9 +109,14 @@ def test_key_script_parsing(tmp_path):
     p = tmp_path / "k.txt"
     p.write_text("# comment\nPageDown\nwait 3\n?\nspace  # next\n.\n")
     assert parse_script(p) == ["page down", 3, "?", "space", "."]
-    p.write_text("flibber\n")
-    with pytest.raises(InputError):
-        parse_script(p)
+    p.write_text("wait 999999999999\n")
+    assert parse_script(p) == [999999999999]          # harmless: a scripted run ends at --frames anyway
+    for bad, needle in (("flibber", "unknown key"), ("wait", "wait"), ("wait x", "wait"), ("wait -1", "wait"),
+                        ("wait 1 2", "wait"), ("wait ²", "wait")):
+        p.write_text(f"space\n{bad}\n", encoding="utf-8")
+        with pytest.raises(InputError, match=f"line 2: .*{needle}") as info:
+            parse_script(p)
+        assert "\n" not in str(info.value)
 
 
 def test_clicker_keys_are_bound_only_to_next_and_previous():
