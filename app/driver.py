@@ -24,6 +24,7 @@ class TableDriver:
         self.loop = False                     # free play: the run repeats
         self.stage_stats = None
         self.shown_version = None             # the session's run version the table shows
+        self.read_screen = None               # () -> the window's picture (h, w, 3); set by the window
         self._stage_key = None
         self._fb = None                       # (size, framebuffer, colour texture, depth) the table renders into
         ctl.listeners.append(self._on_change)

@@ -18,6 +18,7 @@ import numpy as np
 from PIL import Image
 
 from corpus.atomic import atomic_path, write_bytes_atomic
+from corpus.errors import InputError
 
 GIF_FPS = 12
 GIF_SECONDS = 6.0
@@ -102,6 +103,8 @@ class GifJob:
                  path: Path | None = None):
         self.driver = driver
         self.stage = driver.stage
+        if self.stage is None and driver.read_screen is None:
+            raise InputError("no picture to record: neither the table nor a window is open")
         tl = self.stage.timeline if self.stage is not None else None
         if seconds is None:
             # Default: the first two target passes of the run (one full draft-verify-write cycle and the next).

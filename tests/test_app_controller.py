@@ -136,3 +136,12 @@ def test_a_bad_tour_file_is_an_error_at_load(tmp_path, monkeypatch):
         assert tour.narration(ch.slug).pages
         for k, v in ch.params.items():
             assert check_value(k, v) == v
+
+
+def test_every_mode_is_registered_once():
+    """The mode bar's order (MODES), the modes the controller builds (MODE_PANELS) and the keys agree."""
+    from app.keys import ACTIONS
+    from app.modes import MODE_PANELS
+    from app.settings import MODES
+    assert tuple(MODE_PANELS) == MODES
+    assert {a[5:] for a in ACTIONS if a.startswith("mode_")} == set(MODES)
