@@ -163,7 +163,8 @@ class Controller:
         elif action == "palette":
             self.update(palette="projector" if s.palette == "default" else "default")
         elif action in ("scale_up", "scale_down"):
-            self.update(ui_scale=clamp_value("ui_scale", round(s.ui_scale + (0.1 if action == "scale_up" else -0.1), 2)))
+            step = 0.1 if action == "scale_up" else -0.1
+            self.update(ui_scale=clamp_value("ui_scale", round(s.ui_scale + step, 2)))
         elif action == "reduced_motion":
             self.update(reduced_motion=not s.reduced_motion)
         elif action == "export_plots":

@@ -84,7 +84,8 @@ def facts(ctl) -> Facts:
     # A speculative pass computes γ + 1 tokens per sequence: that is what the mill shows while it checks.
     spec_lanes = s.lanes * (s.gamma + 1)
     put("spec_lanes", lambda: f"{spec_lanes}")
-    put("busy_spec", lambda: f"{100 * derived.roofline(s.device, s.model, spec_lanes, s.context)['arithmetic_busy']:.1f}%")
+    spec_busy = lambda: derived.roofline(s.device, s.model, spec_lanes, s.context)["arithmetic_busy"]  # noqa: E731
+    put("busy_spec", lambda: f"{100 * spec_busy():.1f}%")
     run = ses.ensure()
     if run:
         alpha = run.alpha_generated

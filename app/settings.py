@@ -260,7 +260,8 @@ def load_settings(path: Path | None = None) -> tuple[AppSettings, str | None]:
         os.replace(path, aside)
     except OSError:
         return AppSettings(), f"settings file {path} could not be read ({reason}); using defaults"
-    return AppSettings(), f"settings file {path} could not be read ({reason}); set aside as {aside.name}, using defaults"
+    return AppSettings(), (f"settings file {path} could not be read ({reason}); set aside as {aside.name}, "
+                           "using defaults")
 
 
 def save_settings(settings: AppSettings, path: Path | None = None) -> Path:

@@ -58,7 +58,8 @@ def _load_in(folder, content: bytes):
     return s, msg
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(settings_dicts)
 def test_any_json_object_gives_valid_settings_or_is_set_aside(tmp_path_factory, raw):
     folder = tmp_path_factory.mktemp("cfg")
@@ -80,14 +81,15 @@ def _well_typed(name, v) -> bool:
     return kind is float or float(v).is_integer()
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.one_of(st.binary(max_size=200), st.text(max_size=200).map(lambda t: t.encode("utf-8")),
                  json_values.map(lambda v: json.dumps(v).encode("utf-8"))))
 def test_any_bytes_never_raise(tmp_path_factory, content):
     _load_in(tmp_path_factory.mktemp("cfg"), content)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, database=None)
 @given(settings_dicts)
 def test_parse_raises_only_the_user_error(raw):
     try:
