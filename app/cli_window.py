@@ -44,22 +44,24 @@ def _size(text: str | None):
 
 
 def _run(args) -> int:
-    from app.settings import load_settings
+    from app.settings import check_value, load_settings
     size = _size(args.size)
     settings, notice = load_settings()
     if notice:
         print(f"spectable: {notice}", file=sys.stderr)
-    for name in ("lang", "palette", "seed", "prompt", "gamma", "mode"):
-        v = getattr(args, name)
+    # Each override is checked against the setting's declaration: out of range is refused, never clamped.
+    for opt, name in (("lang", "language"), ("palette", "palette"), ("seed", "seed"), ("prompt", "prompt"),
+                      ("gamma", "gamma"), ("mode", "mode")):
+        v = getattr(args, opt)
         if v is not None:
-            setattr(settings, "language" if name == "lang" else name, v)
+            try:
+                setattr(settings, name, check_value(name, v))
+            except InputError as exc:
+                raise InputError(f"--{opt}: {str(exc).removeprefix(f'setting {name} ')}") from None
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
-    settings.clamp()
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
         from models.ngram import NGramPair
-        if not args.prompt:
-            raise InputError("--prompt is empty")
         NGramPair.load(tokens=settings.tokens).encode(args.prompt)
     gif = {k: v for k, v in (("seconds", args.gif_seconds), ("fps", args.gif_fps)) if v is not None}
     return _open(settings, size=size, frames=args.frames, screenshot=args.screenshot, script_path=args.script,
@@ -68,13 +70,15 @@ def _run(args) -> int:
 
 def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None, export_dir=None, persist=True,
           notice=None, as_json=False, gif=None) -> int:
+    from app.controller import Controller
     from app.window import App
     script = None
     if script_path is not None:      # read the script before opening a window: a bad script is a quick exit 2
         from app.keys import parse_script
         script = parse_script(script_path)
-    app = App(settings, size=size, export_dir=export_dir, persist=persist, notice=notice,
-              fixed_step=frames is not None, gif_options=gif)
+    ctl = Controller(settings, export_dir=export_dir, persist=persist, notice=notice, scripted=frames is not None,
+                     gif_options=gif)
+    app = App(ctl, size=size)
     try:
         app.run(frames=frames, script=script, screenshot=screenshot)
         state = app.state()

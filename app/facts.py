@@ -1,11 +1,13 @@
 """Live numbers for narration and panels, each computed from a model, the run's traces or the hardware model.
 
-facts(app) returns formatted strings by name; a narration page writes {alpha} and gets the toy
+facts(ctl) returns formatted strings by name; a narration page writes {alpha} and gets the toy
 pair's α as measured on the run now on the table. A number that cannot be computed shows '—'.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from app import derived
 
 PREFIX = "慢慢"     # the test-tube prefix of SCIENCE.md chapter 6
 
@@ -28,9 +30,9 @@ class Facts(dict):
         return "—"
 
 
-def checkpoint(app):
+def checkpoint(ctl):
     """The guess a predict-then-reveal page asks about: the first tested guess with q > p (a real gamble)."""
-    run = app.session.ensure()
+    run = ctl.session.ensure()
     if not run:
         return None
     for tr in run.traces:
@@ -41,9 +43,8 @@ def checkpoint(app):
     return (tr, 0) if tr.guesses else None     # the target alone (tour chapters 1-2) guesses nothing
 
 
-def under_over(app):
+def under_over(pair):
     """For the prefix 慢慢: the token the draft under-proposes most (p - q largest) and over-proposes most."""
-    pair = app.session.pair()
     ids = pair.encode(PREFIX)
     p, _ = pair.target_row(ids)
     q, _ = pair.draft_row(ids)
@@ -52,10 +53,10 @@ def under_over(app):
     return (pair.display(u), p[u], q[u]), (pair.display(o), p[o], q[o])
 
 
-def facts(app) -> Facts:
+def facts(ctl) -> Facts:
+    """Every live number by name, formatted, for the settings and the run now on the table."""
     f = Facts()
-    s, ses = app.settings, app.session
-    t = app.t
+    s, ses, t = ctl.settings, ctl.session, ctl.t
 
     def put(name, fn):
         try:
@@ -71,7 +72,7 @@ def facts(app) -> Facts:
     put("vocab", lambda: f"{ses.pair().V:,}")
     roof = {}
     try:
-        roof = ses.roofline()
+        roof = derived.roofline(s.device, s.model, s.lanes, s.context)
     except Exception:  # noqa: BLE001
         pass
     if roof:
@@ -81,26 +82,28 @@ def facts(app) -> Facts:
         put("busy", lambda: f"{100 * roof['arithmetic_busy']:.1f}%")
         put("lanes_to_saturate", lambda: f"{roof['lanes_to_saturate']:.0f}")
     # A speculative pass computes γ + 1 tokens per sequence: that is what the mill shows while it checks.
-    put("spec_lanes", lambda: f"{s.lanes * (s.gamma + 1)}")
-    put("busy_spec", lambda: f"{100 * ses.roofline(lanes=s.lanes * (s.gamma + 1))['arithmetic_busy']:.1f}%")
+    spec_lanes = s.lanes * (s.gamma + 1)
+    put("spec_lanes", lambda: f"{spec_lanes}")
+    spec_busy = lambda: derived.roofline(s.device, s.model, spec_lanes, s.context)["arithmetic_busy"]  # noqa: E731
+    put("busy_spec", lambda: f"{100 * spec_busy():.1f}%")
     run = ses.ensure()
     if run:
         alpha = run.alpha_generated
         put("alpha", lambda: f"{alpha:.3f}")
         put("tpp_counted", lambda: f"{run.tokens_per_pass_counted:.2f}")
-        put("tpp_formula", lambda: f"{ses.tokens_per_pass_formula(alpha)[s.gamma - 1]:.2f}")
-        put("best_gamma", lambda: f"{ses.best_gamma(alpha)[0]}")
-        put("best_speedup", lambda: f"{ses.best_gamma(alpha)[1]:.2f}×")
-        put("speedup_now", lambda: f"{ses.speedups(alpha)[s.gamma - 1]:.2f}×")
+        put("tpp_formula", lambda: f"{derived.tokens_per_pass_formula(alpha)[s.gamma - 1]:.2f}")
+        put("best_gamma", lambda: f"{derived.best_gamma(alpha, s.c)[0]}")
+        put("best_speedup", lambda: f"{derived.best_gamma(alpha, s.c)[1]:.2f}×")
+        put("speedup_now", lambda: f"{derived.speedups(alpha, s.c)[s.gamma - 1]:.2f}×")
         # extra_arithmetic is a ratio to the target alone (1.53 = 53% more)
-        put("extra_pct", lambda: f"{100 * (ses.extra_arithmetic(alpha, s.gamma) - 1):.0f}%")
+        put("extra_pct", lambda: f"{100 * (derived.extra_arithmetic(alpha, s.gamma) - 1):.0f}%")
         tr0 = run.traces[0]
         pair = ses.pair()
         put("step_written", lambda: f"{pair.decode(tr0.tokens_written)} ({tr0.n_accepted}+1)")
         put("count_guesses", lambda: "".join(pair.display(g) for g in tr0.guesses))
         put("count_kept", lambda: f"{tr0.n_accepted}")
         put("count_written", lambda: "".join(pair.display(g) for g in tr0.tokens_written))
-        cp = checkpoint(app)
+        cp = checkpoint(ctl)
         if cp:
             tr, i = cp
             g = tr.guesses[i]
@@ -110,13 +113,13 @@ def facts(app) -> Facts:
             put("check_ratio", lambda: f"{tr.ratios[i]:.3f}")
             put("check_r", lambda: f"{tr.r[i]:.3f}")
             put("check_verdict", lambda: t("verdict.accepted") if tr.accepted[i] else t("verdict.rejected"))
-    put("alpha_corpus", lambda: f"{ses.alpha_corpus():.3f}")
+    put("alpha_corpus", lambda: f"{derived.alpha_corpus(ses.pair()):.3f}")
     # α over the book at temperature 0 and 1 (chapter 7): 0.4 s each, so only when a page shows them.
-    f.lazy["alpha_t0"] = lambda: f"{ses.alpha_corpus_at(0.0):.3f}"
-    f.lazy["alpha_t1"] = lambda: f"{ses.alpha_corpus_at(1.0):.3f}"
-    f.lazy["t0_disagree"] = lambda: f"{100 * (1 - ses.alpha_corpus_at(0.0)):.0f}%"
+    f.lazy["alpha_t0"] = lambda: f"{derived.alpha_corpus(ses.pair(), 0.0):.3f}"
+    f.lazy["alpha_t1"] = lambda: f"{derived.alpha_corpus(ses.pair(), 1.0):.3f}"
+    f.lazy["t0_disagree"] = lambda: f"{100 * (1 - derived.alpha_corpus(ses.pair(), 0.0)):.0f}%"
     try:
-        (uc, up, uq), (oc, op, oq) = under_over(app)
+        (uc, up, uq), (oc, op, oq) = under_over(ses.pair())
         f["under_char"] = f"{uc}  (p {up:.3f} > q {uq:.3f})"
         f["over_char"] = f"{oc}  (q {oq:.3f} > p {op:.3f})"
         f["under"], f["over"] = uc, oc
@@ -124,8 +127,7 @@ def facts(app) -> Facts:
         pass
     try:
         from app.figures import tube_tv_curves
-        res = ses.tubes() if app.fixed_step else ses.tubes_ready()
-        tv_l, tv_r = tube_tv_curves(res)
+        tv_l, tv_r = tube_tv_curves(ctl.tubes())
         f["tv_left"] = f"{tv_l[-1]:.4f}"
         f["tv_right"] = f"{tv_r[-1]:.4f}"
     except Exception:  # noqa: BLE001
