@@ -22,7 +22,7 @@ def _show(text: str) -> str:
 
 
 def _fmt(x) -> str:
-    return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+    return str(x) if isinstance(x, int) else f"{x:g}"      # as typed on a command line: no separators
 
 
 def whole(lo: int, hi: int):
@@ -66,7 +66,7 @@ def whole_list(lo: int, hi: int, max_items: int = MAX_LIST):
         if not parts:
             raise argparse.ArgumentTypeError("is empty: give comma-separated whole numbers")
         if len(parts) > max_items:
-            raise argparse.ArgumentTypeError(f"has {len(parts):,} values (at most {max_items:,})")
+            raise argparse.ArgumentTypeError(f"has {len(parts)} values (at most {max_items})")
         for x in parts:
             try:
                 int(x)

@@ -40,38 +40,40 @@ def _damage(draw, a: np.ndarray):
             return np.arange(a.size, dtype=float)
         return a[::-1].copy() if kind == "reverse" and a.ndim == 1 else a[:-1] if a.ndim == 1 else np.array([])
     n = a.size
+    # numbers as int64 (bool and uint too) or float64, so every change below is well-defined for the test
+    base = a.astype(np.float64) if a.dtype.kind == "f" else a.astype(np.int64)
     if kind == "truncate":
-        return a[: draw(st.integers(0, max(n - 1, 0)))]
+        return base[: draw(st.integers(0, max(n - 1, 0)))]
     if kind == "extend":
-        return np.concatenate([a, a[-1:] if n else [0]]).astype(a.dtype)
+        return np.concatenate([base.ravel(), base.ravel()[-1:] if n else np.zeros(1, base.dtype)])
     if kind == "negate":
-        return -a
+        return -base
     if kind == "shift":
-        return a + draw(st.integers(-3, 3))
+        return base + draw(st.integers(-3, 3))
     if kind == "poke" and n:
-        b = a.copy()
+        b = base.copy()
         b.flat[draw(st.integers(0, n - 1))] = draw(st.integers(-(2 ** 40), 2 ** 40))
         return b
     if kind == "float":
-        return a.astype(float)
+        return base.astype(float)
     if kind == "nan":
-        b = a.astype(float)
+        b = base.astype(float)
         if n:
             b.flat[draw(st.integers(0, n - 1))] = np.nan
         return b
     if kind == "bool":
-        return a > 0
+        return base > 0
     if kind == "text":
-        return a.astype(str)
+        return base.astype(str)
     if kind == "2-D":
-        return a.reshape(1, -1)
+        return base.reshape(1, -1)
     if kind == "reverse":
-        return a[::-1].copy()
+        return base[::-1].copy()
     if kind == "empty":
-        return a[:0]
+        return base[:0]
     if kind == "uint":
-        return a.astype(np.uint64) if (a >= 0).all() else a.astype(np.uint64, casting="unsafe")
-    return a.astype(np.int64) * (2 ** 40)
+        return np.abs(np.nan_to_num(base)).astype(np.uint64)
+    return np.nan_to_num(base).astype(np.int64) * (2 ** 40)
 
 
 @st.composite

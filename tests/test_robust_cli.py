@@ -22,12 +22,12 @@ def _run(capsys, argv, entry=main):
 
 @pytest.mark.parametrize("argv, needle", [
     (["llm-generate", "--random", "tiny", "--prompt-ids", "1,2", "--tokens", "2", "--seed", str(2 ** 70)],
-     "argument --seed: 1,180,591,620,717,411,303,424 is out of range (0 to 2,147,483,647)"),
+     "argument --seed: 1180591620717411303424 is out of range (0 to 2147483647)"),
     (["llm-generate", "--random", "tiny", "--prompt-ids", "1,-2", "--tokens", "2"], "argument --prompt-ids"),
     (["llm-generate", "--random", "tiny", "--prompt-ids", "1", "--tokens", "1e3"], "'1e3' is not a whole number"),
     (["llm-generate", "--random", "tiny", "--prompt-ids", "1", "--tokens", "2", "--temperature", "1e400"],
      "argument --temperature: '1e400' is not a finite number"),
-    (["bench", "--reps", "-1", "--out", "x.json"], "argument --reps: -1 is out of range (0 to 100,000)"),
+    (["bench", "--reps", "-1", "--out", "x.json"], "argument --reps: -1 is out of range (0 to 100000)"),
     (["bench", "--threads", "5000", "--out", "x.json"], "argument --threads"),
     (["bench", "--batch", "1,0", "--out", "x.json"], "argument --batch: 0 is out of range"),
     (["bench", "--batch", ",", "--out", "x.json"], "argument --batch: is empty"),
