@@ -226,6 +226,8 @@ def cmd_bench(args) -> int:
     out_path = Path(args.out)
     if out_path.is_dir():
         raise InputError(f"--out {args.out!r} is a directory; give a file name")
+    from corpus.atomic import remove_stale_temps
+    remove_stale_temps(out_path.parent, out_path.name)    # temp files an earlier, killed bench left
     try:
         result = run_bench(s, progress=not args.quiet)
     except torch.cuda.OutOfMemoryError as exc:

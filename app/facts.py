@@ -201,10 +201,10 @@ def measurement_files(folder=None) -> list[dict]:
     them, by name."""
     from pathlib import Path
     from corpus.errors import InputError
-    from models.measurements import read_measurement
+    from models.measurements import measurement_paths, read_measurement
     folder = Path(folder) if folder is not None else measurement_dir()
     out = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    for path in measurement_paths(folder):
         try:
             out.append({"file": path.name, "data": read_measurement(path)})
         except InputError as exc:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from corpus.errors import InputError
-from models.measurements import BANDWIDTH_KEYS, FLOP_KEYS, MEMORY_KEYS, read_measurement
+from models.measurements import BANDWIDTH_KEYS, FLOP_KEYS, MEMORY_KEYS, measurement_paths, read_measurement
 
 MEASUREMENTS_DIR = Path(__file__).resolve().parents[1] / "assets" / "measurements"
 
@@ -106,9 +106,7 @@ def load_measurements(folder: Path | None = None) -> dict[str, Device]:
     folder = Path(folder) if folder is not None else MEASUREMENTS_DIR
     found: dict[str, Device] = {}
     MEASUREMENT_ERRORS.clear()
-    if not folder.is_dir():
-        return found
-    for f in sorted(folder.glob("*.json")):
+    for f in measurement_paths(folder):
         try:
             dev = device_from_measurement(read_measurement(f), f.stem)
         except InputError as exc:

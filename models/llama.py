@@ -383,7 +383,8 @@ def _checkpoint_files(d: Path) -> list[Path]:
         if missing:
             raise InputError(f"{index.name} names shards that are missing: {', '.join(missing[:3])}")
         return files
-    files = [inside_checkpoint(d, f.name, str(d)) for f in sorted(d.glob("*.safetensors"))]
+    files = [inside_checkpoint(d, f.name, str(d)) for f in sorted(d.glob("*.safetensors"))
+             if not f.name.startswith(".")]                           # a hidden temp file is no shard
     if not files:
         pickles = [p.name for p in d.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt")]
         if pickles:

@@ -46,6 +46,16 @@ MAX_POINTS = 1000
 DEVICE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
+def measurement_paths(folder: str | Path) -> list[Path]:
+    """The measurement files of a folder, by name: every *.json but hidden ones (a temp file that a killed
+    `bench` left, `.<name>.<random>.tmp.json`, is no measurement). A missing folder has none."""
+    folder = Path(folder)
+    try:
+        return sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")) if folder.is_dir() else []
+    except OSError:
+        return []
+
+
 def read_measurement(path: str | Path) -> dict:
     """The JSON object of a measurement file, validated; InputError (one line) for anything else."""
     path = Path(path)

@@ -221,3 +221,9 @@ def test_a_malformed_index_is_one_input_error(tmp_path, index, message):
     (path / "model.safetensors.index.json").write_text(json.dumps(index))
     with pytest.raises(InputError, match=message):
         load_checkpoint(path)
+
+
+def test_a_hidden_temp_file_is_no_shard(ckpt, tmp_path):
+    path = _copy(ckpt, tmp_path)
+    (path / ".model.safetensors.k1ll3d.tmp.safetensors").write_bytes(b"half a file")   # a killed writer's
+    assert load_checkpoint(path).config.n_layers == 2

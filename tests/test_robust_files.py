@@ -73,3 +73,40 @@ def test_a_figure_that_is_not_finite_is_written_as_null(tmp_path):
                             "points": [float("-inf"), 2]})
     assert json.loads(out.read_text()) == {"figures": {"x": {"tokens_per_s": None, "ratio": None, "ok": 1.5}},
                                            "points": [None, 2]}
+
+
+def _stale(path, age_s=3600):
+    import os
+    import time
+    path.write_bytes(b"")
+    os.utime(path, (time.time() - age_s, time.time() - age_s))
+    return path
+
+
+def test_a_bench_killed_mid_write_leaves_a_temp_that_the_next_bench_removes(tmp_path, monkeypatch, capsys):
+    from tests.llm_helpers import run_cli
+    stale = _stale(tmp_path / ".m.json.k1ll3d.tmp.json")
+    live = _stale(tmp_path / ".m.json.wr1t1ng.tmp.json", age_s=0)         # another bench writing right now
+    monkeypatch.setattr("models.llm_bench.run_bench", lambda s, progress=True: dict(RESULT))
+    monkeypatch.setattr("models.llm_bench.summary_lines", lambda r: ["summary"])
+    rc, _, err = run_cli(["bench", "--target", "tiny", "--draft", "tiny-draft", "--out", tmp_path / "m.json"], capsys)
+    assert rc == 0, err
+    assert not stale.exists() and live.exists() and json.loads((tmp_path / "m.json").read_text()) == RESULT
+
+
+def test_a_temp_file_beside_the_measurements_is_no_measurement(tmp_path):
+    from app import facts
+    from models import hardware
+    (tmp_path / "run.json").write_text(json.dumps({"bandwidth_GBps": 100, "tflops": 1}), encoding="utf-8")
+    (tmp_path / ".run.json.k1ll3d.tmp.json").write_text('{"bandwidth_GB', encoding="utf-8")
+    assert list(hardware.load_measurements(tmp_path)) == ["measured-run"] and hardware.MEASUREMENT_ERRORS == []
+    assert [e["file"] for e in facts.measurement_files(tmp_path)] == ["run.json"]
+
+
+def test_a_corpus_build_removes_the_temp_files_a_killed_build_left(tmp_path):
+    from corpus.build import build_and_save
+    (tmp_path / "a.txt").write_text("标题\n甲乙丙甲乙\n", encoding="utf-8")
+    left = [_stale(tmp_path / ".t.npz.k1ll3d.tmp.npz"), _stale(tmp_path / ".t.json.k1ll3d.tmp.json")]
+    build_and_save([tmp_path / "a.txt"], tmp_path / "t.npz")
+    assert not any(p.exists() for p in left)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "t.json", "t.npz"]
