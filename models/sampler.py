@@ -260,8 +260,8 @@ class SpeculativeSampler(_Base):
             final_kind=tv.final_kind, final_row=tv.final_row, residual_fallback=tv.residual_fallback,
             tokens_written=written, draft_backed_off=[prop.backed_off[w] for w in walk],
             target_backed_off=[target_bo[i] for i in parent_row], lanes_lit=n + 1, exact=True,
-            extra={"u_guess": [float(x) for x in u_guess], "u_final": u_final, "sampler": "speculative",
-                   "gamma_setting": s.gamma},
+            extra={"u_guess": [float(x) for x in u_guess], "u_test": [float(x) for x in r[:n]], "u_final": u_final,
+                   "sampler": "speculative", "gamma_setting": s.gamma},
             drafter=self.drafter.name, heads=[prop.heads[w] for w in walk] if prop.heads else None, tree=tree)
 
 
