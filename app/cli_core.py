@@ -465,6 +465,8 @@ def _cmd_alpha(args) -> int:
     from models.sampler import SamplerSettings
     if not (args.c >= 0 and math.isfinite(args.c)):
         raise InputError(f"--c must be a finite number >= 0, got {args.c}")
+    from models.hardware import roofline
+    roofline(args.device, args.model, 1, args.context)      # a bad device, model or context fails before the run
     pair = _load_pair(args)
     drafter = _drafter(args, pair)
     s = SamplerSettings(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
