@@ -38,12 +38,17 @@ def check_guesses(guesses, q_rows: np.ndarray) -> np.ndarray:
     """The one guard every rule runs first: each guess must be a token id in [0, V) that its own row could have
     drawn (q(x) > 0). Returns q_i(x_i) per guess. A guess outside the vocabulary or with q(x) = 0 means the
     proposal and its row disagree; the ratio p/q would be meaningless, so refuse it with a ValueError."""
-    guesses = np.asarray(guesses)
     V = q_rows.shape[1]
-    if len(guesses) and (guesses.dtype.kind not in "iu" or guesses.min() < 0 or guesses.max() >= V):
-        raise ValueError(f"guess ids must be whole token ids in [0, {V}), got {guesses.tolist()}")
-    qx = q_rows[np.arange(len(guesses)), guesses.astype(np.int64)]
-    if np.any(~(qx > 0)):
+    if isinstance(guesses, list) and all(type(x) is int for x in guesses):
+        ok = all(0 <= x < V for x in guesses)          # the samplers' own lists: checked in Python, cheaply
+    else:
+        guesses = np.asarray(guesses)
+        ok = guesses.dtype.kind in "iu" and (guesses.size == 0 or (guesses.min() >= 0 and guesses.max() < V))
+    if not ok:
+        shown = guesses.tolist() if isinstance(guesses, np.ndarray) else list(guesses)
+        raise ValueError(f"guess ids must be whole token ids in [0, {V}), got {shown}")
+    qx = q_rows[np.arange(len(guesses)), guesses]
+    if not (qx > 0).all():
         i = int(np.flatnonzero(~(qx > 0))[0])
         raise ValueError(f"guess {i} (token {int(guesses[i])}) has draft probability {float(qx[i])!r}: "
                          "it cannot have been drawn from its q row")

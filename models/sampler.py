@@ -17,6 +17,8 @@ import numpy as np
 
 from corpus.errors import InputError
 from models.acceptance import sample_index, verify
+from models.drafters import ChainDrafter, TreeProposal
+from models.multi_candidate import verify_tree
 from models.trace import StepTrace, TreeNode, TreeTrace
 
 MAX_GAMMA = 64
@@ -157,7 +159,6 @@ class SpeculativeSampler(_Base):
     (the big drum), the exact rule."""
 
     def __init__(self, pair, settings: SamplerSettings | None = None, drafter=None):
-        from models.drafters import ChainDrafter
         self.drafter = drafter if drafter is not None else ChainDrafter()
         super().__init__(pair, settings)
 
@@ -184,7 +185,6 @@ class SpeculativeSampler(_Base):
         """One pass from the context `ctx` with the given uniforms (pure: nothing in the sampler moves).
         Returns (StepTrace, or the Verdicts when record is False for a one-guess-per-position drafter, tokens
         written). The tests enumerate a pass's outcomes through this."""
-        from models.drafters import TreeProposal
         s = self.settings
         prop = self.drafter.propose(self, ctx, s.gamma, u_guess)
         if isinstance(prop, TreeProposal):
@@ -220,7 +220,6 @@ class SpeculativeSampler(_Base):
 
     def _tree_pass(self, ctx, prop, u_guess, r, u_final) -> StepTrace:
         """Every node computed in one target pass, the multi-candidate rule over the tree."""
-        from models.multi_candidate import verify_tree
         s = self.settings
         if not s.exact:
             raise InputError("lenience < 1 is a rule for one guess per position; the tree runs the exact rule only")
