@@ -39,7 +39,9 @@ import numpy as np
 from corpus.errors import InputError
 from models.acceptance import TYPICAL_DELTA, TYPICAL_EPSILON, residual, typical_threshold
 
-RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only", "typical")
+RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")   # the table's switches (scenes.tubes names each)
+CONTRAST_RULES = ("typical",)          # another method's rule, for contrast; not yet drawn on the table
+ALL_RULES = RULES + CONTRAST_RULES     # what run_tubes accepts
 TREE_RULES = ("exact", "typical")      # rules defined for several candidates at one position
 LEGACY_RULES = {"no_bonus": "draft_only"}   # old name of draft_only (it never was about the bonus alone)
 MAX_DRAWS_TOTAL = 5_000_000       # 4 uniforms a draw: 160 MB at the cap
@@ -204,8 +206,8 @@ def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, 
     from models.drafters import ChainDrafter
     from models.sampler import Rows
     rule = LEGACY_RULES.get(rule, rule)
-    if rule not in RULES:
-        raise InputError(f"unknown rule {rule!r} (use one of: {', '.join(RULES)})")
+    if rule not in ALL_RULES:
+        raise InputError(f"unknown rule {rule!r} (use one of: {', '.join(ALL_RULES)})")
     if rounds < 1 or draws < 1:
         raise InputError("rounds and draws must be >= 1")
     if rounds * draws > MAX_DRAWS_TOTAL:
