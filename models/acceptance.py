@@ -7,6 +7,11 @@ Randomness is injected as uniforms so the rule itself is a pure function:
   accept guess i  iff  r_i < p_i(x_i) / q_i(x_i)   (r_i ~ U[0, 1): the paper's r <= p/q, exactly)
   first rejection at i: emit a token from norm(max(0, p_i - q_i))   (the residual)
   all γ accepted:       emit a bonus token from p_{γ+1}
+
+A deterministic proposal (prompt lookup, greedy heads) is the same rule with q one-hot at the guess x: keep x
+with probability p(x); on rejection max(0, p − q) is p with x set to 0, renormalised. Several candidates at one
+position (a guess tree) use the multi-round generalisation in models.multi_candidate, built on the helpers here.
+typical_threshold() is Medusa's typical acceptance, a rule that is NOT exact, kept here for contrast only.
 """
 from __future__ import annotations
 
@@ -27,6 +32,27 @@ def sample_index(row: np.ndarray, u: float) -> int:
     if i >= len(row):
         i = int(np.flatnonzero(row > 0)[-1])
     return i
+
+
+def check_guesses(guesses, q_rows: np.ndarray) -> np.ndarray:
+    """The one guard every rule runs first: each guess must be a token id in [0, V) that its own row could have
+    drawn (q(x) > 0). Returns q_i(x_i) per guess. A guess outside the vocabulary or with q(x) = 0 means the
+    proposal and its row disagree; the ratio p/q would be meaningless, so refuse it with a ValueError."""
+    V = q_rows.shape[1]
+    if isinstance(guesses, list) and all(type(x) is int for x in guesses):
+        ok = all(0 <= x < V for x in guesses)          # the samplers' own lists: checked in Python, cheaply
+    else:
+        guesses = np.asarray(guesses)
+        ok = guesses.dtype.kind in "iu" and (guesses.size == 0 or (guesses.min() >= 0 and guesses.max() < V))
+    if not ok:
+        shown = guesses.tolist() if isinstance(guesses, np.ndarray) else list(guesses)
+        raise ValueError(f"guess ids must be whole token ids in [0, {V}), got {shown}")
+    qx = q_rows[np.arange(len(guesses)), guesses]
+    if not (qx > 0).all():
+        i = int(np.flatnonzero(~(qx > 0))[0])
+        raise ValueError(f"guess {i} (token {int(guesses[i])}) has draft probability {float(qx[i])!r}: "
+                         "it cannot have been drawn from its q row")
+    return qx
 
 
 def residual(p: np.ndarray, q: np.ndarray, lenience: float = 1.0) -> np.ndarray:
@@ -58,15 +84,12 @@ def verify(guesses, q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_fin
     guesses: (γ,) token ids drawn from q_rows[i]; q_rows: (γ, V); p_rows: (γ+1, V); r: (γ,) uniforms;
     u_final: one uniform for the replacement / bonus draw. lenience = 1 is the exact rule.
     """
-    guesses = np.asarray(guesses, dtype=np.int64)
     gamma = len(guesses)
     if p_rows.shape[0] != gamma + 1 or q_rows.shape[0] != gamma:
         raise ValueError("need γ q rows and γ+1 p rows")
-    idx = np.arange(gamma)
-    qx = q_rows[idx, guesses]
-    px = p_rows[idx, guesses]
-    if np.any(qx <= 0):
-        raise ValueError("a guess has zero draft probability: it cannot have been drawn from q")
+    qx = check_guesses(guesses, q_rows)          # before any cast: -1 or 2.5 is refused, never wrapped or truncated
+    guesses = np.asarray(guesses, dtype=np.int64)
+    px = p_rows[np.arange(gamma), guesses]
     ratios = px / qx
     # Strict "<": r is drawn from [0, 1), so P(r < ratio) = min(1, ratio) exactly; with "<=" a token with
     # p(x) = 0 would pass whenever r came out exactly 0.0 (probability 2^-53, but not zero).
@@ -92,3 +115,20 @@ def verify(guesses, q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_fin
     token = sample_index(row, u_final)
     return Verdicts(ratios=ratios, accepted=accepted, n_accepted=n, final_token=token, final_kind=kind,
                     final_row=row / total, residual_fallback=fallback)
+
+
+# ---- Medusa's typical acceptance: NOT exact (for the "break it" tube only) --------------------------
+TYPICAL_EPSILON = 0.09   # Medusa's defaults (medusa_generate: posterior_threshold=0.09,
+TYPICAL_DELTA = 0.3      # posterior_alpha=0.3 ≈ sqrt(threshold))
+
+
+def typical_threshold(p: np.ndarray, epsilon: float = TYPICAL_EPSILON, delta: float = TYPICAL_DELTA) -> float:
+    """Medusa's typical acceptance (Cai et al. 2024, §2.3.1): a candidate x is kept when
+    p(x) > min(ε, δ·exp(−H(p))), H the entropy of p in nats. A flat p (high entropy) lowers the bar, a peaked p
+    raises it to ε. It favours plausible tokens but is not exact: what is written no longer follows p (a kept
+    guess is written with probability q(x), not min(p, q)(x), and nothing tops up what the draft under-proposes)."""
+    if not (0 < epsilon <= 1 and 0 < delta and np.isfinite(delta)):
+        raise ValueError(f"typical acceptance needs 0 < ε <= 1 and δ > 0, got ε={epsilon!r}, δ={delta!r}")
+    nz = p[p > 0]
+    entropy = float(-(nz * np.log(nz)).sum())
+    return min(float(epsilon), float(delta) * float(np.exp(-entropy)))
