@@ -58,6 +58,12 @@ class LlamaShape:
         """One lane's arithmetic per weight byte read: 2 ops per parameter / 2 bytes per parameter = 1."""
         return 2.0 / self.bytes_per_param
 
+    @property
+    def medusa_head_params(self) -> int:
+        """One Medusa-1 head on this model (Cai et al. 2024): a residual block (hidden × hidden linear + bias, SiLU)
+        and its own hidden × vocabulary output layer."""
+        return self.hidden * self.hidden + self.hidden + self.hidden * self.vocab
+
 
 # Public specifications (NVIDIA data sheets: H100 SXM5, H200 SXM, A100 80GB SXM; dense bf16 without sparsity).
 DEVICES: dict[str, Device] = {
@@ -178,6 +184,21 @@ def roofline(device, model, batch: int = 1, context: int = 0) -> dict:
         "fits_in_memory": (d.memory_bytes == 0) or bytes_step <= d.memory_bytes,
         "memory_bytes": d.memory_bytes, "bound": "memory" if read_s >= arith_s else "arithmetic",
     }
+
+
+def pass_time(device, model, lanes: int, context: int = 0, extra_params: int = 0, extra_ops: float = 0.0) -> dict:
+    """One target pass computing `lanes` tokens for one sequence with `context` tokens of KV cache, on paper:
+    max(weights + KV read time, arithmetic time). extra_params: more weights read in the same pass (Medusa heads);
+    extra_ops: their arithmetic."""
+    d, m = get_device(device), get_model(model)
+    if not isinstance(lanes, (int, float)) or lanes < 1:
+        raise InputError(f"lanes must be >= 1, got {lanes!r}")
+    read_bytes = m.weight_bytes + context * m.kv_bytes_per_token + extra_params * m.bytes_per_param
+    read_s = read_bytes / d.bandwidth_Bps
+    ops = 2.0 * m.params * lanes + extra_ops
+    arith_s = ops / d.flops
+    return {"read_ms": read_s * 1e3, "arithmetic_ms": arith_s * 1e3, "ms": max(read_s, arith_s) * 1e3,
+            "bytes": read_bytes, "ops": ops, "bound": "memory" if read_s >= arith_s else "arithmetic"}
 
 
 def device_table() -> list[dict]:

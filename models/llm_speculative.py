@@ -59,20 +59,20 @@ def _first_true(flag: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def find_violation_on_device(guesses, q_rows, p_rows, r, u_final) -> tuple[torch.Tensor, torch.Tensor]:
-    """acceptance.find_violation on tensors, the same tests in the same order: ([kind, position], guesses with
-    the out-of-range ones replaced by 0 so the rule's gathers stay in bounds; on CUDA an out-of-range index
-    would be a device-side assert, not an error)."""
+    """acceptance.check_guesses + find_row_violation on tensors, the same tests in the same order
+    (acceptance.VIOLATIONS): ([kind, position], guesses with the out-of-range ones replaced by 0 so the rule's
+    gathers stay in bounds; on CUDA an out-of-range index would be a device-side assert, not an error)."""
     V = p_rows.shape[1]
     outside = (guesses < 0) | (guesses >= V)
     safe = torch.where(outside, torch.zeros_like(guesses), guesses)
     idx = torch.arange(guesses.shape[0], device=guesses.device)
     flags = [
         outside,
+        ~(q_rows[idx, safe] > 0),
         ~(torch.isfinite(q_rows) & (q_rows >= 0)).all(1),
         ~(torch.isfinite(p_rows) & (p_rows >= 0)).all(1),
         (q_rows.double().sum(1) - 1.0).abs() > ROW_SUM_TOLERANCE,
         (p_rows.double().sum(1) - 1.0).abs() > ROW_SUM_TOLERANCE,
-        ~(q_rows[idx, safe] > 0),
         ~((r >= 0) & (r <= 1)),
         ~((u_final >= 0) & (u_final <= 1)).view(1),
     ]

@@ -197,3 +197,52 @@ def test_shipped_tables_carry_their_hash():
         p = default_table_path(kind)
         m = json.loads(manifest_path(p).read_text(encoding="utf-8"))
         assert m["table_sha256"] == hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+# ---- the heads drafter's tables: the same file checks and the same one-unit pair -------------------------
+@pytest.fixture()
+def heads_table(tmp_path):
+    from corpus.build import build_and_save_heads
+    (tmp_path / "a.txt").write_text("标题\n甲乙丙甲乙丁甲乙丙\n", encoding="utf-8")
+    out = tmp_path / "t-heads.npz"
+    build_and_save_heads([tmp_path / "a.txt"], out, last_head=3)
+    with np.load(out) as z:
+        return out, {k: z[k] for k in z.files}
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda a: {"h2_bi_counts": a["h2_bi_counts"].astype(float) + 0.5}, "h2|head 2.*whole-number"),
+    (lambda a: {"h2_bi_indices": _unsort_row({"bi_indices": a["h2_bi_indices"], "bi_indptr": a["h2_bi_indptr"]})},
+     "head 2: bi_indices are not sorted"),
+    (lambda a: {"h3_tri_indices": a["h3_tri_indices"] + 100}, "head 3: tri_indices holds a value outside"),
+    (lambda a: {"heads": np.array([2.0, 3.0])}, "heads must hold whole-number"),
+    (lambda a: {"manifest": np.array("[" * 100_000)}, "nested|JSON"),
+    (lambda a: {"vocab": np.arange(len(a["vocab"]))}, "vocab must be a list"),
+])
+def test_a_corrupt_heads_table_is_one_input_error(heads_table, tmp_path, change, message):
+    from corpus.heads import load_heads
+    _, arrays = heads_table
+    bad = _save(tmp_path / "bad-heads.npz", arrays, **change(arrays))
+    with pytest.raises(InputError, match=message):
+        load_heads(bad)
+
+
+def test_a_heads_build_killed_between_the_two_renames_is_detected(heads_table):
+    from corpus.heads import load_heads
+    path, _ = heads_table
+    side = manifest_path(path)
+    m = json.loads(side.read_text(encoding="utf-8"))
+    side.write_text(json.dumps(dict(m, table_sha256="0" * 64)), encoding="utf-8")   # another build's copy
+    with pytest.raises(InputError, match="does not belong to"):
+        load_heads(path)
+    side.unlink()
+    assert load_heads(path).manifest["heads"] == [2, 3]
+
+
+def test_shipped_heads_tables_carry_their_hash():
+    import hashlib
+    from corpus.build import default_heads_path
+    for kind in ("char", "word"):
+        p = default_heads_path(kind)
+        m = json.loads(manifest_path(p).read_text(encoding="utf-8"))
+        assert m["table_sha256"] == hashlib.sha256(p.read_bytes()).hexdigest()
