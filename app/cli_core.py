@@ -311,30 +311,31 @@ def _cmd_alpha(args) -> int:
     chars = args.chars
     if chars is None:
         # Shaped rows need the SpeculativeSampler itself (~7,000 tokens/s): a shorter default run.
-        chars = 20_000 if s.shapes_rows else 200_000
+        chars = an.LONG_RUN_TOKENS_SHAPED if s.shapes_rows else an.LONG_RUN_TOKENS
     if not 1 <= chars <= 10_000_000:
         raise InputError("--chars must be between 1 and 10000000")
-    a_corpus = an.alpha_corpus(pair, s)
-    run = an.alpha_generated(pair, s, chars=chars)
-    a = run.alpha
+    # The same long run (and cache) the program's panels read: the two cannot disagree.
+    run = an.pair_facts(pair, args.gamma, s, chars=chars)
+    expected = run.alpha_expected
+    a, a_corpus = run.alpha, run.alpha_corpus
     table = an.speedup_table(a, args.c, range(1, 9))
-    best = an.best_gamma(a, args.c)
-    out = {"alpha_corpus": a_corpus, "alpha_generated": a, "alpha_generated_expected": run.alpha_expected,
+    best, best_speedup = run.best(args.c)
+    out = {"alpha_corpus": a_corpus, "alpha_generated": a, "alpha_generated_expected": expected,
            "gamma": args.gamma, "c": args.c, "chars": run.tokens, "passes": run.passes, "seed": args.seed,
-           "tokens_per_pass_formula": an.tokens_per_pass_formula(a, args.gamma),
-           "tokens_per_pass_counted": run.tokens_per_pass,
+           "tokens_per_pass_formula": run.tokens_per_pass_formula,
+           "tokens_per_pass_counted": run.tokens_per_pass_counted,
            "speedup": {str(g): v for g, v in table.items()}, "best_gamma": best,
-           "best_speedup": an.speedup(a, best, args.c), "method": run.method,
-           "extra_arithmetic": an.extra_arithmetic(a, args.gamma)}
+           "best_speedup": best_speedup, "method": run.method,
+           "extra_arithmetic": run.extra_arithmetic()}
     if args.json:
-        out["alpha_generated_expected"] = _finite(run.alpha_expected)
+        out["alpha_generated_expected"] = _finite(expected)
         _emit_json(out)
         return 0
     print(f"α over the corpus's own positions   {a_corpus:.4f}   (mean Σ min(p, q); held-in text)")
     print(f"α over generated text               {a:.4f}   ({run.accepted}/{run.tested} guesses accepted in "
           f"{run.tokens} tokens, seed {args.seed})")
     print(f"tokens per target pass at γ = {args.gamma}:  formula (1 - α^(γ+1))/(1 - α) = "
-          f"{out['tokens_per_pass_formula']:.3f}   counted = {run.tokens_per_pass:.3f}")
+          f"{out['tokens_per_pass_formula']:.3f}   counted = {run.tokens_per_pass_counted:.3f}")
     print(f"speedup with c = {args.c}:  (1 - α^(γ+1)) / ((1 - α)(γc + 1))")
     for g, v in table.items():
         print(f"  γ = {g}:  {v:.3f}×{'   <- best' if g == best else ''}")
@@ -373,7 +374,7 @@ def _cmd_tubes(args) -> int:
 # ---- roofline ------------------------------------------------------------------------------------
 def _cmd_roofline(args) -> int:
     from models.hardware import busy_fraction, roofline
-    r = roofline(args.device, args.model, args.batch, args.context)
+    r = roofline(args.device, args.model, args.batch, args.context, args.positions)
     if args.lanes is not None:
         if args.lanes < 1:
             raise InputError("--lanes must be at least 1")
@@ -382,11 +383,16 @@ def _cmd_roofline(args) -> int:
     if args.json:
         _emit_json(r)
         return 0
-    print(f"{r['model_label']} on {r['device_label']}, batch {r['batch']}, context {r['context']} (on paper)")
+    each = f", {r['positions']} positions each" if r["positions"] > 1 else ""
+    print(f"{r['model_label']} on {r['device_label']}, batch {r['batch']}, context {r['context']}{each} (on paper)")
     print(f"  weights {r['weight_bytes'] / 1e9:.2f} GB + KV cache {r['kv_bytes_per_step'] / 1e9:.2f} GB "
-          f"({r['kv_bytes_per_token']:,} B/token) = {r['bytes_per_step'] / 1e9:.2f} GB read per step")
-    print(f"  {r['ms_per_token']:.2f} ms per step -> {r['tokens_per_s']:,.0f} tokens/s "
-          f"({r['tokens_per_s_per_sequence']:,.1f} per sequence)")
+          f"({r['kv_bytes_per_token']:,} B/token) = {r['bytes_per_step'] / 1e9:.2f} GB read per pass")
+    if r["positions"] > 1:
+        print(f"  {r['ms_per_step']:.2f} ms per pass ({r['positions']} positions of each sequence checked at once; "
+              f"the KV cache is read once)")
+    else:
+        print(f"  {r['ms_per_token']:.2f} ms per pass -> {r['tokens_per_s']:,.0f} tokens/s "
+              f"({r['tokens_per_s_per_sequence']:,.1f} per sequence)")
     print(f"  arithmetic busy {100 * r['arithmetic_busy']:.1f}% (idle {100 * r['arithmetic_idle']:.1f}%); "
           f"device does {r['device_ops_per_byte']:.0f} ops per byte read; "
           f"{r['lanes_to_saturate']:.0f} lanes to keep it busy")
@@ -457,6 +463,8 @@ def register(sub) -> None:
     rf.add_argument("--model", default="llama-3.1-8b")
     rf.add_argument("--batch", type=int, default=1)
     rf.add_argument("--context", type=int, default=0)
+    rf.add_argument("--positions", type=int, default=1,
+                    help="tokens each sequence computes in the pass (γ + 1 when checking γ guesses; default 1)")
     rf.add_argument("--lanes", type=int, default=None, help="also: arithmetic busy with this many lanes lit")
     rf.add_argument("--json", action="store_true")
     rf.set_defaults(func=_cmd_roofline)
