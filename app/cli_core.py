@@ -149,7 +149,7 @@ def _cmd_probs(args) -> int:
     for i in order:
         tag = "  draft under-proposes" if q[i] < p[i] * 0.8 else ("  draft over-proposes" if q[i] > p[i] * 1.25 else "")
         print(f"  {pair.display(i):<6} {p[i]:>11.4f} {q[i]:>11.4f} {min(p[i], q[i]):>10.4f}{tag}")
-    print(f"overlap Σ min(p, q) = {overlap:.4f}  (chance one guess passes here)")
+    print(f"overlap Σ min(p, q) = {overlap:.4f}  (chance one guess is accepted here)")
     return 0
 
 
@@ -203,32 +203,32 @@ _WORDS = {
         "guesses": "Guesses (drawn from q): {g}",
         "test": "  Test {i}: guess 「{x}」  p = {p:.4f}  q = {q:.4f}  p/q = {ratio:.4f}  r = {r:.4f}  ->  {verdict}",
         "acc_sure": "accepted (q <= p: always kept)",
-        "acc": "accepted (r <= p/q)",
-        "rej": "REJECTED (r > p/q); later guesses are discarded",
+        "acc": "accepted (r < p/q)",
+        "rej": "REJECTED (r >= p/q); later guesses are discarded",
         "untested": "  Test {i}: guess 「{x}」 not tested (follows a rejected guess)",
         "repl": "  Replacement 「{x}」 drawn from the residual norm(max(0, p - q)); its largest entries: {top}",
         "fallback": "  (the residual summed to 0 in floating point, so p = q here; drew from p instead)",
-        "bonus": "  All {g} guesses passed: bonus token 「{x}」 drawn from p at position {pos}; its largest entries: {top}",
+        "bonus": "  All {g} guesses accepted: bonus token 「{x}」 drawn from p at position {pos}; its largest entries: {top}",
         "wrote": "  Written this pass: 「{w}」 ({n} tokens)",
         "backoff_p": "  Note: the target has never seen the two-character context at position(s) {pos}: p = q there.",
         "backoff_q": "  Note: the draft has never seen the context at position(s) {pos}: q = the unigram floor there.",
         "inexact": "NOTE: lenience < 1 — NOT the exact rule.",
     },
     "zh": {
-        "pass": "第 {k} 轮：小鼓转 {g} 次；大鼓转一次，亮 {l} 条道。",
+        "pass": "第 {k} 步：小滚筒转 {g} 圈；大滚筒转一圈，亮 {l} 条通道。",
         "ctx": "已写：…{ctx}",
         "guesses": "猜测（从 q 抽取）：{g}",
         "test": "  检查 {i}：猜「{x}」  p = {p:.4f}  q = {q:.4f}  p/q = {ratio:.4f}  r = {r:.4f}  →  {verdict}",
         "acc_sure": "通过（q ≤ p，必留）",
-        "acc": "通过（r ≤ p/q）",
-        "rej": "不通过（r > p/q）；后面的猜测全部作废",
+        "acc": "通过（r < p/q）",
+        "rej": "被拒（r ≥ p/q）；后面的猜测全部作废",
         "untested": "  检查 {i}：猜「{x}」未检查（跟在被拒的猜测后面）",
-        "repl": "  换上「{x}」，从剩余分布 norm(max(0, p − q)) 抽取；其中最大的几项：{top}",
-        "fallback": "  （剩余分布在浮点数里总和为 0，此处 p = q，改从 p 抽取）",
+        "repl": "  换上替换词元「{x}」，从残差 norm(max(0, p − q)) 抽取；其中最大的几项：{top}",
+        "fallback": "  （残差在浮点运算里总和为 0，说明这里 p = q，改从 p 抽取）",
         "bonus": "  {g} 个猜测全部通过：从第 {pos} 个位置的 p 抽取奖励词元「{x}」；其中最大的几项：{top}",
-        "wrote": "  本轮写下：「{w}」（{n} 个词元）",
+        "wrote": "  这一步写下：「{w}」（{n} 个词元）",
         "backoff_p": "  注意：大模型没见过位置 {pos} 的前两个字，那里 p = q。",
-        "backoff_q": "  注意：小模型没见过位置 {pos} 的前一个字，那里 q 用一元底线。",
+        "backoff_q": "  注意：草稿模型没见过位置 {pos} 的前一个字，那里 q 用一元底线。",
         "inexact": "注意：lenience < 1，不是精确规则。",
     },
 }

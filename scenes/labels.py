@@ -10,21 +10,24 @@ from scenes.layout import PARTS, EmitContext
 
 PHASES = {
     "idle": ("准备", "ready"),
-    "draft": ("小鼓猜词", "the draft guesses"),
-    "verify": ("大鼓转一圈，一起验证", "one turn of the target checks every guess"),
-    "check": ("逐个比较 p/q 与 r", "each guess: p/q against r"),
-    "write": ("留下对的，换掉错的", "keep the right ones, replace the wrong one"),
+    "draft": ("小滚筒转：草稿在猜", "the small drum turns: the draft guesses"),
+    "verify": ("大滚筒转一圈，一起检查所有猜测", "one turn of the big drum checks every guess"),
+    "check": ("逐个比较 p/q 和 r", "each guess: p/q against r"),
+    "write": ("留下通过的，换掉被拒的", "keep the accepted, replace the rejected"),
     "scroll": ("纸带前进", "the tape moves on"),
     "done": ("写完了", "finished"),
 }
+# The write phase of a pass that kept every guess: no replacement, the bonus token instead.
+WRITE_BONUS = ("全部通过，再白送一个奖励词元", "all accepted, and a bonus token")
 # A pass of the target alone (TargetSampler, γ = 0): no guesses to check, one token per lane per turn.
 TARGET_PHASES = dict(PHASES, **{
-    "draft": ("大鼓单独写", "the target writes alone"),
-    "verify": ("大鼓转一圈，每条通道写一个词元", "one turn of the target: one token per lane"),
-    "check": ("没有猜测，不用检验", "no guesses, nothing to test"),
-    "write": ("打字头印下大鼓的词元", "the typing head inks the target's token"),
+    "draft": ("大模型单独写", "the target writes alone"),
+    "verify": ("大滚筒转一圈，每条通道写一个词元", "one turn of the big drum: one token per lane"),
+    "check": ("没有猜测，不用检查", "no guesses, nothing to test"),
+    "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
-TARGET_MODE = ("目标单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+TARGET_MODE = ("大模型单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
 
 
 def _plate_size(fb, lines) -> tuple[float, float]:
@@ -133,17 +136,21 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
     small = max(height / 46.0, 18.0)
     target_only = bool(state.extra.get("target_only"))
     zh, en = (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
+    if state.phase == "write" and not target_only and kept_all(state):
+        zh, en = WRITE_BONUS
     lines = []
     if title:
         lines.append((ec.say(*title), big, pal.label))
     if state.step >= 0:
-        step = ec.say(f"第 {state.step + 1}/{n_steps} 步", f"step {state.step + 1}/{n_steps}")
+        step = ec.say(f"第 {state.step + 1}/{n_steps} 步", f"pass {state.step + 1}/{n_steps}")
         n = state.lanes_true
         lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
+        if n > DRAWN_LANES:       # the figures count them all; the read head draws nine
+            lanes += ec.say(f"（台上画 {DRAWN_LANES} 条）", f" ({DRAWN_LANES} drawn)")
         # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);
         # with both languages the line keeps to "target alone" and the phase line says the rest.
         if target_only:
-            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "目标单独写  target alone"
+            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "大模型单独写  target alone"
         else:
             mode = f"γ = {state.gamma}"
         lines.append(("  ·  ".join(s for s in (step, mode, lanes) if s), small, pal.label_sub))
@@ -159,6 +166,11 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
             h += height * 0.024
         return (x0, y0, w, h)           # the HUD's rectangle: part labels keep out of it
     return None
+
+
+def kept_all(state) -> bool:
+    """The current pass kept all γ guesses (every meter passed), so its last token is the bonus."""
+    return bool(state.meters) and len(state.meters) == state.gamma and all(m.verdict == "pass" for m in state.meters)
 
 
 def _phase_strip(fb, state, st, x, y, w, h, pal) -> None:

@@ -74,13 +74,13 @@ def test_hud_says_target_alone_and_no_gamma(shooter, said):
                 shooter.shoot(st)
                 hud = " | ".join(said.screen)
                 assert "γ" not in hud, (lang, phase, hud)
-                assert "checks every guess" not in hud and "一起验证" not in hud and "replace the wrong" not in hud
+                assert "checks every guess" not in hud and "一起检查" not in hud and "replace the rejected" not in hud
                 if lang != "zh":
                     assert "target alone" in hud, hud
                     if lang == "en" or phase == "mid-verify":
                         assert "one token per lane" in hud, hud
                 if lang != "en":
-                    assert "目标单独写" in hud, hud
+                    assert "大模型单独写" in hud, hud
                     if phase == "mid-verify":
                         assert "每条通道写一个词元" in hud, hud
     finally:
@@ -157,7 +157,7 @@ def test_bridge_stands_idle_no_columns_no_red_lines(shooter, said):
                     x, y = st.project(meter_point(i, COLUMN_V0 + f * COLUMN_H, 0.06, 0.0, IDLE_METERS), W, H)
                     px = img[int(round(y)), int(round(x))]
                     assert not copper(px) and not red(px), (phase, i, f, px)
-            assert not any(w in said for w in ("通过", "退回", "未检", "pass", "reject", "untested"))
+            assert not any(w in said for w in ("通过", "被拒", "未检", "accepted", "rejected", "untested"))
             assert any("no tests" in w for w in said)
         # The idle meters stand there: hiding the bridge changes the plates' box.
         pts = [st.project(meter_point(i, v, 0.0, 0.0, IDLE_METERS), W, H)
@@ -244,14 +244,14 @@ def test_verdict_words_follow_the_language(shooter, said):
             st.language = lang
             said.clear()
             imgs[lang] = shooter.shoot(st).astype(int)
-            zh = {"通过", "退回", "未检"} & set(said)
-            en = {"pass", "reject", "untested"} & set(said)
+            zh = {"通过", "被拒", "未检"} & set(said)
+            en = {"accepted", "rejected", "untested"} & set(said)
             if lang == "zh":
-                assert zh == {"通过", "退回", "未检"} and not en
+                assert zh == {"通过", "被拒", "未检"} and not en
             elif lang == "en":
-                assert en == {"pass", "reject", "untested"} and not zh, said
+                assert en == {"accepted", "rejected", "untested"} and not zh, said
             else:
-                assert zh == {"通过", "退回", "未检"} and en == {"pass", "reject", "untested"}
+                assert zh == {"通过", "被拒", "未检"} and en == {"accepted", "rejected", "untested"}
         # On screen: the word beside meter 0's mark changes with the language.
         x, y = st.project(meter_point(0, 0.0, 0.0, 0.18, 4) + np.array([0, -0.25, 0.21]), W, H)
         y0, y1, x0, x1 = int(y) - 8, int(y) + 8, int(x) - 12, int(x) + 12
@@ -268,7 +268,7 @@ def test_wrong_rules_are_named_in_words_not_ids():
     from scenes.tubes import rule_label, wrong_rule_text
     assert set(RULES) <= {r for r in RULES if rule_label(r) != (r, r)}
     want = {"resample_from_p": ("用 p 重抽", "resample from p"),
-            "exact_match_only": ("只收完全一致", "accept exact matches only"),
+            "exact_match_only": ("只留大模型首选", "keep only the target's top token"),
             "draft_only": ("只让草稿写", "draft only, target never writes")}
     for rule, (zh, en) in want.items():
         for lang in ("zh", "en", "both"):
@@ -290,5 +290,54 @@ def test_tubes_show_the_rule_in_words(shooter, said):
         shooter.shoot(st)
         assert "wrong rule: draft only, target never writes" in said
         assert not any("draft_only" in w for w in said)
+    finally:
+        st.release()
+
+
+# ------------------------------------------------------------------ a bonus is not a replacement; nine drawn of 64
+def test_write_phase_tells_the_bonus_from_a_replacement(shooter, said):
+    st = make_stage(seed=3, gamma=4, steps=12, with_tubes=False)
+    st.show_hud = True
+    st.camera_transition_s = 0.0
+    try:
+        trs = traces(3, 4, 12)
+        bonus = next(k for k, tr in enumerate(trs) if tr.n_accepted == 4)
+        repl = next(k for k, tr in enumerate(trs) if tr.n_accepted < 4)
+        for lang, bonus_words, repl_words in (("en", "a bonus token", "replace the rejected"),
+                                              ("zh", "奖励词元", "换掉被拒的")):
+            st.language = lang
+            for k, want, not_want in ((bonus, bonus_words, repl_words), (repl, repl_words, bonus_words)):
+                said.clear()
+                st.timeline.seek(st.timeline.step_moment(k, "mid-write"))
+                shooter.shoot(st)
+                hud = " | ".join(said.screen)
+                assert want in hud and not_want not in hud, (lang, k, hud)
+    finally:
+        st.release()
+
+
+def test_sixty_four_sequences_say_that_nine_are_drawn(shooter, said):
+    st = target_stage(batch_lanes=64, settings=SimpleNamespace(c=0.1, context=4096))
+    st.show_hud = True
+    try:
+        st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))
+        for lang, hud_words, cabinet_words in (("en", "64 lanes lit (9 drawn)", "64 sequences · 9 drawers drawn"),
+                                               ("zh", "亮 64 条通道（台上画 9 条）", "64 个序列 · 画出 9 个抽屉")):
+            st.language = lang
+            st.set_view("cabinet")
+            said.clear()
+            shooter.shoot(st)
+            assert any(hud_words in w for w in said.screen), said.screen
+            assert cabinet_words in said, said
+    finally:
+        st.release()
+    st = target_stage(batch_lanes=9)
+    st.show_hud = True
+    try:
+        st.language = "en"
+        st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))
+        said.clear()
+        shooter.shoot(st)
+        assert not any("drawn" in w for w in said)                   # nine of nine: nothing to say
     finally:
         st.release()
