@@ -158,6 +158,9 @@ class GeneratedRun:
     gamma: int
     seed: int
     method: str                # "vectorised" (unshaped exact rows) | "sampler" (SpeculativeSampler loop)
+    # tested positions whose two-token history never occurs in the book: the target backs off wholly to the
+    # draft there (p = q), so the guess always passes (vectorised run only; -1 on the sampler path)
+    backed_off: int = -1
 
     @property
     def tokens_per_pass(self) -> float:
@@ -201,7 +204,7 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
     pos = np.zeros(M, dtype=np.int64)               # place in the current pass: 0..γ-1 tested, γ = bonus
     in_pass = np.zeros(M, dtype=np.int64)           # tokens written so far in the current pass
     Gb = sp.Gb
-    acc = tested = passes = tokens_done = 0
+    acc = tested = passes = tokens_done = backed = 0
     beta_sum = 0.0
     steps = -(-chars // M)
 
@@ -252,6 +255,7 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         if k.size:
             tok[k] = t.tri_indices[_segment_draw(sp.Gc, lo[k], hi[k], u[2][k])]
         tested += int(is_test.sum())
+        backed += int((is_test & ~seen).sum())
         acc += int(passed.sum())
         beta_sum += float(beta[is_test].sum())
         in_pass += 1
@@ -262,7 +266,8 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         pos = np.where(ends, 0, pos + 1)
         a, b = b, tok
     return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=tokens_done, passes=passes,
-                        accepted=acc, tested=tested, gamma=gamma, seed=s.seed, method="vectorised")
+                        accepted=acc, tested=tested, gamma=gamma, seed=s.seed, method="vectorised",
+                        backed_off=backed)
 
 
 def speedup_table(alpha: float, c: float, gammas=range(1, 9)) -> dict[int, float]:
@@ -297,6 +302,12 @@ class PairFacts:
     tokens_per_pass_counted: float
     alpha_corpus: float          # mean Σ min(p, q) over the corpus's own positions (held-in: optimistic)
     method: str                  # "vectorised" | "sampler"
+    backed_off: int = -1         # tested positions with an unseen history (p = q there); -1: not counted
+
+    @property
+    def backed_off_share(self) -> float:
+        """Share of tested positions where the target backed off to the draft (NaN when not counted)."""
+        return self.backed_off / self.tested if self.backed_off >= 0 and self.tested else float("nan")
 
     @property
     def tokens_per_pass_formula(self) -> float:
@@ -362,7 +373,7 @@ def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, se
     out = PairFacts(table=key[0], gamma=s.gamma, seed=s.seed, temperature=s.temperature, top_k=s.top_k,
                     top_p=s.top_p, alpha=run.alpha, alpha_expected=run.alpha_expected, accepted=run.accepted, tested=run.tested, tokens=run.tokens,
                     passes=run.passes, tokens_per_pass_counted=run.tokens_per_pass,
-                    alpha_corpus=alpha_corpus(pair, s), method=run.method)
+                    alpha_corpus=alpha_corpus(pair, s), method=run.method, backed_off=run.backed_off)
     with _PAIR_FACTS_LOCK:
         if len(_PAIR_FACTS) >= _PAIR_FACTS_MAX:
             _PAIR_FACTS.pop(next(iter(_PAIR_FACTS)))

@@ -126,3 +126,16 @@ def test_demo_seed_for_a_gamble_and_bad_requests(pair):
     with pytest.raises(InputError, match="no seed"):
         demo.find_demo_seed(never, [0], st, ["all_kept_bonus"], max_tries=50)
     assert demo.find_demo_seed(never, [0], st, ["first_rejected"]).seed == 0
+
+
+def test_generated_text_beats_the_book_because_of_unseen_histories(pair):
+    """What chapter 7 says: α over written text is above α over the book because about one tested position in
+    seven has a two-character history the book never has; there p = q and every guess passes. Without those
+    positions the written text's mean overlap is the book's."""
+    pf = an.pair_facts(pair)
+    share = pf.backed_off_share
+    assert 0.08 < share < 0.25
+    assert pf.alpha > pf.alpha_corpus + 0.03
+    seen_only = (pf.alpha_expected - share) / (1 - share)          # β = 1 exactly at the backed-off positions
+    assert seen_only == pytest.approx(pf.alpha_corpus, abs=0.01)
+    assert an.pair_facts(pair, settings=SamplerSettings(temperature=0.5), chars=2_000).backed_off == -1
