@@ -1,7 +1,10 @@
 """Live numbers for narration and panels, each computed from a model, the run's traces or the hardware model.
 
-facts(app) returns formatted strings by name; a narration page writes {alpha} and gets the toy
-pair's α as measured on the run now on the table. A number that cannot be computed shows '—'.
+facts(app) returns formatted strings by name; a narration page writes {alpha} and gets the toy pair's α.
+Two kinds of numbers, labelled apart: the pair's own properties (α, tokens per pass, best γ, best speedup)
+come from one long run per table (models.analytics.pair_facts, what `spectable alpha` reports); what the short
+run on the table counted is named as that run's count (run_count: "9 / 21"), never as α.
+A number that cannot be computed shows '—'; one still being computed on a worker thread shows '…'.
 """
 from __future__ import annotations
 
@@ -18,14 +21,58 @@ class Facts(dict):
         self.lazy: dict = {}
 
     def __missing__(self, key):
-        fn = self.lazy.pop(key, None)
+        fn = self.lazy.get(key)
         if fn is not None:
             try:
-                self[key] = fn()
-                return self[key]
-            except Exception:  # noqa: BLE001 - a model still landing shows '—', not a crash
-                pass
+                value = fn()
+            except Exception:  # noqa: BLE001 - a model that cannot be computed shows '—', not a crash
+                self.lazy.pop(key, None)
+                return "—"
+            if value is None:            # still computing on a worker thread: asked again next frame
+                return "…"
+            self.lazy.pop(key, None)
+            self[key] = value
+            return value
         return "—"
+
+
+# ---- the pair's long-run facts: about 0.6 s once per table and γ (20,000 sampled tokens when rows are shaped)
+_LONG_POOL = None
+_LONG_JOBS: dict = {}
+
+
+def long_run(app):
+    """models.analytics.pair_facts at the lab's γ and row shaping, seed 0 (the run `spectable alpha` reports, not
+    the lab's seed, which only picks the demo text). Scripted runs compute it at once; an interactive window on a
+    worker thread, returning None until it lands."""
+    from models import analytics
+    ses, s = app.session, app.settings
+    pair = ses.pair()
+    st = ses.sampler_settings()
+    if getattr(app, "fixed_step", True):
+        return analytics.pair_facts(pair, s.gamma, st, seed=0)
+    key = (analytics.table_key(pair), s.gamma, st.temperature, st.top_k, st.top_p)
+    job = _LONG_JOBS.get(key)
+    if job is None:
+        global _LONG_POOL
+        if _LONG_POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+            _LONG_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="long-run")
+        job = _LONG_JOBS[key] = _LONG_POOL.submit(analytics.pair_facts, pair, s.gamma, st, None, 0)
+    return job.result() if job.done() else None
+
+
+def pass_story(app, tr) -> str:
+    """What one pass did, in words: a replacement and a bonus are told apart."""
+    pair, t = app.session.pair(), app.t
+    if not tr.guesses:
+        return t("story.target", token=pair.display(tr.final_token))
+    token = pair.display(tr.final_token)
+    if tr.final_kind == "bonus":
+        return t("story.bonus", gamma=tr.gamma, token=token, n=len(tr.tokens_written))
+    if tr.n_accepted == 0:
+        return t("story.first_rejected", token=token)
+    return t("story.replaced", kept=tr.n_accepted, pos=tr.n_accepted + 1, token=token, n=len(tr.tokens_written))
 
 
 def checkpoint(app):
@@ -63,6 +110,7 @@ def facts(app) -> Facts:
         except Exception:  # noqa: BLE001 - a model still landing shows '—', not a crash
             pass
 
+    from models import analytics, hardware
     put("lanes", lambda: f"{s.lanes}")
     put("gamma", lambda: f"{s.gamma}")
     put("c", lambda: f"{s.c:g}")
@@ -80,22 +128,55 @@ def facts(app) -> Facts:
         put("tokens_per_s", lambda: f"{roof['tokens_per_s']:,.0f}")
         put("busy", lambda: f"{100 * roof['arithmetic_busy']:.1f}%")
         put("lanes_to_saturate", lambda: f"{roof['lanes_to_saturate']:.0f}")
-    # A speculative pass computes γ + 1 tokens per sequence: that is what the mill shows while it checks.
+        put("weights_gb", lambda: f"{roof['weight_bytes'] / 1e9:.2f} GB")
+        put("bandwidth", lambda: fmt_bandwidth(roof["bandwidth_Bps"]))
+        put("device_ops_per_byte", lambda: f"{roof['device_ops_per_byte']:.0f}")
+        put("kv_per_token", lambda: f"{roof['kv_bytes_per_token']:,}")
+        put("kv_gb", lambda: f"{roof['kv_bytes_per_step'] / 1e9:.1f} GB")
+        put("arith_ms", lambda: f"{roof['arithmetic_ms_per_step']:.3f} ms")
+        ops = roof["ops_per_step"]
+        put("ops_per_step", lambda: f"{ops / 1e8:,.0f} 亿" if s.language == "zh" else f"{ops / 1e9:.1f} billion")
+    # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
+    put("tps_weights", lambda: f"{ses.roofline(context=0)['tokens_per_s']:,.0f}")
+    put("busy_weights", lambda: f"{100 * ses.roofline(context=0)['arithmetic_busy']:.1f}%")
+    put("batch_gain", lambda: f"{ses.roofline(context=0)['tokens_per_s'] / ses.roofline(1, context=0)['tokens_per_s']:.0f}×")
+    # A speculative pass computes γ + 1 positions of each sequence at once; they read its KV cache once.
     put("spec_lanes", lambda: f"{s.lanes * (s.gamma + 1)}")
-    put("busy_spec", lambda: f"{100 * ses.roofline(lanes=s.lanes * (s.gamma + 1))['arithmetic_busy']:.1f}%")
+    put("busy_spec", lambda: f"{100 * hardware.pass_busy(s.device, s.model, s.lanes, s.gamma + 1, s.context):.1f}%")
+    # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
+    put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
+    put("lev_faster", lambda: f"{100 * (analytics.speedup(0.6, 2, 0.0) - 1):.0f}%")
+
+    # The pair's own properties: the long run (lazy: computed when a page or panel shows one).
+    def long(fmt):
+        def fn():
+            pf = long_run(app)
+            return None if pf is None else fmt(pf)
+        return fn
+    f.lazy["alpha"] = long(lambda pf: f"{pf.alpha:.3f}")
+    f.lazy["long_tokens"] = long(lambda pf: f"{pf.tokens:,}")
+    f.lazy["long_count"] = long(lambda pf: f"{pf.accepted:,} / {pf.tested:,}")
+    f.lazy["tpp_formula"] = long(lambda pf: f"{pf.tokens_per_pass_formula:.2f}")
+    f.lazy["tpp_counted"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
+    f.lazy["best_gamma"] = long(lambda pf: f"{pf.best(s.c)[0]}")
+    f.lazy["best_speedup"] = long(lambda pf: f"{pf.best(s.c)[1]:.2f}×")
+    f.lazy["speedup_now"] = long(lambda pf: f"{pf.speedup(s.c):.2f}×")
+    # extra_arithmetic is a ratio to the target alone (1.53 = 53% more)
+    f.lazy["extra_pct"] = long(lambda pf: f"{100 * (pf.extra_arithmetic() - 1):.0f}%")
+    f.lazy["backed_off_pct"] = long(lambda pf: f"{100 * pf.backed_off_share:.0f}%")
     run = ses.ensure()
     if run:
-        alpha = run.alpha_generated
-        put("alpha", lambda: f"{alpha:.3f}")
-        put("tpp_counted", lambda: f"{run.tokens_per_pass_counted:.2f}")
-        put("tpp_formula", lambda: f"{ses.tokens_per_pass_formula(alpha)[s.gamma - 1]:.2f}")
-        put("best_gamma", lambda: f"{ses.best_gamma(alpha)[0]}")
-        put("best_speedup", lambda: f"{ses.best_gamma(alpha)[1]:.2f}×")
-        put("speedup_now", lambda: f"{ses.speedups(alpha)[s.gamma - 1]:.2f}×")
-        # extra_arithmetic is a ratio to the target alone (1.53 = 53% more)
-        put("extra_pct", lambda: f"{100 * (ses.extra_arithmetic(alpha, s.gamma) - 1):.0f}%")
         tr0 = run.traces[0]
         pair = ses.pair()
+        # What the short run on the table counted: named as this run's count.
+        count = analytics.count_run(run.traces)
+        put("run_passes", lambda: f"{count.passes}")
+        put("run_kept", lambda: f"{count.accepted}")
+        put("run_tested", lambda: f"{count.tested}")
+        put("run_count", lambda: f"{count.accepted} / {count.tested}")
+        put("run_tpp", lambda: f"{count.tokens_per_pass:.2f}")
+        for name, tr in zip(("story_1", "story_2", "story_3"), run.traces):
+            put(name, lambda tr=tr: pass_story(app, tr))
         put("step_written", lambda: f"{pair.decode(tr0.tokens_written)} ({tr0.n_accepted}+1)")
         put("count_guesses", lambda: "".join(pair.display(g) for g in tr0.guesses))
         put("count_kept", lambda: f"{tr0.n_accepted}")
@@ -330,6 +411,13 @@ def measurement_view(entry: dict, t, paper_device: str, paper_model: str) -> dic
             view["notes"].append(t("hw.alpha_note") if "not meaningful" in an else an)
     if not rows:
         view["notes"].append(t("hw.no_figures"))
+    # The bench's on-paper decode reads every matrix once but looks the input embedding up (one row per token):
+    # say so beside the lesson's "about 16 GB", which is all the weights.
+    tm = _dict(models, "target")
+    read, whole = _num(tm, "weight_bytes_read_per_token"), _num(tm, "weight_bytes")
+    if read is not None and whole is not None and whole > read and ms is not None:
+        view["notes"].append(t("hw.embedding_note", read=f"{read / 1e9:.2f} GB", emb=f"{(whole - read) / 1e9:.2f} GB",
+                               all=f"{whole / 1e9:.2f} GB"))
 
     # Which device measured this, and (GPU only) the same decode scaled to the on-paper device by bandwidth.
     paper_dev = hardware.DEVICES.get(paper_device)

@@ -165,13 +165,17 @@ def test_alpha_chapter_says_what_the_live_numbers_say():
 
 
 def test_extra_arithmetic_fact_is_the_extra_not_the_ratio():
-    """extra_arithmetic is a ratio to the target alone (2.0 = 100% more): the fact shows the extra."""
+    """extra_arithmetic is a ratio to the target alone (2.0 = 100% more): the fact shows the extra, at the pair's
+    long-run α (not the short run's)."""
+    from models import analytics
+
     from app.facts import facts
     app = _fake_app()
     f = facts(app)
-    run = app.session.ensure()
-    ratio = app.session.extra_arithmetic(run.alpha_generated, 4)
+    pf = analytics.pair_facts(app.session.pair(), 4)
+    ratio = analytics.extra_arithmetic(pf.alpha, 4)
     assert ratio > 1 and f["extra_pct"] == f"{100 * (ratio - 1):.0f}%"
+    assert f["alpha"] == f"{pf.alpha:.3f}" and f["tpp_counted"] == f"{pf.tokens_per_pass_counted:.2f}"
 
 
 def test_chinese_wraps_between_characters_and_keeps_numbers_whole():
