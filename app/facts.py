@@ -41,10 +41,10 @@ _LONG_POOL = None
 _LONG_JOBS: dict = {}
 
 
-def long_run(app):
+def long_run(app, wait: bool = False):
     """models.analytics.pair_facts at the lab's γ and row shaping, seed 0 (the run `spectable alpha` reports, not
     the lab's seed, which only picks the demo text). Scripted runs compute it at once; an interactive window on a
-    worker thread, returning None until it lands."""
+    worker thread, returning None until it lands (or waiting for it with wait=True: exports)."""
     from models import analytics
     ses, s = app.session, app.settings
     pair = ses.pair()
@@ -59,7 +59,7 @@ def long_run(app):
             from concurrent.futures import ThreadPoolExecutor
             _LONG_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="long-run")
         job = _LONG_JOBS[key] = _LONG_POOL.submit(analytics.pair_facts, pair, s.gamma, st, None, 0)
-    return job.result() if job.done() else None
+    return job.result() if (wait or job.done()) else None
 
 
 def pass_story(app, tr) -> str:
@@ -139,7 +139,8 @@ def facts(app) -> Facts:
     # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
     put("tps_weights", lambda: f"{ses.roofline(context=0)['tokens_per_s']:,.0f}")
     put("busy_weights", lambda: f"{100 * ses.roofline(context=0)['arithmetic_busy']:.1f}%")
-    put("batch_gain", lambda: f"{ses.roofline(context=0)['tokens_per_s'] / ses.roofline(1, context=0)['tokens_per_s']:.0f}×")
+    gain = lambda: ses.roofline(context=0)["tokens_per_s"] / ses.roofline(1, context=0)["tokens_per_s"]  # noqa: E731
+    put("batch_gain", lambda: f"{gain():.0f} 倍" if s.language == "zh" else f"{gain():.0f}×")
     # A speculative pass computes γ + 1 positions of each sequence at once; they read its KV cache once.
     put("spec_lanes", lambda: f"{s.lanes * (s.gamma + 1)}")
     put("busy_spec", lambda: f"{100 * hardware.pass_busy(s.device, s.model, s.lanes, s.gamma + 1, s.context):.1f}%")

@@ -14,24 +14,35 @@ def make(app, name: str, size=(6.4, 4.0)):
     t, pal, ses, s = app.t, app.colors, app.session, app.settings
     plots.use_font(str(app.font_file))
     if name == "speedup":
-        alpha = ses.toy_alpha()
+        alpha = long_alpha(app)
         g, _ = ses.best_gamma(alpha)
         curves = {a: ses.speedups(a) for a in REFERENCE_ALPHAS}
         return plots.speedup_plot(t, pal, curves, alpha, ses.speedups(alpha), list(GAMMAS), g, s.c)
     if name == "tpp":
-        alpha = ses.toy_alpha()
+        alpha = long_alpha(app)
         passes = max(40, s.steps)
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), ses.tokens_per_pass_formula(alpha),
                                           ses.tokens_per_pass_counted(passes), alpha, passes)
     if name == "roofline":
         lanes, tps, busy = ses.lane_sweep()
-        return plots.roofline_plot(t, pal, lanes, tps, busy, s.lanes, s.device, s.model, s.context)
+        from models import hardware
+        return plots.roofline_plot(t, pal, lanes, tps, busy, s.lanes, hardware.get_device(s.device).label,
+                                   hardware.get_model(s.model).label, f"{s.context:,}")
     if name == "tubes":
         res = ses.tubes()
         tv_l, tv_r = tube_tv_curves(res)
         draws = np.arange(1, len(tv_l) + 1) * int(getattr(res, "draws", 50))
         return plots.tubes_plot(t, pal, draws, tv_l, tv_r, t(f"rule.{s.tube_rule}"))
     raise KeyError(name)
+
+
+def long_alpha(app) -> float:
+    """The pair's α from the long run (app.facts.long_run), the figure the panels print beside the plot."""
+    from app.facts import long_run
+    return float(long_run(app, wait=True).alpha)
+
+
+LONG_RUN_PLOTS = ("speedup", "tpp")     # plots drawn at the long run's α (the panel waits for it to land)
 
 
 def tube_tv_curves(res) -> tuple[np.ndarray, np.ndarray]:

@@ -196,6 +196,11 @@ class PlotTextures:
         if name == "tubes" and not app.fixed_step and app.session.tubes_ready() is None:
             imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), app.t("tubes.computing"))
             return
+        if name in figures.LONG_RUN_PLOTS and not app.fixed_step:
+            from app.facts import long_run
+            if long_run(app) is None:
+                imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), app.t("plot.computing_long"))
+                return
         if entry is None or entry[0] != full_key:
             try:
                 dpi_w = max(320, int(width))

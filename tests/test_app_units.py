@@ -211,3 +211,41 @@ def test_count_checkpoint_answer_is_hidden_until_revealed():
     assert panel.unrevealed(shown=True) == set()                    # revealed
     st.page = k + 1
     assert panel.unrevealed(shown=False) == set()
+
+
+def test_facts_name_the_long_run_and_this_run_apart():
+    """The pair's α is the long run's; the short run on the table is reported as its own count ("9 / 21")."""
+    from models import analytics, hardware
+
+    from app.facts import facts
+    app = _fake_app(lanes=64, context=4096)
+    f = facts(app)
+    run = app.session.ensure()
+    count = analytics.count_run(run.traces)
+    pf = analytics.pair_facts(app.session.pair(), 4)
+    assert f["run_count"] == f"{count.accepted} / {count.tested}" and f["run_passes"] == f"{len(run.traces)}"
+    assert f["alpha"] == f"{pf.alpha:.3f}" and f["long_tokens"] == f"{pf.tokens:,}"
+    assert f["alpha"] != f"{count.accepted / count.tested:.3f}"
+    assert f["best_gamma"] == f"{pf.best(0.1)[0]}" and f["best_speedup"] == f"{pf.best(0.1)[1]:.2f}×"
+    # A check's γ + 1 positions are one sequence's: 64 sequences × 5 positions at 4,096 tokens is 34.5% busy.
+    assert f["busy_spec"] == "34.5%" == f"{100 * hardware.pass_busy('h100-sxm', 'llama-3.1-8b', 64, 5, 4096):.1f}%"
+    assert f["busy"] == "6.9%" and f["busy_weights"] == "21.7%" and f["tps_weights"] == "13,350"
+    assert f["lev_extra"] == "53%" and f["lev_faster"] == "96%"
+    tr = run.traces[1]
+    story = f["story_2"]
+    assert ("bonus" in story) == (tr.final_kind == "bonus") and ("replacement" in story) == (tr.final_kind != "bonus")
+
+
+def test_hardware_panel_says_why_a_pass_reads_less_than_all_weights():
+    from app.facts import measurement_view
+    entry = {"file": "gpu.json", "data": {
+        "device": {"type": "cuda", "name": "NVIDIA H200"}, "dtype": "bf16",
+        "models": {"target": {"name": "llama-3.1-8b", "weight_bytes": 16_060_522_496,
+                              "weight_bytes_read_per_token": 15_009_849_344}},
+        "figures": {"decode_batch1": {"ms_per_token": 4.0, "on_paper_ms": 3.13}}}}
+    view = measurement_view(entry, Strings("en"), "h200", "llama-3.1-8b")
+    note = next(n for n in view["notes"] if "embedding" in n)
+    assert "15.01 GB" in note and "1.05 GB" in note and "16.06 GB" in note
+    tied = json.loads(json.dumps(entry))
+    tied["data"]["models"]["target"]["weight_bytes_read_per_token"] = 16_060_522_496
+    assert not any("embedding" in n for n in measurement_view(tied, Strings("en"), "h200", "llama-3.1-8b")["notes"])
