@@ -84,8 +84,7 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     stage = Stage(ctx, palette=args.palette)
     stage.language = args.lang
     stage.samples = args.msaa
-    stage.set_run(pair, traces, tubes=tubes, hardware=(args.device, "llama-3.1-8b"), batch_lanes=args.batch,
-                  settings=settings)
+    stage.set_run(pair, traces, tubes=tubes, device=args.device, model="llama-3.1-8b", batch_lanes=args.batch)
     stage.set_view(args.view)
     return stage
 

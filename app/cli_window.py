@@ -43,7 +43,7 @@ def _size(text: str | None):
 
 
 def _run(args) -> int:
-    from app.settings import load_settings
+    from app.settings import check_value, load_settings
     if args.frames is not None and args.frames < 1:
         raise InputError("--frames must be at least 1")
     if args.chapter is not None and not 1 <= args.chapter <= 12:
@@ -52,21 +52,19 @@ def _run(args) -> int:
     settings, notice = load_settings()
     if notice:
         print(f"spectable: {notice}", file=sys.stderr)
-    for name in ("lang", "palette", "seed", "prompt", "gamma", "mode"):
-        v = getattr(args, name)
+    # Each override is checked against the setting's declaration: out of range is refused, never clamped.
+    for opt, name in (("lang", "language"), ("palette", "palette"), ("seed", "seed"), ("prompt", "prompt"),
+                      ("gamma", "gamma"), ("mode", "mode")):
+        v = getattr(args, opt)
         if v is not None:
-            setattr(settings, "language" if name == "lang" else name, v)
+            try:
+                setattr(settings, name, check_value(name, v))
+            except InputError as exc:
+                raise InputError(f"--{opt}: {str(exc).removeprefix(f'setting {name} ')}") from None
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
-    if args.seed is not None and args.seed < 0:
-        raise InputError("--seed must be a whole number >= 0")
-    if args.gamma is not None and not 1 <= args.gamma <= 12:
-        raise InputError("--gamma must be between 1 and 12")
-    settings.clamp()
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
         from models.ngram import NGramPair
-        if not args.prompt:
-            raise InputError("--prompt is empty")
         NGramPair.load(tokens=settings.tokens).encode(args.prompt)
     if args.gif_seconds is not None and not 0.1 <= args.gif_seconds <= 120:
         raise InputError("--gif-seconds must be between 0.1 and 120")
@@ -79,13 +77,15 @@ def _run(args) -> int:
 
 def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None, export_dir=None, persist=True,
           notice=None, as_json=False, gif=None) -> int:
+    from app.controller import Controller
     from app.window import App
     script = None
     if script_path is not None:      # read the script before opening a window: a bad script is a quick exit 2
         from app.keys import parse_script
         script = parse_script(script_path)
-    app = App(settings, size=size, export_dir=export_dir, persist=persist, notice=notice,
-              fixed_step=frames is not None, gif_options=gif)
+    ctl = Controller(settings, export_dir=export_dir, persist=persist, notice=notice, scripted=frames is not None,
+                     gif_options=gif)
+    app = App(ctl, size=size)
     try:
         app.run(frames=frames, script=script, screenshot=screenshot)
         state = app.state()

@@ -1,14 +1,16 @@
 """Live numbers for narration and panels, each computed from a model, the run's traces or the hardware model.
 
-facts(app) returns formatted strings by name; a narration page writes {alpha} and gets the toy pair's α.
+facts(ctl) returns formatted strings by name; a narration page writes {alpha} and gets the toy pair's α.
 Two kinds of numbers, labelled apart: the pair's own properties (α, tokens per pass, best γ, best speedup)
-come from one long run per table (models.analytics.pair_facts, what `spectable alpha` reports); what the short
-run on the table counted is named as that run's count (run_count: "9 / 21"), never as α.
+come from one long run per table (models.analytics.pair_facts, what `spectable alpha` reports; ctl.long_run());
+what the short run on the table counted is named as that run's count (run_count: "9 / 21"), never as α.
 A number that cannot be computed shows '—'; one still being computed on a worker thread shows '…'.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from app import derived
 
 PREFIX = "慢慢"     # the test-tube prefix of SCIENCE.md chapter 6
 
@@ -36,35 +38,9 @@ class Facts(dict):
         return "—"
 
 
-# ---- the pair's long-run facts: about 0.6 s once per table and γ (20,000 sampled tokens when rows are shaped)
-_LONG_POOL = None
-_LONG_JOBS: dict = {}
-
-
-def long_run(app, wait: bool = False):
-    """models.analytics.pair_facts at the lab's γ and row shaping, seed 0 (the run `spectable alpha` reports, not
-    the lab's seed, which only picks the demo text). Scripted runs compute it at once; an interactive window on a
-    worker thread, returning None until it lands (or waiting for it with wait=True: exports)."""
-    from models import analytics
-    ses, s = app.session, app.settings
-    pair = ses.pair()
-    st = ses.sampler_settings()
-    if getattr(app, "fixed_step", True):
-        return analytics.pair_facts(pair, s.gamma, st, seed=0)
-    key = (analytics.table_key(pair), s.gamma, st.temperature, st.top_k, st.top_p)
-    job = _LONG_JOBS.get(key)
-    if job is None:
-        global _LONG_POOL
-        if _LONG_POOL is None:
-            from concurrent.futures import ThreadPoolExecutor
-            _LONG_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="long-run")
-        job = _LONG_JOBS[key] = _LONG_POOL.submit(analytics.pair_facts, pair, s.gamma, st, None, 0)
-    return job.result() if (wait or job.done()) else None
-
-
-def pass_story(app, tr) -> str:
+def pass_story(ctl, tr) -> str:
     """What one pass did, in words: a replacement and a bonus are told apart."""
-    pair, t = app.session.pair(), app.t
+    pair, t = ctl.session.pair(), ctl.t
     if not tr.guesses:
         return t("story.target", token=pair.display(tr.final_token))
     token = pair.display(tr.final_token)
@@ -75,9 +51,9 @@ def pass_story(app, tr) -> str:
     return t("story.replaced", kept=tr.n_accepted, pos=tr.n_accepted + 1, token=token, n=len(tr.tokens_written))
 
 
-def checkpoint(app):
+def checkpoint(ctl):
     """The guess a predict-then-reveal page asks about: the first tested guess with q > p (a real gamble)."""
-    run = app.session.ensure()
+    run = ctl.session.ensure()
     if not run:
         return None
     for tr in run.traces:
@@ -88,9 +64,8 @@ def checkpoint(app):
     return (tr, 0) if tr.guesses else None     # the target alone (tour chapters 1-2) guesses nothing
 
 
-def under_over(app):
+def under_over(pair):
     """For the prefix 慢慢: the token the draft under-proposes most (p - q largest) and over-proposes most."""
-    pair = app.session.pair()
     ids = pair.encode(PREFIX)
     p, _ = pair.target_row(ids)
     q, _ = pair.draft_row(ids)
@@ -99,10 +74,10 @@ def under_over(app):
     return (pair.display(u), p[u], q[u]), (pair.display(o), p[o], q[o])
 
 
-def facts(app) -> Facts:
+def facts(ctl) -> Facts:
+    """Every live number by name, formatted, for the settings and the run now on the table."""
     f = Facts()
-    s, ses = app.settings, app.session
-    t = app.t
+    s, ses, t = ctl.settings, ctl.session, ctl.t
 
     def put(name, fn):
         try:
@@ -110,7 +85,7 @@ def facts(app) -> Facts:
         except Exception:  # noqa: BLE001 - a model still landing shows '—', not a crash
             pass
 
-    from models import analytics, hardware
+    from models import analytics
     put("lanes", lambda: f"{s.lanes}")
     put("gamma", lambda: f"{s.gamma}")
     put("c", lambda: f"{s.c:g}")
@@ -119,7 +94,7 @@ def facts(app) -> Facts:
     put("vocab", lambda: f"{ses.pair().V:,}")
     roof = {}
     try:
-        roof = ses.roofline()
+        roof = derived.roofline(s.device, s.model, s.lanes, s.context)
     except Exception:  # noqa: BLE001
         pass
     if roof:
@@ -137,13 +112,14 @@ def facts(app) -> Facts:
         ops = roof["ops_per_step"]
         put("ops_per_step", lambda: f"{ops / 1e8:,.0f} 亿" if s.language == "zh" else f"{ops / 1e9:.1f} billion")
     # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
-    put("tps_weights", lambda: f"{ses.roofline(context=0)['tokens_per_s']:,.0f}")
-    put("busy_weights", lambda: f"{100 * ses.roofline(context=0)['arithmetic_busy']:.1f}%")
-    gain = lambda: ses.roofline(context=0)["tokens_per_s"] / ses.roofline(1, context=0)["tokens_per_s"]  # noqa: E731
+    weights_only = lambda lanes=s.lanes: derived.roofline(s.device, s.model, lanes, 0)  # noqa: E731
+    put("tps_weights", lambda: f"{weights_only()['tokens_per_s']:,.0f}")
+    put("busy_weights", lambda: f"{100 * weights_only()['arithmetic_busy']:.1f}%")
+    gain = lambda: weights_only()["tokens_per_s"] / weights_only(1)["tokens_per_s"]  # noqa: E731
     put("batch_gain", lambda: f"{gain():.0f} 倍" if s.language == "zh" else f"{gain():.0f}×")
     # A speculative pass computes γ + 1 positions of each sequence at once; they read its KV cache once.
     put("spec_lanes", lambda: f"{s.lanes * (s.gamma + 1)}")
-    put("busy_spec", lambda: f"{100 * hardware.pass_busy(s.device, s.model, s.lanes, s.gamma + 1, s.context):.1f}%")
+    put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, s.gamma + 1, s.context):.1f}%")
     # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
     put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
     put("lev_faster", lambda: f"{100 * (analytics.speedup(0.6, 2, 0.0) - 1):.0f}%")
@@ -151,7 +127,7 @@ def facts(app) -> Facts:
     # The pair's own properties: the long run (lazy: computed when a page or panel shows one).
     def long(fmt):
         def fn():
-            pf = long_run(app)
+            pf = ctl.long_run()
             return None if pf is None else fmt(pf)
         return fn
     f.lazy["alpha"] = long(lambda pf: f"{pf.alpha:.3f}")
@@ -177,12 +153,12 @@ def facts(app) -> Facts:
         put("run_count", lambda: f"{count.accepted} / {count.tested}")
         put("run_tpp", lambda: f"{count.tokens_per_pass:.2f}")
         for name, tr in zip(("story_1", "story_2", "story_3"), run.traces):
-            put(name, lambda tr=tr: pass_story(app, tr))
+            put(name, lambda tr=tr: pass_story(ctl, tr))
         put("step_written", lambda: f"{pair.decode(tr0.tokens_written)} ({tr0.n_accepted}+1)")
         put("count_guesses", lambda: "".join(pair.display(g) for g in tr0.guesses))
         put("count_kept", lambda: f"{tr0.n_accepted}")
         put("count_written", lambda: "".join(pair.display(g) for g in tr0.tokens_written))
-        cp = checkpoint(app)
+        cp = checkpoint(ctl)
         if cp:
             tr, i = cp
             g = tr.guesses[i]
@@ -192,13 +168,13 @@ def facts(app) -> Facts:
             put("check_ratio", lambda: f"{tr.ratios[i]:.3f}")
             put("check_r", lambda: f"{tr.r[i]:.3f}")
             put("check_verdict", lambda: t("verdict.accepted") if tr.accepted[i] else t("verdict.rejected"))
-    put("alpha_corpus", lambda: f"{ses.alpha_corpus():.3f}")
+    put("alpha_corpus", lambda: f"{derived.alpha_corpus(ses.pair()):.3f}")
     # α over the book at temperature 0 and 1 (chapter 7): 0.4 s each, so only when a page shows them.
-    f.lazy["alpha_t0"] = lambda: f"{ses.alpha_corpus_at(0.0):.3f}"
-    f.lazy["alpha_t1"] = lambda: f"{ses.alpha_corpus_at(1.0):.3f}"
-    f.lazy["t0_disagree"] = lambda: f"{100 * (1 - ses.alpha_corpus_at(0.0)):.0f}%"
+    f.lazy["alpha_t0"] = lambda: f"{derived.alpha_corpus(ses.pair(), 0.0):.3f}"
+    f.lazy["alpha_t1"] = lambda: f"{derived.alpha_corpus(ses.pair(), 1.0):.3f}"
+    f.lazy["t0_disagree"] = lambda: f"{100 * (1 - derived.alpha_corpus(ses.pair(), 0.0)):.0f}%"
     try:
-        (uc, up, uq), (oc, op, oq) = under_over(app)
+        (uc, up, uq), (oc, op, oq) = under_over(ses.pair())
         f["under_char"] = f"{uc}  (p {up:.3f} > q {uq:.3f})"
         f["over_char"] = f"{oc}  (q {oq:.3f} > p {op:.3f})"
         f["under"], f["over"] = uc, oc
@@ -206,8 +182,7 @@ def facts(app) -> Facts:
         pass
     try:
         from app.figures import tube_tv_curves
-        res = ses.tubes() if app.fixed_step else ses.tubes_ready()
-        tv_l, tv_r = tube_tv_curves(res)
+        tv_l, tv_r = tube_tv_curves(ctl.tubes())
         f["tv_left"] = f"{tv_l[-1]:.4f}"
         f["tv_right"] = f"{tv_r[-1]:.4f}"
     except Exception:  # noqa: BLE001

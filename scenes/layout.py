@@ -7,7 +7,7 @@ test tubes. Cameras (scenes/camera.py) and tests (projecting anchors) read these
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -119,7 +119,7 @@ class EmitContext:
     cam_up: np.ndarray
     language: str = "both"              # zh | en | both
     view: str = "table"
-    run: dict = field(default_factory=dict)   # pair, settings, tubes, hardware info
+    run: object = None                  # scenes.stage.RunInfo: the run's display, prefix, lanes, hardware label
     # True when the screen labels carry the parts' readouts (wide views): a part then leaves out in-world
     # readouts that would be too small or hidden behind nearer parts there.
     labelled: bool = False

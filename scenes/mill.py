@@ -64,7 +64,7 @@ class Mill:
 
 def hardware_parts(state, ec: EmitContext) -> list[str]:
     """What the busy figure models: the device, the model and the context length of the KV reads."""
-    parts = [p for p in ec.run.get("hardware_label", "").split(" · ") if p]
+    parts = [p for p in ec.run.hardware_label.split(" · ") if p]
     ctx = state.extra.get("context")
     if parts and ctx is not None:
         parts.append(ec.say(f"上下文 {ctx:,}", f"context {ctx:,}") if ec.language != "both" else f"上下文 context {ctx:,}")

@@ -7,6 +7,8 @@ from a StepTrace, the TubesResult, or the hardware model.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -44,40 +46,34 @@ VIEW_SHOWS = {
 LIFT_WITH = {"pencil": "smalldrum", "typing": "tape"}
 
 
-def _busy_function(hardware):
-    """(lanes -> busy, (lanes, context) -> busy or None, label) from models.hardware (default: H100 SXM,
-    Llama 3.1 8B). The mill shows models.hardware.roofline(device, model, batch=lanes, context)['arithmetic_busy']:
-    the same figure the app's panels show, so the KV reads of a long context slow the gears down."""
-    if callable(hardware):
-        return hardware, None, ""
-    from models.hardware import busy_fraction, get_device, get_model, roofline
+@dataclass(frozen=True)
+class RunInfo:
+    """What the parts read about the run on the table besides the timeline's state (scenes.layout.EmitContext.run).
 
-    device, model = "h100-sxm", "llama-3.1-8b"
-    if isinstance(hardware, dict):
-        device, model = hardware.get("device", device), hardware.get("model", model)
-    elif isinstance(hardware, (tuple, list)) and len(hardware) == 2:
-        device, model = hardware
-    elif isinstance(hardware, str):
-        device = hardware
-    busy_fraction(device, model, 1)        # InputError now for an unknown device or model, not mid-frame
+    display: token id -> the glyph drawn; prefix: the text before the first pass; batch_lanes: sequences
+    written at once (drawers and lanes); kv_capacity: entries a drawer is drawn to hold; hardware_label: the
+    device and model the mill models; context: the context length the mill's KV reads model (None: each pass's
+    own)."""
+    display: Callable[[int], str] = str
+    prefix: tuple[int, ...] = ()
+    batch_lanes: int = 1
+    kv_capacity: int = 64
+    hardware_label: str = ""
+    context: int | None = None
+    pair: object = None
+
+
+def _hardware(device: str, model: str):
+    """((lanes, context) -> busy fraction, label) from models.hardware: the mill shows
+    roofline(device, model, batch=lanes, context)['arithmetic_busy'], the figure the app's panels show, so
+    the KV reads of a long context slow the gears down. InputError now for an unknown device or model."""
+    from models.hardware import get_device, get_model, roofline
     label = f"{get_device(device).label} · {get_model(model).label}"
 
     def busy_at(lanes: int, context: int) -> float:
         return float(roofline(device, model, max(1, int(lanes)), max(0, int(context)))["arithmetic_busy"])
 
-    return (lambda lanes: busy_at(lanes, 0)), busy_at, label
-
-
-def _context_length(settings, context):
-    """The context length the mill models: set_run(context=...), else settings.context / .context_length
-    (the app's lab setting), else None (each step's own trace context)."""
-    if context is None:
-        for name in ("context", "context_length"):
-            value = getattr(settings, name, None) if settings is not None else None
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                context = value
-                break
-    return None if context is None else max(0, int(context))
+    return busy_at, label
 
 
 class Stage:
@@ -112,7 +108,8 @@ class Stage:
         self._explode = 0.0
         self._explode_from = 0.0
         self._explode_to = 0.0
-        self._explode_start = 0.0
+        self._explode_elapsed = 0.0
+        self._explode_duration = 0.0
         self._msaa = None
         self._scaled = None
         self.table = CastIronTable()
@@ -130,35 +127,30 @@ class Stage:
         # top behind them is rejected before shading.
         self.parts = [self.tape, self.typing, self.bridge, self.pencil, self.smalldrum, self.tubes, self.readhead,
                       self.mill, self.bigdrum, self.cabinet, self.table]
-        self.run: dict = {"display": str, "prefix": [], "batch_lanes": 1, "kv_capacity": 64}
+        self.run = RunInfo()
         self.traces: list = []
         self.timeline = Timeline([])
 
     # ---------------------------------------------------------------- configuration
-    def set_run(self, pair, traces, *, tubes=None, hardware=None, batch_lanes: int = 1, settings=None,
-                context: int | None = None) -> None:
-        """Show a run: its step traces (in order), optionally a TubesResult, the hardware the mill models,
-        the number of sequences batched (lanes and drawers) and the sampler settings (for c and γ).
-        The mill's context length: `context`, else settings.context / settings.context_length, else each
-        trace's own context length."""
+    def set_run(self, pair, traces, *, tubes=None, device: str = "h100-sxm", model: str = "llama-3.1-8b",
+                batch_lanes: int = 1, context: int | None = None, cost_ratio: float = 0.1) -> None:
+        """Show a run: its step traces (in order), optionally a TubesResult, the device and model the mill
+        models, the number of sequences batched (lanes and drawers), the context length the mill's KV reads
+        model (None: each pass's own context) and the draft's cost ratio c (the small drum's speed)."""
         traces = list(traces or [])
         batch_lanes = max(1, int(batch_lanes))
-        cost_ratio = float(getattr(settings, "cost_ratio", getattr(settings, "c", 0.1)) or 0.1)
-        prefix = list(traces[0].context) if traces else []
+        prefix = tuple(traces[0].context) if traces else ()
         end_len = len(traces[-1].context) + len(traces[-1].tokens_written) if traces else 0
-        display = pair.display if pair is not None else str
-        busy, busy_at, hw_label = _busy_function(hardware)
-        if context is None and isinstance(hardware, dict):
-            context = hardware.get("context", hardware.get("context_length"))
-        context = _context_length(settings, context)
-        self.run = {"display": display, "prefix": prefix, "batch_lanes": batch_lanes,
-                    "kv_capacity": max(16, int(end_len * 1.15) + 4), "pair": pair, "settings": settings,
-                    "hardware_label": hw_label, "context": context}
+        busy_at, hw_label = _hardware(device, model)
+        context = None if context is None else max(0, int(context))
+        self.run = RunInfo(display=pair.display if pair is not None else str, prefix=prefix,
+                           batch_lanes=batch_lanes, kv_capacity=max(16, int(end_len * 1.15) + 4),
+                           hardware_label=hw_label, context=context, pair=pair)
         self.traces = traces
         self.tubes.set_result(tubes)
         old = self.timeline
-        self.timeline = Timeline(traces, timing=Timing(cost_ratio=cost_ratio), batch_lanes=batch_lanes,
-                                 busy=busy, busy_at=busy_at, context=context,
+        self.timeline = Timeline(traces, timing=Timing(cost_ratio=float(cost_ratio)), batch_lanes=batch_lanes,
+                                 busy_at=busy_at, context=context,
                                  tube_rounds=tubes.rounds if tubes is not None else 0, prefix_len=len(prefix))
         self.timeline.paused, self.timeline.speed = old.paused, old.speed
         self.timeline.reduced_motion = self._reduced_motion
@@ -166,16 +158,31 @@ class Stage:
             self.atlas.ensure("".join(pair.display(t) for tr in traces for t in set(tr.guesses) | {tr.final_token}))
 
     def set_view(self, name: str) -> None:
+        """Move the camera to a view (and lift or lower the parts for the exploded one) over
+        camera_transition_s of the clock that advance(dt) drives; at once before the first frame."""
         Camera.check(name)
-        now = time.perf_counter()
         duration = 0.0 if (self._reduced_motion or not self._rendered) else self.camera_transition_s
-        self.camera.move_to(name, now, duration)
+        self.camera.move_to(name, duration)
         self.view = name
         self._explode_from = self._explode
         self._explode_to = 1.0 if name == "exploded" else 0.0
-        self._explode_start = now
+        self._explode_elapsed = 0.0
+        self._explode_duration = duration
         if duration == 0.0:
             self._explode = self._explode_to
+
+    def advance(self, dt: float, play: bool = True) -> None:
+        """The one clock of everything that moves: the timeline (when `play`), the camera's flight and the
+        exploded view's lift all move dt seconds on. Nothing reads the wall clock, so the same sequence of
+        dt gives the same frames on any machine."""
+        if play:
+            self.timeline.advance(dt)
+        self.camera.advance(dt)
+        if self._explode != self._explode_to:
+            self._explode_elapsed += max(dt, 0.0)
+            k = 1.0 if self._explode_duration <= 0 else min(1.0, self._explode_elapsed / self._explode_duration)
+            k = k * k * (3 - 2 * k)
+            self._explode = self._explode_from + (self._explode_to - self._explode_from) * k
 
     def set_palette(self, name: str) -> None:
         self.palette = get_palette(name)
@@ -243,18 +250,12 @@ class Stage:
 
     def tape_cells(self):
         """The tape's visible cells now (characters, marks and where they are), as drawn."""
-        return self.tape.cells(self.state(), self.run["prefix"], self.run["display"])
+        return self.tape.cells(self.state(), self.run.prefix, self.run.display)
 
     # ---------------------------------------------------------------- drawing
     def render(self, fbo, width: int, height: int) -> RenderStats:
-        t0 = time.perf_counter()
+        t0 = time.perf_counter()        # only for stats.frame_ms: what is drawn never depends on the wall clock
         ctx = self.ctx
-        now = t0
-        self.camera.update(now)
-        if self._explode != self._explode_to:
-            k = 1.0 if self.camera_transition_s <= 0 else min(1.0, (now - self._explode_start) / self.camera_transition_s)
-            k = k * k * (3 - 2 * k)
-            self._explode = self._explode_from + (self._explode_to - self._explode_from) * k
         vp = self.viewproj(width, height)
         scale = min(max(float(self.render_scale or 1.0), 0.25), 1.0)
         out_w, out_h = width, height
@@ -370,4 +371,4 @@ class Stage:
         self.renderer.release()
 
 
-__all__ = ["Stage", "RenderStats", "VIEWS"]
+__all__ = ["Stage", "RunInfo", "RenderStats", "VIEWS"]

@@ -121,7 +121,7 @@ class TestTubes:
         r = self.result
         if r is None:
             return
-        display = ec.run.get("display", str)
+        display = ec.run.display
         rnd = state.tube_round
         prog = state.tube_progress
         beads = {"steel": [], "copper": [], "red": []}

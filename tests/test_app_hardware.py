@@ -45,7 +45,7 @@ def panel_state(monkeypatch):
 
     def state(self):
         out = original(self)
-        out["hardware_panel"] = self.panels["hardware"].shown
+        out["hardware_panel"] = self.ctl.modes["hardware"].shown
         return out
 
     monkeypatch.setattr(App, "state", state)
@@ -163,16 +163,13 @@ def test_several_files_are_listed_and_a_gpu_run_is_scaled_not_relabelled(tmp_pat
 
 def test_picking_a_file_and_matching_devices(tmp_path, meas_dir):
     """The combo's choice (HardwarePanel.selected) decides the file; the same chip is not scaled."""
-    from app.modes.hardware import HardwarePanel
+    from app.controller import Controller
+    from app.settings import AppSettings
     shutil.copy(CPU_FILE, meas_dir)
     _h200_file(meas_dir)
-
-    class FakeApp:
-        settings = None
-
-    panel = HardwarePanel.__new__(HardwarePanel)
-    panel.app, panel._meas, panel.selected = FakeApp(), None, None
-    assert panel.current()["file"] == "h200-llama-3.1-8b.json"
+    ctl = Controller(AppSettings(mode="hardware"), persist=False, scripted=True).start()
+    panel = ctl.panel
+    assert panel is ctl.modes["hardware"] and panel.current()["file"] == "h200-llama-3.1-8b.json"
     panel.selected = CPU_FILE.name
     assert panel.current()["file"] == CPU_FILE.name
     t = Strings("en")

@@ -29,8 +29,8 @@ def test_every_mode_opens_and_draws(capsys, tmp_path, mode):
 
 def test_clicker_keys_walk_the_tour_forward_and_back(capsys, tmp_path):
     from app.tour import CHAPTERS, narration
-    pages = [len(narration(c.slug)["pages"]) for c in CHAPTERS]
-    actions = [sum(1 for p in narration(c.slug)["pages"] if p.get("action")) for c in CHAPTERS]
+    pages = [len(narration(c.slug).pages) for c in CHAPTERS]
+    actions = [sum(1 for p in narration(c.slug).pages if p.action) for c in CHAPTERS]
     beats_ch1 = pages[0] + actions[0]            # text pages plus one extra beat per action page
     state = run_app(capsys, tmp_path, "--mode", "tour", "--chapter", "1", "--no-save",
                     script=["page down"] * beats_ch1)
@@ -39,7 +39,7 @@ def test_clicker_keys_walk_the_tour_forward_and_back(capsys, tmp_path):
                     script=["page down"] * beats_ch1 + ["page up"])
     assert (state["chapter"], state["page"]) == (0, pages[0] - 1)
     # Space is 'next' too, and an action page first runs its action, then moves on.
-    first_action = next(i for i, p in enumerate(narration(CHAPTERS[0].slug)["pages"]) if p.get("action"))
+    first_action = next(i for i, p in enumerate(narration(CHAPTERS[0].slug).pages) if p.action)
     state = run_app(capsys, tmp_path, "--mode", "tour", "--chapter", "1", "--no-save",
                     script=["space"] * (first_action + 1))
     assert (state["page"], state["acted"]) == (first_action, True)
@@ -47,11 +47,11 @@ def test_clicker_keys_walk_the_tour_forward_and_back(capsys, tmp_path):
 
 def test_checkpoint_predicts_then_reveals(capsys, tmp_path):
     from app.tour import CHAPTERS, narration
-    ch = next(i for i, c in enumerate(CHAPTERS) if any((p.get("action") or {}).get("do") == "checkpoint"
-                                                           for p in narration(c.slug)["pages"]))
-    pages = narration(CHAPTERS[ch].slug)["pages"]
-    k = next(i for i, p in enumerate(pages) if (p.get("action") or {}).get("do") == "checkpoint")
-    beats = k + sum(1 for p in pages[:k] if p.get("action"))
+    ch = next(i for i, c in enumerate(CHAPTERS) if any(p.action is not None and p.action.do == "checkpoint"
+                                                           for p in narration(c.slug).pages))
+    pages = narration(CHAPTERS[ch].slug).pages
+    k = next(i for i, p in enumerate(pages) if p.action is not None and p.action.do == "checkpoint")
+    beats = k + sum(1 for p in pages[:k] if p.action)
     before = run_app(capsys, tmp_path, "--chapter", str(ch + 1), "--mode", "tour", "--no-save",
                      script=["page down"] * beats)
     assert (before["page"], before["acted"]) == (k, False)
@@ -101,9 +101,17 @@ def test_settings_persist_between_runs(capsys, tmp_path):
 
 
 def test_script_waits_count_frames(capsys, tmp_path):
-    # frame 0 lays out, frame 1 starts the wait (it counts), frames 2-5 wait, then the run ends: 6 frames
-    state = run_app(capsys, tmp_path, "--no-save", script=["wait 5"], frames=2)
-    assert state["frames"] == 6
+    # frame 0 lays out, frame 1 starts the wait (it counts), frames 2-5 wait, frame 6 delivers 'l'
+    state = run_app(capsys, tmp_path, "--no-save", "--lang", "zh", script=["wait 5", "l"], frames=7)
+    assert state["frames"] == 7 and state["language"] == "en"
+    state = run_app(capsys, tmp_path, "--no-save", "--lang", "zh", script=["wait 5", "l"], frames=6)
+    assert state["frames"] == 6 and state["language"] == "zh"       # the run ended before the key came
+
+
+def test_a_long_wait_never_outlasts_frames(capsys, tmp_path):
+    """--frames is the run's length: no wait in a key script keeps the window open longer."""
+    state = run_app(capsys, tmp_path, "--no-save", script=["wait 999999999999", "l"], frames=3)
+    assert state["frames"] == 3 and state["language"] == "zh"
 
 
 def test_lab_runs_the_given_prompt_and_seed(capsys, tmp_path):
@@ -122,8 +130,8 @@ def test_tour_lights_the_lanes_each_chapter_talks_about(capsys, tmp_path):
         assert (st["decoder"], st["lanes_lit"]) == (decoder, lanes), chapter
     # Chapter 2 walked into from chapter 1 with the clicker, too.
     from app.tour import narration
-    pages = narration("01-one-token")["pages"]
-    beats = len(pages) + sum(1 for p in pages if p.get("action"))
+    pages = narration("01-one-token").pages
+    beats = len(pages) + sum(1 for p in pages if p.action)
     st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "1", script=["page down"] * beats)
     assert (st["chapter"], st["decoder"], st["lanes_lit"], st["settings"]["lanes"]) == (1, "target", 64, 64)
 

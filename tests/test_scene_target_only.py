@@ -1,7 +1,6 @@
 """Runs of the target alone (TargetSampler, γ = 0) as shown: a true HUD, an idle bridge, a still small drum,
 no pencil; the mill driven by roofline() with lanes and context; verdict words and rule names in words."""
 import functools
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,10 +21,10 @@ def target_traces(steps: int = 5, seed: int = 0, prefix: str = "孔乙己"):
     return tuple(s.step() for _ in range(steps))
 
 
-def target_stage(batch_lanes=1, settings=None, **kw):
+def target_stage(batch_lanes=1, **kw):
     from scenes.stage import Stage
     st = Stage(gl_context())
-    st.set_run(pair(), list(target_traces()), batch_lanes=batch_lanes, settings=settings, **kw)
+    st.set_run(pair(), list(target_traces()), batch_lanes=batch_lanes, **kw)
     st.camera_transition_s = 0.0
     return st
 
@@ -102,7 +101,7 @@ def test_small_drum_still_pencil_up_no_meters_in_the_timeline():
     st = target_stage()
     try:
         tl = st.timeline
-        assert not [e for e in tl.events if e.kind in ("small_drum_turn", "pencil_stroke", "meter_fill")]
+        assert all(not st.strokes and not st.tests and st.draft[0] == st.draft[1] for st in tl.steps)
         for t in np.linspace(0, tl.duration, 97):
             s = tl.state_at(float(t))
             assert s.small_drum_angle == 0.0 and s.pencil_down == 0.0 and not s.meters
@@ -178,15 +177,14 @@ def _roof_busy(lanes, context, device="h100-sxm", model="llama-3.1-8b"):
     return roofline(device, model, lanes, context)["arithmetic_busy"]
 
 
-@pytest.mark.parametrize("settings, kw, want_ctx", [
-    (SimpleNamespace(c=0.1, context=4096), {}, 4096),
-    (SimpleNamespace(c=0.1, context_length=2048), {}, 2048),
-    (SimpleNamespace(c=0.1), {"context": 1024}, 1024),
-    (SimpleNamespace(c=0.1), {"hardware": {"device": "h200", "model": "llama-3.1-8b", "context": 512}}, 512),
+@pytest.mark.parametrize("kw, want_ctx", [
+    ({"context": 4096, "cost_ratio": 0.1}, 4096),
+    ({"context": 1024}, 1024),
+    ({"device": "h200", "model": "llama-3.1-8b", "context": 512}, 512),
 ])
-def test_mill_busy_is_roofline_with_lanes_and_context(settings, kw, want_ctx):
-    st = target_stage(batch_lanes=64, settings=settings, **kw)
-    device = kw.get("hardware", {}).get("device", "h100-sxm")
+def test_mill_busy_is_roofline_with_lanes_and_context(kw, want_ctx):
+    st = target_stage(batch_lanes=64, **kw)
+    device = kw.get("device", "h100-sxm")
     try:
         tl = st.timeline
         s = tl.state_at(tl.step_moment(1, "mid-verify"))
@@ -204,7 +202,7 @@ def test_mill_busy_is_roofline_with_lanes_and_context(settings, kw, want_ctx):
 
 def test_mill_64_lanes_at_4096_reads_the_panel_figure(said, shooter):
     """The number on the mill is the facts panel's: f"{100 * roofline(...)['arithmetic_busy']:.1f}%" (≈ 6.9%)."""
-    st = target_stage(batch_lanes=64, settings=SimpleNamespace(c=0.1, context=4096))
+    st = target_stage(batch_lanes=64, context=4096)
     st.show_hud = False
     try:
         panel = f"{100 * _roof_busy(64, 4096):.1f}%"
@@ -265,6 +263,7 @@ def test_wrong_rules_are_named_in_words_not_ids():
     from models.tubes import RULES
     from scenes.layout import EmitContext
     from scenes.palette import get_palette
+    from scenes.stage import RunInfo
     from scenes.tubes import rule_label, wrong_rule_text
     assert set(RULES) <= {r for r in RULES if rule_label(r) != (r, r)}
     want = {"resample_from_p": ("用 p 重抽", "resample from p"),
@@ -272,7 +271,8 @@ def test_wrong_rules_are_named_in_words_not_ids():
             "draft_only": ("只让草稿写", "draft only, target never writes")}
     for rule, (zh, en) in want.items():
         for lang in ("zh", "en", "both"):
-            ec = EmitContext(get_palette("default"), np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), lang, "tubes", {})
+            ec = EmitContext(get_palette("default"), np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), lang, "tubes",
+                             RunInfo())
             txt = wrong_rule_text(rule, ec)
             assert rule not in txt and "_" not in txt
             assert (zh in txt) == (lang != "en") and (en in txt) == (lang != "zh")
@@ -317,7 +317,7 @@ def test_write_phase_tells_the_bonus_from_a_replacement(shooter, said):
 
 
 def test_sixty_four_sequences_say_that_nine_are_drawn(shooter, said):
-    st = target_stage(batch_lanes=64, settings=SimpleNamespace(c=0.1, context=4096))
+    st = target_stage(batch_lanes=64, context=4096)
     st.show_hud = True
     try:
         st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from imgui_bundle import imgui
 
-from app import ui
+from app import derived, ui
 from app.modes.base import Panel
 from app.settings import TUBE_RULES
 
@@ -17,44 +17,44 @@ STOPS = (("exact", False), ("exact", True)) + tuple((r, False) for r in TUBE_RUL
 class TubesPanel(Panel):
     view = "tubes"
 
-    def __init__(self, app):
-        super().__init__(app)
-        self.plots = ui.PlotTextures(app)
+    def __init__(self, ctl, driver):
+        super().__init__(ctl, driver)
+        self.plots = ui.PlotTextures(ctl)
 
     def on_key(self, action: str) -> None:
         """Next/previous cycle through the rules: exact first, exact without the bonus, then each way to break it."""
-        s = self.app.settings
+        s = self.ctl.settings
         here = (s.tube_rule, s.skip_bonus and s.tube_rule == "exact")
         i = STOPS.index(here) if here in STOPS else 0
-        s.tube_rule, s.skip_bonus = STOPS[(i + (1 if action == "next" else -1)) % len(STOPS)]
+        rule, skip = STOPS[(i + (1 if action == "next" else -1)) % len(STOPS)]
+        self.ctl.update(tube_rule=rule, skip_bonus=skip)
 
     def skip_bonus_note(self) -> str:
         """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the run's α."""
-        app, s = self.app, self.app.settings
-        run = app.session.ensure()
-        alpha = run.alpha_generated if run else app.session.alpha_corpus()
-        with_b, without_b = app.session.tokens_per_pass_bonus(alpha)
-        return app.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
+        ctl, s = self.ctl, self.ctl.settings
+        alpha = derived.toy_alpha(ctl.session.ensure(), ctl.session.pair())
+        with_b, without_b = derived.tokens_per_pass_bonus(alpha, s.gamma)
+        return ctl.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
                      without_bonus=f"{without_b:.2f}")
 
-    def draw(self) -> None:
-        app, t, s = self.app, self.app.t, self.app.settings
-        c = app.colors
-        ui.begin_panel("##tubes", ui.panel_rect(app))
-        ui.heading(app, t("tubes.title"))
+    def draw(self, scr) -> None:
+        ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
+        c = ctl.colors
+        ui.begin_panel("##tubes", ui.panel_rect(scr))
+        ui.heading(scr, t("tubes.title"))
         ui.wrapped(t("tubes.explain"))
         imgui.text(t("tubes.break_it"))
         for rule in TUBE_RULES:
             if imgui.radio_button(t(f"rule.{rule}"), s.tube_rule == rule):
-                s.tube_rule = rule
+                ctl.update(tube_rule=rule)
         imgui.spacing()
-        changed, s.skip_bonus = imgui.checkbox(t("tubes.skip_bonus"), s.skip_bonus)
+        changed, skip = imgui.checkbox(t("tubes.skip_bonus"), s.skip_bonus)
         if changed:
-            app.save()
+            ctl.update(skip_bonus=skip)        # saved at once (a classroom switch)
         if s.skip_bonus:
             ui.wrapped(self.skip_bonus_note(), c["muted"])
         try:
-            res = app.session.tubes() if app.fixed_step else app.session.tubes_ready()
+            res = ctl.tubes()
         except Exception as exc:  # noqa: BLE001 - the tube model may still be landing
             ui.wrapped(f"{type(exc).__name__}: {exc}")
             imgui.end()
@@ -63,7 +63,7 @@ class TubesPanel(Panel):
             imgui.text_colored(imgui.ImVec4(*c["muted"]), t("tubes.computing"))
             imgui.end()
             return
-        pair = app.session.pair()
+        pair = ctl.session.pair()
         p = np.asarray(res.target_p, float)
         cum_l = np.asarray(res.left_counts, float)
         cum_r = np.asarray(res.right_counts, float)
@@ -90,5 +90,5 @@ class TubesPanel(Panel):
         # The plot takes the height that is left (a flatter figure rather than one that scrolls out of sight).
         avail = imgui.get_content_region_avail()
         aspect = avail.x / max(avail.y - imgui.get_style().item_spacing.y, 1.0)
-        self.plots.image("tubes", avail.x, aspect=round(min(3.5, aspect), 1) if aspect > 1.6 else None)
+        self.plots.image(scr, "tubes", avail.x, aspect=round(min(3.5, aspect), 1) if aspect > 1.6 else None)
         imgui.end()
