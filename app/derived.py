@@ -27,11 +27,6 @@ def alpha_corpus(pair, temperature: float | None = None) -> float:
     return float(analytics.alpha_corpus(pair, settings))
 
 
-def toy_alpha(run, pair) -> float:
-    """The α the plots mark: measured on the text the run actually wrote (1 - TV at tested positions)."""
-    return run.alpha_generated if run else alpha_corpus(pair)
-
-
 @lru_cache(maxsize=256)
 def speedups(alpha: float, c: float) -> tuple[float, ...]:
     from models import analytics

@@ -64,14 +64,15 @@ class RunInfo:
 
 
 def _hardware(device: str, model: str):
-    """((lanes, context) -> busy fraction, label) from models.hardware: the mill shows
-    roofline(device, model, batch=lanes, context)['arithmetic_busy'], the figure the app's panels show, so
-    the KV reads of a long context slow the gears down. InputError now for an unknown device or model."""
-    from models.hardware import get_device, get_model, roofline
+    """((sequences, positions, context) -> busy fraction, label) from models.hardware: the mill shows
+    pass_busy(device, model, sequences, positions, context), the figure the app's panels show: the γ + 1
+    positions a pass checks belong to one sequence and read its KV cache once, and the KV reads of a long
+    context slow the gears down. InputError now for an unknown device or model."""
+    from models.hardware import get_device, get_model, pass_busy
     label = f"{get_device(device).label} · {get_model(model).label}"
 
-    def busy_at(lanes: int, context: int) -> float:
-        return float(roofline(device, model, max(1, int(lanes)), max(0, int(context)))["arithmetic_busy"])
+    def busy_at(sequences: int, positions: int, context: int) -> float:
+        return pass_busy(device, model, max(1, int(sequences)), max(1, int(positions)), max(0, int(context)))
 
     return busy_at, label
 

@@ -255,3 +255,22 @@ def test_hardware_panel_says_why_a_pass_reads_less_than_all_weights():
     tied = json.loads(json.dumps(entry))
     tied["data"]["models"]["target"]["weight_bytes_read_per_token"] = 16_060_522_496
     assert not any("embedding" in n for n in measurement_view(tied, Strings("en"), "h200", "llama-3.1-8b")["notes"])
+
+
+def test_hardware_toy_rows_and_the_skip_bonus_note_use_the_long_run():
+    """The pair's α and tokens per pass in the hardware panel and the tubes' skip-bonus note are the long run's
+    (pair_facts), not what the short run on the table happened to count."""
+    from models import analytics
+
+    from app.derived import tokens_per_pass_bonus
+    ctl = _controller(mode="hardware")
+    pf = analytics.pair_facts(ctl.session.pair(), 4, ctl.session.sampler_settings(), seed=0)
+    rows = dict(ctl.modes["hardware"].toy_rows())
+    assert rows[ctl.t("fact.alpha")] == f"{pf.alpha:.3f}"
+    assert rows[ctl.t("fact.tpp_counted")] == f"{pf.tokens_per_pass_counted:.2f}"
+    assert rows[ctl.t("fact.tpp_formula")] == f"{pf.tokens_per_pass_formula:.2f}"
+    count = analytics.count_run(ctl.session.ensure().traces)
+    assert f"{count.accepted / count.tested:.3f}" != f"{pf.alpha:.3f}"     # the short run would read otherwise
+    note = ctl.modes["tubes"].skip_bonus_note()
+    with_b, without_b = tokens_per_pass_bonus(pf.alpha, 4)
+    assert f"α = {pf.alpha:.3f}" in note and f"{with_b:.2f}" in note and f"{without_b:.2f}" in note

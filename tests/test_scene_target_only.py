@@ -219,6 +219,34 @@ def test_mill_64_lanes_at_4096_reads_the_panel_figure(said, shooter):
         st.release()
 
 
+def test_a_checking_pass_is_one_sequence_reading_its_kv_cache_once(said, shooter):
+    """A speculative pass computes γ + 1 positions of each sequence; they read that sequence's KV cache once.
+    64 sequences × 5 positions at 4,096 tokens: the mill shows pass_busy(64, 5, 4096) = 34.5% (the hardware
+    panel's figure), not the 320 sequences roofline(320, 4096) would make of the lanes (which reads 5× the KV)."""
+    from models.hardware import pass_busy
+    from scenes.stage import Stage
+    st = Stage(gl_context())
+    st.set_run(pair(), list(traces(0, 4, 3)), batch_lanes=64, context=4096)
+    st.camera_transition_s = 0.0
+    st.show_hud = False
+    try:
+        want = pass_busy("h100-sxm", "llama-3.1-8b", 64, 5, 4096)
+        assert f"{100 * want:.1f}%" == "34.5%"
+        assert abs(want - _roof_busy(320, 4096)) > 0.05            # the lanes-as-a-batch figure is different
+        tl = st.timeline
+        s = tl.state_at(tl.step_moment(0, "mid-verify"))
+        assert s.lanes_true == 320 and s.extra["pass_busy"] == pytest.approx(want)
+        v0, v1 = tl.steps[0].verify
+        assert tl.mill_angle(v1) - tl.mill_angle(v0) == pytest.approx((v1 - v0) * want * 4 * np.pi, rel=1e-9)
+        tl.seek(tl.step_moment(0, "mid-verify"))
+        st.set_view("mill")
+        said.clear()
+        shooter.shoot(st)
+        assert any("34.5%" in w for w in said), said
+    finally:
+        st.release()
+
+
 def test_without_a_context_setting_each_trace_context_is_used():
     st = target_stage(batch_lanes=9)
     try:

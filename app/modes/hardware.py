@@ -63,17 +63,19 @@ class HardwarePanel(Panel):
         self._draw_measurement(t, s, c, muted)
         imgui.spacing()
         ui.heading(scr, t("hw.toy"), 1.1)
-        run = ctl.session.run
-        if run:
-            ui.facts_table(scr, [(t("fact.vocab"), f"{ctl.session.pair().V:,}"),
-                                 (t("fact.alpha"), f"{run.alpha_generated:.3f}"),
-                                 (t("fact.tpp_counted"), f"{run.tokens_per_pass_counted:.2f}")])
+        # The pair's own figures come from its long run (computed once per table and γ; '…' until it lands).
+        ui.facts_table(scr, self.toy_rows())
         imgui.end()
         # The roofline gets the wide box under the table, where it can be read from the back row.
         ui.begin_panel("##hwplot", ui.narration_rect(scr), bg_alpha=0.9)
         avail = imgui.get_content_region_avail()
         self.plots.image(scr, "roofline", avail.x, aspect=avail.x / max(avail.y, 1))
         imgui.end()
+
+    def toy_rows(self) -> list[tuple[str, str]]:
+        """The toy's rows: its vocabulary and the pair's long-run α and tokens per pass (app.facts)."""
+        t, f = self.ctl.t, self.ctl.facts()
+        return [(t(f"fact.{k}"), f[k]) for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")]
 
     def _draw_measurement(self, t, s, c, muted) -> None:
         meas = self.measurements()

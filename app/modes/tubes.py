@@ -29,10 +29,14 @@ class TubesPanel(Panel):
         rule, skip = STOPS[(i + (1 if action == "next" else -1)) % len(STOPS)]
         self.ctl.update(tube_rule=rule, skip_bonus=skip)
 
-    def skip_bonus_note(self) -> str:
-        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the run's α."""
+    def skip_bonus_note(self) -> str | None:
+        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the pair's
+        long-run α (None while the long run is still being counted)."""
         ctl, s = self.ctl, self.ctl.settings
-        alpha = derived.toy_alpha(ctl.session.ensure(), ctl.session.pair())
+        pf = ctl.long_run()
+        if pf is None:
+            return None
+        alpha = float(pf.alpha)
         with_b, without_b = derived.tokens_per_pass_bonus(alpha, s.gamma)
         return ctl.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
                      without_bonus=f"{without_b:.2f}")
@@ -52,7 +56,7 @@ class TubesPanel(Panel):
         if changed:
             ctl.update(skip_bonus=skip)        # saved at once (a classroom switch)
         if s.skip_bonus:
-            ui.wrapped(self.skip_bonus_note(), c["muted"])
+            ui.wrapped(self.skip_bonus_note() or t("plot.computing_long"), c["muted"])
         try:
             res = ctl.tubes()
         except Exception as exc:  # noqa: BLE001 - the tube model may still be landing
