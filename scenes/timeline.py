@@ -305,7 +305,8 @@ class Timeline:
             pencil_cell=pencil_cell, pencil_down=pencil_down, typing_cell=typing_cell, typing_down=typing_down,
             kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull, gamma=len(tr.guesses),
             tube_round=tube_round, tube_progress=tube_progress,
-            extra={"pass_busy": st.busy if lanes_true else 0.0, "target_only": st.target_only,
+            # The mill's readout: the busy share of the pass on the table (its gears turn only while it computes).
+            extra={"pass_busy": st.busy, "target_only": st.target_only,
                    "context": self.pass_context(tr)},
         )
 
