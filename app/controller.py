@@ -267,10 +267,14 @@ class Controller:
             self._facts_key, self._facts = key, facts(self)
         return self._facts
 
-    def state(self) -> dict:
-        """What the program is doing, as plain data (spectable run --json; tests read it)."""
+    def state(self, scr=None) -> dict:
+        """What the program is doing, as plain data (spectable run --json; tests read it). `scr`: the window's
+        Screen, for where the panels cover the table (the tour's `beat`); without one, the saved window size."""
         run = self.session.run
         s = self.settings
+        if scr is None:
+            from app.ui import screen_for
+            scr = screen_for(self, s.window_w, s.window_h)
         return {
             "mode": self.mode, "language": s.language, "palette": s.palette, "ui_scale": s.ui_scale,
             "fullscreen": s.fullscreen, "blank": self.blank, "help": self.help, "paused": self.paused,
@@ -286,6 +290,8 @@ class Controller:
             "decoder": s.decoder, "tube_rule": s.tube_rule, "skip_bonus": s.skip_bonus,
             "settings": {k: getattr(s, k) for k in LAB_FIELDS}, "lab": self.lab(),
             "lanes_lit": self.driver.lanes_lit(),
+            "beat": self.panel.beat(scr) if self.mode == "tour" else None,
+            "facts": self.panel.facts_shown(),
         }
 
     def close(self) -> None:

@@ -96,3 +96,15 @@ def pass_busy(device: str, model: str, sequences: int, positions: int, context: 
 def lane_sweep(device: str, model: str, context: int) -> tuple[list[int], list[float], list[float]]:
     rows = [roofline(device, model, n, context) for n in LANE_SWEEP]
     return list(LANE_SWEEP), [float(r["tokens_per_s"]) for r in rows], [float(r["arithmetic_busy"]) for r in rows]
+
+
+@lru_cache(maxsize=64)
+def demo_seed(pair, prompt: str, gamma: int, temperature: float, top_k: int, top_p: float, events: tuple,
+              start: int) -> int:
+    """The first seed >= start whose real run from `prompt` shows `events` in its first passes (models.demo): a
+    tour page that describes a kept guess, a replacement or a bonus gets a pass in which it happens. Searched
+    once per chapter's settings (a few milliseconds a try); InputError when no seed within the search does."""
+    from models.demo import find_demo_seed
+    from models.sampler import SamplerSettings
+    settings = SamplerSettings(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p, seed=start)
+    return find_demo_seed(pair, pair.encode(prompt), settings, tuple(events), start=int(start)).seed

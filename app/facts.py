@@ -51,17 +51,41 @@ def pass_story(ctl, tr) -> str:
     return t("story.replaced", kept=tr.n_accepted, pos=tr.n_accepted + 1, token=token, n=len(tr.tokens_written))
 
 
+def checkpoint_pass(ctl, kind: str) -> int:
+    """The pass the tour chapter's checkpoint of this kind asks about (its action's "pass"; 0 when none)."""
+    if getattr(ctl, "mode", None) == "tour":
+        for page in ctl.tour.pages():
+            a = page.action
+            if a is not None and a.do == "checkpoint" and a.kind == kind:
+                return a.pass_index or 0
+    return 0
+
+
 def checkpoint(ctl):
-    """The guess a predict-then-reveal page asks about: the first tested guess with q > p (a real gamble)."""
+    """The guess a predict-then-reveal page asks about: the first tested guess with q > p (a real gamble) in the
+    pass the checkpoint names, else in any pass."""
     run = ctl.session.ensure()
     if not run:
         return None
-    for tr in run.traces:
+    k = min(checkpoint_pass(ctl, "test"), len(run.traces) - 1)
+    for tr in (run.traces[k], *run.traces):
         for i in range(tr.tested):
             if tr.ratios[i] < 1.0:
                 return tr, i
-    tr = run.traces[0]
+    tr = run.traces[k]
     return (tr, 0) if tr.guesses else None     # the target alone (tour chapters 1-2) guesses nothing
+
+
+def count_reveal(ctl, tr) -> str:
+    """The count checkpoint's answer, naming what the target wrote last: a replacement or the bonus token."""
+    pair, t = ctl.session.pair(), ctl.t
+    token, written = pair.display(tr.final_token), "".join(pair.display(g) for g in tr.tokens_written)
+    if tr.final_kind == "bonus":
+        return t("check.count_reveal_bonus", kept=tr.n_accepted, token=token, written=written)
+    if tr.n_accepted == 0:
+        return t("check.count_reveal_none", token=token, written=written)
+    return t("check.count_reveal_replaced", kept=tr.n_accepted, pos=tr.n_accepted + 1, token=token,
+             written=written)
 
 
 def under_over(pair):
@@ -119,6 +143,8 @@ def facts(ctl) -> Facts:
     put("batch_gain", lambda: f"{gain():.0f} 倍" if s.language == "zh" else f"{gain():.0f}×")
     # A speculative pass computes γ + 1 positions of each sequence at once; they read its KV cache once.
     put("spec_lanes", lambda: f"{s.lanes * (s.gamma + 1)}")
+    # What a pass costs in big-drum turns: γ turns of the small drum at c each, then one of the big drum.
+    put("pass_cost", lambda: f"{s.gamma * s.c + 1:g}")
     put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, s.gamma + 1, s.context):.1f}%")
     # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
     put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
@@ -154,15 +180,20 @@ def facts(ctl) -> Facts:
         put("run_tpp", lambda: f"{count.tokens_per_pass:.2f}")
         for name, tr in zip(("story_1", "story_2", "story_3"), run.traces):
             put(name, lambda tr=tr: pass_story(ctl, tr))
-        put("step_written", lambda: f"{pair.decode(tr0.tokens_written)} ({tr0.n_accepted}+1)")
-        put("count_guesses", lambda: "".join(pair.display(g) for g in tr0.guesses))
-        put("count_kept", lambda: f"{tr0.n_accepted}")
-        put("count_written", lambda: "".join(pair.display(g) for g in tr0.tokens_written))
+        # The count checkpoint's pass (the first, unless the chapter's checkpoint names another).
+        trc = run.traces[min(checkpoint_pass(ctl, "count"), len(run.traces) - 1)]
+        put("step_written", lambda: f"{pair.decode(trc.tokens_written)} ({trc.n_accepted}+1)")
+        put("count_guesses", lambda: "".join(pair.display(g) for g in trc.guesses))
+        put("count_kept", lambda: f"{trc.n_accepted}")
+        put("count_written", lambda: "".join(pair.display(g) for g in trc.tokens_written))
+        put("count_reveal", lambda: count_reveal(ctl, trc))
         cp = checkpoint(ctl)
         if cp:
             tr, i = cp
             g = tr.guesses[i]
             put("check_guess", lambda: pair.display(g))
+            put("check_pass", lambda: f"{tr.step_index + 1}")
+            put("check_index", lambda: f"{i + 1}")
             put("check_p", lambda: f"{tr.p_rows[i][g]:.4f}")
             put("check_q", lambda: f"{tr.q_rows[i][g]:.4f}")
             put("check_ratio", lambda: f"{tr.ratios[i]:.3f}")

@@ -151,7 +151,7 @@ def test_tokens_per_pass_with_and_without_the_bonus():
 def _controller(**settings):
     """The real controller, with no window (no table: the driver's calls are no-ops), scripted, never saving."""
     from app.controller import Controller
-    return Controller(AppSettings(language="en", **settings), persist=False, scripted=True).start()
+    return Controller(AppSettings(**{"language": "en", **settings}), persist=False, scripted=True).start()
 
 
 def test_alpha_chapter_says_what_the_live_numbers_say():
@@ -274,3 +274,87 @@ def test_hardware_toy_rows_and_the_skip_bonus_note_use_the_long_run():
     note = ctl.modes["tubes"].skip_bonus_note()
     with_b, without_b = tokens_per_pass_bonus(pf.alpha, 4)
     assert f"α = {pf.alpha:.3f}" in note and f"{with_b:.2f}" in note and f"{without_b:.2f}" in note
+
+
+def test_chapters_that_describe_an_event_play_a_real_pass_where_it_happens():
+    """Ch. 4 plays a pass that keeps guesses and replaces one, then one that keeps all γ and adds the bonus; ch. 5
+    asks about a real gamble (q > p) in its second pass. The seed is searched on the real sampler from the lab's
+    seed; the run is the session's ordinary run (nothing made up), and leaving the tour gives the lab its seed back."""
+    from models.sampler import SamplerSettings, SpeculativeSampler
+
+    from app.facts import checkpoint
+    ctl = _controller(mode="lab", seed=5)
+    ctl.set_mode("tour")
+    pair = ctl.session.pair()
+    for slug, events in (("04-keep-replace", ("kept_and_replaced", "all_kept_bonus")),
+                         ("05-acceptance-rule", ("kept_and_replaced", "gamble"))):
+        ch = next(i for i, c in enumerate(CHAPTERS) if c.slug == slug)
+        assert CHAPTERS[ch].events == events
+        ctl.tour.goto(ch)
+        ctl.panel.apply_chapter()
+        seed = ctl.settings.seed
+        assert seed >= 5
+        run = ctl.session.ensure()
+        sm = SpeculativeSampler(pair, SamplerSettings(gamma=4, seed=seed))
+        sm.reset(pair.encode(ctl.settings.prompt))
+        assert [sm.step().tokens_written for _ in range(2)] == [tr.tokens_written for tr in run.traces[:2]]
+        one, two = run.traces[0], run.traces[1]
+        assert 0 < one.n_accepted < 4 and one.final_kind == "replacement"       # dots and a replacement diamond
+        if slug.startswith("04"):
+            assert two.n_accepted == 4 and two.final_kind == "bonus"          # four dots and the bonus diamond
+        else:
+            tr, i = checkpoint(ctl)
+            assert tr.step_index == 1 and tr.ratios[i] < 1.0 and tr.q_rows[i][tr.guesses[i]] > tr.p_rows[i][tr.guesses[i]]
+    ctl.set_mode("lab")
+    assert ctl.settings.seed == 5
+
+
+def test_the_count_reveal_names_a_replacement_or_the_bonus():
+    """"The target writes one more" is a bonus only when all γ were kept: the reveal says which it was."""
+    from app.facts import count_reveal
+    from models.sampler import SamplerSettings, SpeculativeSampler
+    for lang in ("en", "zh"):
+        ctl = _controller(mode="lab", language=lang)
+        pair = ctl.session.pair()
+        kinds = set()
+        for seed in range(40):
+            sm = SpeculativeSampler(pair, SamplerSettings(gamma=4, seed=seed))
+            sm.reset(pair.encode("慢慢"))
+            tr = sm.step()
+            text = count_reveal(ctl, tr)
+            bonus_word, repl_word = ("bonus", "replacement") if lang == "en" else ("奖励词元", "替换词元")
+            assert (bonus_word in text) == (tr.final_kind == "bonus") and (repl_word in text) != (bonus_word in text)
+            assert pair.display(tr.final_token) in text
+            assert (f"{tr.n_accepted}" in text) if tr.n_accepted else ("none" in text or "一个也没" in text)
+            kinds.add((tr.final_kind, tr.n_accepted == 0))
+        assert {("bonus", False), ("replacement", False), ("replacement", True)} <= kinds
+
+
+def test_facts_report_every_number_the_beat_shows():
+    """`facts` (spectable run --json) names every number a beat shows with the string on screen: each field of
+    the page's text (and of the action's words once it has run) is there, and its value is in the filled text;
+    the panel's numbers are there as the panel shows them ('?' while a checkpoint keeps them back)."""
+    import string
+
+    from app.facts import fill
+    for lang in ("zh", "en"):
+        ctl = _controller(mode="tour", language=lang, chapter=0)
+        while True:
+            st, panel = ctl.tour, ctl.panel
+            shown = panel.facts_shown()
+            f = ctl.facts()
+            page = st.page_data()
+            texts = [page[lang]] + ([page.action.text[lang]] if st.acted and page.action and page.action.text else [])
+            for text in texts:
+                filled = fill(text, f)
+                for _, name, _, _ in string.Formatter().parse(text):
+                    if name:
+                        assert name in shown and shown[name] in filled, (lang, st.chapter, st.page, name)
+            hidden = panel.unrevealed(panel.revealed())
+            for name in st.current.facts:
+                assert shown[name] == ("?" if name in hidden else f[name]), (lang, st.chapter, name)
+                assert shown[name] not in ("—", "…"), (lang, st.chapter, name)
+            before = (st.chapter, st.page, st.acted)
+            ctl.do("next")
+            if (st.chapter, st.page, st.acted) == before:
+                break
