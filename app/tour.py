@@ -94,7 +94,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             facts=("alpha", "c", "pass_cost", "best_gamma", "best_speedup")),
     Chapter("09-idle-arithmetic", {"lanes": 1, "context": 1}, plot="roofline",
             facts=("extra_pct", "busy", "busy_spec", "lanes_to_saturate")),     # context 1: as the mill counts
-    Chapter("10-no-second-model", {}, facts=()),
+    Chapter("10-no-second-model", {}, facts=(), hold="end"),      # the bridge shows a finished check
     Chapter("11-inside-read-head", {"lanes": 9, "context": 1, "decoder": "target"},
             facts=("lanes", "busy", "lanes_to_saturate")),     # nine sequences: nine lanes
     Chapter("12-taken-apart", {}, facts=("vocab", "alpha")),

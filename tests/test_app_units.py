@@ -274,6 +274,11 @@ def test_hardware_toy_rows_and_the_skip_bonus_note_use_the_long_run():
     note = ctl.modes["tubes"].skip_bonus_note()
     with_b, without_b = tokens_per_pass_bonus(pf.alpha, 4)
     assert f"α = {pf.alpha:.3f}" in note and f"{with_b:.2f}" in note and f"{without_b:.2f}" in note
+    ctl.update(skip_bonus=True)
+    shown = ctl.modes["tubes"].facts_shown()
+    assert (shown["alpha"], shown["tpp_with_bonus"], shown["tpp_without_bonus"]) == (
+        f"{pf.alpha:.3f}", f"{with_b:.2f}", f"{without_b:.2f}")
+    assert ctl.modes["hardware"].facts_shown()["alpha"] == f"{pf.alpha:.3f}"
 
 
 def test_chapters_that_describe_an_event_play_a_real_pass_where_it_happens():
