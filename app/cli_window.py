@@ -6,25 +6,26 @@ import os
 import sys
 from pathlib import Path
 
+from app.cli_numbers import SEED, number, whole
 from corpus.errors import InputError
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="open the window; with --frames N run N frames (scripted keys) and exit")
-    p.add_argument("--frames", type=int, default=None, help="run this many frames, then exit (fixed 1/30 s steps)")
+    p.add_argument("--frames", type=whole(1, 10_000_000), default=None, help="run this many frames, then exit (a fixed clock: 1/30 s a frame)")
     p.add_argument("--screenshot", type=Path, default=None, help="save the last frame as PNG")
     p.add_argument("--script", type=Path, default=None, help="key presses, one per line (see README.md, 'The program')")
     p.add_argument("--mode", choices=("tour", "lab", "step", "tubes", "exploded", "hardware"), default=None)
-    p.add_argument("--chapter", type=int, default=None, help="tour chapter to start at (1-12)")
+    p.add_argument("--chapter", type=whole(1, 12), default=None, help="tour chapter to start at (1-12)")
     p.add_argument("--size", default=None, help="window size WxH (default: last used, 1280x720)")
     p.add_argument("--lang", choices=("zh", "en"), default=None)
     p.add_argument("--palette", choices=("default", "projector"), default=None)
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--prompt", default=None)
-    p.add_argument("--gamma", type=int, default=None)
+    p.add_argument("--gamma", type=whole(1, 12), default=None)
     p.add_argument("--export-dir", type=Path, default=None, help="where screenshots, plots, logs and GIFs go")
-    p.add_argument("--gif-seconds", type=float, default=None, help="length of the GIF replay (default 6 s)")
-    p.add_argument("--gif-fps", type=int, default=None, help="frame rate of the GIF replay (default 12)")
+    p.add_argument("--gif-seconds", type=number(0.1, 120), default=None, help="length of the GIF replay (default 6 s)")
+    p.add_argument("--gif-fps", type=whole(1, 60), default=None, help="frame rate of the GIF replay (default 12)")
     p.add_argument("--no-save", action="store_true", help="do not write the settings file on exit")
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
     p.set_defaults(func=_run)
@@ -43,35 +44,25 @@ def _size(text: str | None):
 
 
 def _run(args) -> int:
-    from app.settings import load_settings
-    if args.frames is not None and args.frames < 1:
-        raise InputError("--frames must be at least 1")
-    if args.chapter is not None and not 1 <= args.chapter <= 12:
-        raise InputError("--chapter must be between 1 and 12")
+    from app.settings import check_value, load_settings
     size = _size(args.size)
     settings, notice = load_settings()
     if notice:
         print(f"spectable: {notice}", file=sys.stderr)
-    for name in ("lang", "palette", "seed", "prompt", "gamma", "mode"):
-        v = getattr(args, name)
+    # Each override is checked against the setting's declaration: out of range is refused, never clamped.
+    for opt, name in (("lang", "language"), ("palette", "palette"), ("seed", "seed"), ("prompt", "prompt"),
+                      ("gamma", "gamma"), ("mode", "mode")):
+        v = getattr(args, opt)
         if v is not None:
-            setattr(settings, "language" if name == "lang" else name, v)
+            try:
+                setattr(settings, name, check_value(name, v))
+            except InputError as exc:
+                raise InputError(f"--{opt}: {str(exc).removeprefix(f'setting {name} ')}") from None
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
-    if args.seed is not None and args.seed < 0:
-        raise InputError("--seed must be a whole number >= 0")
-    if args.gamma is not None and not 1 <= args.gamma <= 12:
-        raise InputError("--gamma must be between 1 and 12")
-    settings.clamp()
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
         from models.ngram import NGramPair
-        if not args.prompt:
-            raise InputError("--prompt is empty")
         NGramPair.load(tokens=settings.tokens).encode(args.prompt)
-    if args.gif_seconds is not None and not 0.1 <= args.gif_seconds <= 120:
-        raise InputError("--gif-seconds must be between 0.1 and 120")
-    if args.gif_fps is not None and not 1 <= args.gif_fps <= 60:
-        raise InputError("--gif-fps must be between 1 and 60")
     gif = {k: v for k, v in (("seconds", args.gif_seconds), ("fps", args.gif_fps)) if v is not None}
     return _open(settings, size=size, frames=args.frames, screenshot=args.screenshot, script_path=args.script,
                  export_dir=args.export_dir, persist=not args.no_save, notice=notice, as_json=args.json, gif=gif)
@@ -79,13 +70,15 @@ def _run(args) -> int:
 
 def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None, export_dir=None, persist=True,
           notice=None, as_json=False, gif=None) -> int:
+    from app.controller import Controller
     from app.window import App
     script = None
     if script_path is not None:      # read the script before opening a window: a bad script is a quick exit 2
         from app.keys import parse_script
         script = parse_script(script_path)
-    app = App(settings, size=size, export_dir=export_dir, persist=persist, notice=notice,
-              fixed_step=frames is not None, gif_options=gif)
+    ctl = Controller(settings, export_dir=export_dir, persist=persist, notice=notice, scripted=frames is not None,
+                     gif_options=gif)
+    app = App(ctl, size=size)
     try:
         app.run(frames=frames, script=script, screenshot=screenshot)
         state = app.state()

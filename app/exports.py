@@ -1,7 +1,9 @@
 """Everything the program writes for a teacher: screenshots, plots (PNG/SVG), the run log (CSV), GIF/MP4 replays.
 
-All files are written atomically (temp file in the same folder, then os.replace). The replay renders
-the table at a fixed frame rate from the deterministic timeline, so the same run gives the same file.
+All files are written atomically (temp file in the same folder, then os.replace): each is complete under
+its final name or absent. A failure raises OSError or InputError for the controller to turn into a
+status-line message (describe_failure). The replay renders the table at a fixed frame rate from the
+deterministic timeline, so the same run gives the same file.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import numpy as np
 from PIL import Image
 
 from corpus.atomic import atomic_path, write_bytes_atomic
+from corpus.errors import InputError
 
 GIF_FPS = 12
 GIF_SECONDS = 6.0
@@ -30,21 +33,30 @@ def _atomic_bytes(path: Path, data: bytes) -> Path:
     return write_bytes_atomic(path, data)
 
 
+def describe_failure(exc: BaseException, folder: Path) -> str:
+    """One line for a failed export that names the export folder and the reason, never the hidden temp file
+    the failure may have happened on (an OSError's filename is often that temp file)."""
+    if isinstance(exc, OSError):
+        reason = exc.strerror or type(exc).__name__
+        return f"{folder}: {reason}"
+    return str(exc)
+
+
 def save_png(rgb: np.ndarray, path: Path) -> Path:
     buf = io.BytesIO()
     Image.fromarray(np.ascontiguousarray(rgb)).save(buf, format="PNG")
     return _atomic_bytes(path, buf.getvalue())
 
 
-def export_plots(app, names=None) -> list[Path]:
+def export_plots(ctl, names=None) -> list[Path]:
     """Every panel plot as PNG and SVG."""
     from app import figures, plots
     out = []
     for name in names or figures.PLOT_NAMES:
-        fig = figures.make(app, name)
+        fig = figures.make(ctl, name)
         try:
             for ext in ("png", "svg"):
-                out.append(plots.save_figure(fig, app.out_dir() / stamp(f"plot-{name}", ext)))
+                out.append(plots.save_figure(fig, ctl.out_dir() / stamp(f"plot-{name}", ext)))
         finally:
             plots.close(fig)
     return out
@@ -54,10 +66,10 @@ LOG_COLUMNS = ("step", "guess_index", "context_tail", "guess", "q", "p", "p_over
                "final_token", "final_kind", "draft_backed_off", "target_backed_off")
 
 
-def run_log_rows(app):
+def run_log_rows(ctl):
     """One row per guess of every target pass: the numbers of the acceptance test and its verdict."""
-    run = app.session.ensure()
-    pair = app.session.pair()
+    run = ctl.session.ensure()
+    pair = ctl.session.pair()
     rows = []
     for tr in run.traces if run else []:
         tail = pair.decode(tr.context[-2:])
@@ -74,40 +86,44 @@ def run_log_rows(app):
     return rows
 
 
-def export_run_log(app, path: Path | None = None) -> Path:
+def export_run_log(ctl, path: Path | None = None) -> Path:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=LOG_COLUMNS, lineterminator="\n")
     w.writeheader()
-    w.writerows(run_log_rows(app))
-    return _atomic_bytes(path or app.out_dir() / stamp("runlog", "csv"), buf.getvalue().encode("utf-8"))
+    w.writerows(run_log_rows(ctl))
+    return _atomic_bytes(path or ctl.out_dir() / stamp("runlog", "csv"), buf.getvalue().encode("utf-8"))
 
 
 class GifJob:
-    """Renders the replay a few frames per UI frame so the window can show a progress bar meanwhile."""
+    """Renders the replay a few frames per UI frame so the window can show a progress bar meanwhile. It renders
+    the table into its own framebuffer at fixed timeline steps (the window's own picture, through
+    driver.read_screen, when there is no table) and puts the timeline back where it was when done."""
 
-    def __init__(self, app, seconds: float | None = None, fps: int = GIF_FPS, size=GIF_SIZE, path: Path | None = None):
-        self.app = app
+    def __init__(self, driver, folder: Path, seconds: float | None = None, fps: int = GIF_FPS, size=GIF_SIZE,
+                 path: Path | None = None):
+        self.driver = driver
+        self.stage = driver.stage
+        if self.stage is None and driver.read_screen is None:
+            raise InputError("no picture to record: neither the table nor a window is open")
+        tl = self.stage.timeline if self.stage is not None else None
         if seconds is None:
             # Default: the first two target passes of the run (one full draft-verify-write cycle and the next).
-            tl = app.stage.timeline if app.stage is not None else None
-            steps = getattr(tl, "steps", None)
-            seconds = min(30.0, tl.step_end(min(1, len(steps) - 1))) if steps else GIF_SECONDS
+            seconds = min(30.0, tl.step_end(min(1, len(tl.steps) - 1))) if tl is not None and tl.steps else GIF_SECONDS
         self.fps = fps
         self.size = size
         self.total = max(1, int(round(seconds * fps)))
         self.frames: list[Image.Image] = []
         self.count = 0
-        self.path = Path(path) if path else app.out_dir() / stamp("replay", "gif")
+        self.path = Path(path) if path else Path(folder) / stamp("replay", "gif")
         self.done = False
-        self.stage = app.stage
         self.fbo = None
         if self.stage is not None:
-            ctx = app.ctx
+            ctx = self.stage.ctx
             self.color = ctx.texture(size, 4)
             self.depth = ctx.depth_renderbuffer(size)
             self.fbo = ctx.framebuffer(color_attachments=[self.color], depth_attachment=self.depth)
-            self.t0 = self.stage.timeline.t
-            self.start = self.stage.timeline.step_start(0) if hasattr(self.stage.timeline, "step_start") else 0.0
+            self.t0 = tl.t
+            self.start = tl.step_start(0)
 
     @property
     def progress(self) -> float:
@@ -126,24 +142,33 @@ class GifJob:
 
     def _frame(self, i: int) -> Image.Image:
         if self.fbo is None:
-            rgb = self.app.read_frame()
+            rgb = self.driver.read_screen()
             img = Image.fromarray(np.ascontiguousarray(rgb))
             return img.resize(self.size, Image.LANCZOS)
         tl = self.stage.timeline
         tl.seek(self.start + i / self.fps)
         self.fbo.use()
-        self.app.ctx.clear(*self.app.colors["clear"])
+        self.stage.ctx.clear(*self.driver.ctl.colors["clear"])
         self.stage.render(self.fbo, *self.size)
         data = self.fbo.read(components=3)
         arr = np.frombuffer(data, dtype=np.uint8).reshape(self.size[1], self.size[0], 3)[::-1]
         return Image.fromarray(np.ascontiguousarray(arr))
 
-    def _finish(self) -> None:
+    def _release(self) -> None:
         if self.fbo is not None:
             self.stage.timeline.seek(self.t0)
-            self.app._use_screen()
             for obj in (self.fbo, self.color, self.depth):
                 obj.release()
+            self.fbo = None
+
+    def abandon(self) -> None:
+        """Stop (a failed write): free the framebuffer, put the table's clock back, keep nothing."""
+        self._release()
+        self.frames = []
+        self.done = True
+
+    def _finish(self) -> None:
+        self._release()
         buf = io.BytesIO()
         self.frames[0].save(buf, format="GIF", save_all=True, append_images=self.frames[1:],
                             duration=int(1000 / self.fps), loop=0, optimize=False)

@@ -158,3 +158,38 @@ class ImGuiRenderer:
         self.vbo.release()
         self.ibo.release()
         self.prog.release()
+
+
+def imgui_key_map(imgui, pg) -> dict:
+    """pygame key codes -> ImGui keys, for the keys text fields and tables use."""
+    K = imgui.Key
+    return {pg.K_LEFT: K.left_arrow, pg.K_RIGHT: K.right_arrow, pg.K_UP: K.up_arrow, pg.K_DOWN: K.down_arrow,
+            pg.K_HOME: K.home, pg.K_END: K.end, pg.K_DELETE: K.delete, pg.K_BACKSPACE: K.backspace,
+            pg.K_RETURN: K.enter, pg.K_KP_ENTER: K.keypad_enter, pg.K_ESCAPE: K.escape, pg.K_TAB: K.tab,
+            pg.K_a: K.a, pg.K_c: K.c, pg.K_v: K.v, pg.K_x: K.x, pg.K_z: K.z, pg.K_y: K.y}
+
+
+def feed_imgui(imgui, pg, ev, key_map: dict) -> bool:
+    """Hand one pygame event to ImGui's input queue. Returns True when ImGui wants the keyboard for text (a key
+    press then types into the field instead of being a classroom key)."""
+    io = imgui.get_io()
+    if ev.type == pg.MOUSEMOTION:
+        io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
+    elif ev.type in (pg.MOUSEBUTTONDOWN, pg.MOUSEBUTTONUP) and ev.button in (1, 2, 3):
+        io.add_mouse_pos_event(float(ev.pos[0]), float(ev.pos[1]))
+        io.add_mouse_button_event({1: 0, 2: 2, 3: 1}[ev.button], ev.type == pg.MOUSEBUTTONDOWN)
+    elif ev.type == pg.MOUSEWHEEL:
+        io.add_mouse_wheel_event(float(ev.x), float(ev.y))
+    elif ev.type == pg.TEXTINPUT and io.want_text_input:
+        io.add_input_characters_utf8(ev.text)
+    elif ev.type in (pg.KEYDOWN, pg.KEYUP):
+        down = ev.type == pg.KEYDOWN
+        k = key_map.get(ev.key)
+        if k is not None:
+            io.add_key_event(k, down)
+        mods = pg.key.get_mods() | getattr(ev, "mod", 0)
+        io.add_key_event(imgui.Key.mod_ctrl, bool(mods & pg.KMOD_CTRL))
+        io.add_key_event(imgui.Key.mod_shift, bool(mods & pg.KMOD_SHIFT))
+        if down and getattr(ev, "scripted", False) and io.want_text_input and ev.unicode:
+            io.add_input_characters_utf8(ev.unicode)   # scripted keys carry their character (no TEXTINPUT)
+    return bool(io.want_text_input)

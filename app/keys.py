@@ -6,7 +6,8 @@ PageUp, and nothing else is bound to those two keys.
 Key script (spectable run --script keys.txt): one entry per line, delivered one per frame from
 frame 1 on; `wait N` lets N frames pass; `#` starts a comment. Entries are key names as pygame
 spells them ("page down", "space", "f11", "b", ".", "l", "h", "?", "1".."6", "f12", "e", "c", "g")
-or the aliases below.
+or the aliases below. A scripted run (--frames N) lasts exactly N frames: entries still queued then are
+never delivered, so no wait can keep a run going.
 """
 from __future__ import annotations
 
@@ -75,15 +76,16 @@ def parse_script(path: str | Path) -> list[str | int]:
         if " #" in line:
             line = line.split(" #", 1)[0].strip()
         low = line.lower()
-        if low.startswith("wait"):
-            try:
-                out.append(max(0, int(low.split()[1])))
-            except (IndexError, ValueError):
-                raise InputError(f"key script {path} line {n}: 'wait' needs a frame count") from None
+        if low == "wait" or low.startswith("wait "):
+            parts = low.split()
+            if len(parts) != 2 or not (parts[1].isascii() and parts[1].isdigit()):
+                raise InputError(f"key script {path} line {n}: 'wait' needs one whole number of frames, "
+                                 f"not {line!r}"[:200])
+            out.append(int(parts[1]))
             continue
         name = ALIASES.get(low, low)
         if name not in ("?", "+") and not _known(name):
-            raise InputError(f"key script {path} line {n}: unknown key {line!r}")
+            raise InputError(f"key script {path} line {n}: unknown key {line!r}"[:200])
         out.append(name)
     return out
 

@@ -24,3 +24,19 @@ def config_dir() -> Path:
 def default_export_dir() -> Path:
     """Screenshots, plots, logs and GIFs go here unless --export-dir says otherwise."""
     return Path.home() / "spectable-exports"
+
+
+def resolve_font() -> Path:
+    """The shipped CJK font (scenes.fonts); SPECTABLE_FONT overrides it (tests point it at a missing file)."""
+    from corpus.errors import InputError
+    override = os.environ.get("SPECTABLE_FONT")
+    if override:
+        p = Path(override)
+        if not p.is_file():
+            raise InputError(f"font file {p} is missing (SPECTABLE_FONT)")
+        return p
+    try:
+        from scenes.fonts import font_path
+    except ImportError:
+        raise InputError("the shipped font module scenes.fonts is missing") from None
+    return Path(font_path())

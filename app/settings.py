@@ -1,25 +1,102 @@
 """The settings a teacher expects to find again next time: language, palette, scale, lab parameters.
 
-Written atomically (temp file in the same folder, then os.replace). A file that does not parse is
-set aside as settings.json.corrupt-<n> with a message; the program then starts from defaults.
+Every field is declared once in FIELDS: its type and range (checked at the edge: the settings file, the
+command line, every change the program makes) and what a change to it invalidates (the run, the table).
+The controller's update() and the caches read these declarations; nothing else lists fields by hand.
+
+The file is written atomically (temp file in the same folder, then os.replace). On load:
+- a file that is not JSON, not an object, or holds a known field of the wrong type or a number that is
+  not finite (NaN, Infinity, 1e400) is set aside as settings.json.corrupt-<n> with a message, and the
+  program starts from defaults (nothing of a file we cannot trust is half-used);
+- a field of the right type that is out of range is clamped, and an unknown choice (a mode, a device
+  no longer known) falls back to its default, silently: a hand edit of a number is not an error.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
+from typing import Callable
 
 from app.paths import config_dir
-from corpus.atomic import write_text_atomic
+from corpus.atomic import remove_stale_temps, write_text_atomic
+from corpus.errors import InputError
 
 MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware")
 TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")
+DECODERS = ("speculative", "target")
 # Older settings files may name draft_only 'no_bonus' (a misnomer: it never let the target write at all).
 LEGACY_TUBE_RULES = {"no_bonus": "draft_only"}
-# The lab's values: the tour sets some of them per chapter but never keeps them (App snapshots and restores these).
-LAB_FIELDS = ("prompt", "gamma", "c", "temperature", "top_k", "top_p", "seed", "tokens", "steps", "lanes", "context",
-              "device", "model", "tube_rule", "skip_bonus")
+INT32_MAX = 2**31 - 1          # ImGui's integer inputs hold a C int: nothing larger may reach them
+
+
+def _devices() -> tuple[str, ...]:
+    from models import hardware
+    return tuple(hardware.DEVICES)
+
+
+def _models() -> tuple[str, ...]:
+    from models import hardware
+    return tuple(hardware.MODELS)
+
+
+@dataclass(frozen=True)
+class Field:
+    """One setting: its type and legal values, and what changing it invalidates.
+
+    lab: a lab value (the tour sets it per chapter and puts the lab's own back when it is left; only the
+         lab's values are saved). run: a change replaces the run (new traces). stage: a change hands the
+         run to the table again (lanes, device, c... the table shows them). save_now: a classroom setting,
+         written to the file at once rather than on exit."""
+    kind: type
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple | Callable[[], tuple] | None = None
+    max_len: int | None = None
+    lab: bool = False
+    run: bool = False
+    stage: bool = False
+    save_now: bool = False
+
+    def legal(self) -> tuple | None:
+        return self.choices() if callable(self.choices) else self.choices
+
+
+FIELDS: dict[str, Field] = {
+    # classroom
+    "language": Field(str, choices=("zh", "en"), save_now=True),
+    "palette": Field(str, choices=("default", "projector"), save_now=True),
+    "ui_scale": Field(float, 0.6, 2.5, save_now=True),
+    "reduced_motion": Field(bool, save_now=True),
+    "fullscreen": Field(bool, save_now=True),
+    "window_w": Field(int, 320, 8192),
+    "window_h": Field(int, 200, 8192),
+    # where we were
+    "mode": Field(str, choices=MODES),
+    "chapter": Field(int, 0, 11),
+    # the lab: these drive the sampler, the analytics and the hardware model
+    "prompt": Field(str, max_len=200, lab=True, run=True, stage=True),
+    "gamma": Field(int, 1, 12, lab=True, run=True, stage=True),
+    "c": Field(float, 0.0, 1.0, lab=True, stage=True),
+    "temperature": Field(float, 0.0, 3.0, lab=True, run=True, stage=True),
+    "top_k": Field(int, 0, 10_000, lab=True, run=True, stage=True),
+    "top_p": Field(float, 0.01, 1.0, lab=True, run=True, stage=True),
+    "seed": Field(int, 0, INT32_MAX, lab=True, run=True, stage=True),
+    "tokens": Field(str, choices=("char", "word"), lab=True, run=True, stage=True),
+    "steps": Field(int, 1, 200, lab=True, run=True, stage=True),
+    "lanes": Field(int, 1, 512, lab=True, stage=True),
+    "context": Field(int, 1, 131072, lab=True, stage=True),
+    "device": Field(str, choices=_devices, lab=True, stage=True),
+    "model": Field(str, choices=_models, lab=True, stage=True),
+    "tube_rule": Field(str, choices=TUBE_RULES, lab=True, stage=True),
+    "skip_bonus": Field(bool, lab=True, save_now=True),
+    "decoder": Field(str, choices=DECODERS, lab=True, run=True, stage=True),
+}
+LAB_FIELDS = tuple(k for k, f in FIELDS.items() if f.lab)
+RUN_FIELDS = tuple(k for k, f in FIELDS.items() if f.run)
+STAGE_FIELDS = tuple(k for k, f in FIELDS.items() if f.stage)
 
 
 @dataclass
@@ -51,58 +128,140 @@ class AppSettings:
     model: str = "llama-3.1-8b"
     tube_rule: str = "exact"
     skip_bonus: bool = False          # test tubes: drop the bonus token (still exact, fewer tokens per pass)
+    # 'speculative' (draft guesses, the target checks) or 'target' (the big drum alone, one token a pass:
+    # tour chapters 1-2, before speculation is introduced, and 11, nine sequences lighting nine lanes)
+    decoder: str = "speculative"
 
     def clamp(self) -> "AppSettings":
-        """Bring every field back into its legal range (a hand-edited file may not be)."""
-        self.language = self.language if self.language in ("zh", "en") else "zh"
-        self.palette = self.palette if self.palette in ("default", "projector") else "default"
-        self.ui_scale = min(2.5, max(0.6, float(self.ui_scale)))
-        self.mode = self.mode if self.mode in MODES else "tour"
-        self.chapter = min(11, max(0, int(self.chapter)))
-        self.gamma = min(12, max(1, int(self.gamma)))
-        self.c = min(1.0, max(0.0, float(self.c)))
-        self.temperature = min(3.0, max(0.0, float(self.temperature)))
-        self.top_k = max(0, int(self.top_k))
-        self.top_p = min(1.0, max(0.01, float(self.top_p)))
-        self.tokens = self.tokens if self.tokens in ("char", "word") else "char"
-        self.steps = min(200, max(1, int(self.steps)))
-        self.lanes = min(512, max(1, int(self.lanes)))
-        self.context = min(131072, max(1, int(self.context)))
-        self.tube_rule = LEGACY_TUBE_RULES.get(self.tube_rule, self.tube_rule)
-        self.tube_rule = self.tube_rule if self.tube_rule in TUBE_RULES else "exact"
-        self.skip_bonus = bool(self.skip_bonus)
-        self.window_w = max(320, int(self.window_w))
-        self.window_h = max(200, int(self.window_h))
+        """Bring every field back into its legal range (each value must already have its field's type)."""
+        for name in FIELDS:
+            setattr(self, name, clamp_value(name, getattr(self, name)))
         return self
+
+    def values(self, names) -> tuple:
+        """The values of `names`, in order: the cache key of whatever those fields produce."""
+        return tuple(getattr(self, n) for n in names)
+
+
+DEFAULTS = AppSettings()
+assert set(FIELDS) == {f.name for f in fields(AppSettings)}, "every setting is declared in FIELDS"
+
+
+def check_type(name: str, value):
+    """value as field `name`'s type, or InputError: wrong type, a number that is not finite, a float that is
+    not whole for a whole-number field. Range is not checked here (see clamp_value and check_value)."""
+    spec = FIELDS.get(name)
+    if spec is None:
+        raise InputError(f"unknown setting {name!r}")
+    kind = spec.kind
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+    elif kind is str:
+        if isinstance(value, str):
+            return value
+    elif not isinstance(value, bool) and isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InputError(f"setting {name} must be a finite number, not {value!r}")
+        if kind is int:
+            if isinstance(value, float):
+                if not value.is_integer():
+                    raise InputError(f"setting {name} must be a whole number, not {value!r}")
+                return int(value)
+            return int(value)
+        return float(value)
+    shown = f" {value!r}"[:40] if isinstance(value, (bool, int, float, str)) else ""
+    raise InputError(f"setting {name} must be {_kind_name(kind)}, not {type(value).__name__}{shown}")
+
+
+def _kind_name(kind: type) -> str:
+    return {bool: "true or false", str: "text", int: "a whole number", float: "a number"}[kind]
+
+
+def clamp_value(name: str, value):
+    """A value of the right type brought into its field's range; an unknown choice becomes the default."""
+    spec = FIELDS[name]
+    if name == "tube_rule":
+        value = LEGACY_TUBE_RULES.get(value, value)
+    legal = spec.legal()
+    if legal is not None and value not in legal:
+        return getattr(DEFAULTS, name)
+    if spec.max_len is not None:
+        value = value[:spec.max_len] if value else getattr(DEFAULTS, name)
+    if spec.lo is not None:
+        value = max(spec.kind(spec.lo), value)
+    if spec.hi is not None:
+        value = min(spec.kind(spec.hi), value)
+    return value
+
+
+def check_value(name: str, value):
+    """A value given on purpose (command line, the lab, a tour chapter): the right type and in range, else
+    InputError saying what is allowed. Nothing is silently changed."""
+    value = check_type(name, value)
+    spec = FIELDS[name]
+    if name == "tube_rule":
+        value = LEGACY_TUBE_RULES.get(value, value)
+    legal = spec.legal()
+    if legal is not None and value not in legal:
+        raise InputError(f"setting {name} must be one of {', '.join(map(str, legal))}, not {value!r}"[:300])
+    if spec.max_len is not None and not 1 <= len(value) <= spec.max_len:
+        raise InputError(f"setting {name} must be 1 to {spec.max_len} characters long")
+    if (spec.lo is not None and value < spec.lo) or (spec.hi is not None and value > spec.hi):
+        lo, hi = (f"{v:g}" if isinstance(v, float) else f"{v}" for v in (spec.lo, spec.hi))
+        raise InputError(f"setting {name} must be between {lo} and {hi}, not {value}")
+    return value
 
 
 def settings_path() -> Path:
     return config_dir() / "settings.json"
 
 
-def load_settings(path: Path | None = None) -> tuple[AppSettings, str | None]:
-    """Read the settings; returns (settings, message or None). Never raises on a bad file."""
-    path = path or settings_path()
-    if not path.exists():
-        return AppSettings(), None
+def parse_settings(text: str) -> AppSettings:
+    """Settings from a file's text: InputError for anything but a JSON object of well-typed, finite values;
+    known fields are clamped into range, unknown keys ignored."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise ValueError("not a JSON object")
-        known = {f.name: f.type for f in fields(AppSettings)}
-        s = AppSettings(**{k: v for k, v in raw.items() if k in known})
-        return s.clamp(), None
-    except (OSError, ValueError, TypeError) as exc:
-        n = 1
-        while path.with_name(f"{path.name}.corrupt-{n}").exists():
-            n += 1
-        aside = path.with_name(f"{path.name}.corrupt-{n}")
+        raw = json.loads(text)
+    except RecursionError:
+        raise InputError("nested too deeply") from None
+    except ValueError as exc:
+        raise InputError(f"not JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise InputError("not a JSON object")
+    values = {k: check_type(k, v) for k, v in raw.items() if k in FIELDS}
+    return AppSettings(**values).clamp()
+
+
+def load_settings(path: Path | None = None) -> tuple[AppSettings, str | None]:
+    """Read the settings; returns (settings, message or None). Never raises on a bad file: one that cannot be
+    trusted is set aside as <name>.corrupt-<n> (never overwriting an earlier one) and defaults are used."""
+    path = path or settings_path()
+    remove_stale_temps(path.parent, path.name)      # a temp file a kill left behind mid-save
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return AppSettings(), None
+    except IsADirectoryError:
+        return AppSettings(), f"settings file {path} is a folder; using defaults"
+    except OSError as exc:
+        return AppSettings(), f"settings file {path} could not be read ({exc.strerror or exc}); using defaults"
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text (bad byte at offset {exc.start})"
+    else:
         try:
-            os.replace(path, aside)
-        except OSError:
-            aside = path
-        msg = f"settings file {path} could not be read ({type(exc).__name__}); set aside as {aside.name}, using defaults"
-        return AppSettings(), msg
+            return parse_settings(text), None
+        except InputError as exc:
+            reason = str(exc)
+    n = 1
+    while path.with_name(f"{path.name}.corrupt-{n}").exists():
+        n += 1
+    aside = path.with_name(f"{path.name}.corrupt-{n}")
+    try:
+        os.replace(path, aside)
+    except OSError:
+        return AppSettings(), f"settings file {path} could not be read ({reason}); using defaults"
+    return AppSettings(), (f"settings file {path} could not be read ({reason}); set aside as {aside.name}, "
+                           "using defaults")
 
 
 def save_settings(settings: AppSettings, path: Path | None = None) -> Path:
@@ -110,3 +269,8 @@ def save_settings(settings: AppSettings, path: Path | None = None) -> Path:
     path = path or settings_path()
     write_text_atomic(path, json.dumps(asdict(settings), ensure_ascii=False, indent=1))
     return path
+
+
+def with_values(settings: AppSettings, **values) -> AppSettings:
+    """A copy with some fields replaced (each checked: type and range)."""
+    return replace(settings, **{k: check_value(k, v) for k, v in values.items()})

@@ -6,7 +6,7 @@ lower left.
 """
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass
 
 from imgui_bundle import imgui
 
@@ -17,30 +17,64 @@ FLAGS = (imgui.WindowFlags_.no_title_bar | imgui.WindowFlags_.no_resize | imgui.
          | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_saved_settings)
 
 
-def bar_h(app) -> float:
-    return app.font_size * 2.0
+@dataclass
+class Screen:
+    """What drawing needs from the window this frame: the framebuffer size, the text size and the ImGui
+    renderer (for plot textures). The window fills it in each frame; panels get this, never the window."""
+    ctl: object
+    w: int = 1280
+    h: int = 720
+    font_size: float = 18.0
+    renderer: object = None
+
+    @property
+    def colors(self) -> dict:
+        return self.ctl.colors
+
+    @property
+    def t(self):
+        return self.ctl.t
 
 
-def status_h(app) -> float:
-    return app.font_size * 1.7
+def screen_for(ctl, w: int, h: int, renderer=None) -> Screen:
+    """The Screen of a w x h framebuffer: text size follows its height (HiDPI, projectors) times the UI scale."""
+    base = max(14.0, min(48.0, h / 40.0))
+    return Screen(ctl, int(w), int(h), round(base * ctl.settings.ui_scale), renderer)
 
 
-def panel_frac(app) -> float:
+def ui_rects(scr: Screen) -> list[tuple[float, float, float, float]]:
+    """The rectangles (x0, y0, x1, y1) the mode's UI covers: the mode bar, the status line, the panel and, in
+    the tour and the lab, the lower-left box."""
+    rects = [(0.0, 0.0, scr.w, bar_h(scr)), (0.0, scr.h - status_h(scr), scr.w, scr.h)]
+    for x, y, w, h in (panel_rect(scr), narration_rect(scr)):
+        rects.append((x, y, x + w, y + h))
+    return rects
+
+
+def bar_h(scr: Screen) -> float:
+    return scr.font_size * 2.0
+
+
+def status_h(scr) -> float:
+    return scr.font_size * 1.7
+
+
+def panel_frac(scr) -> float:
     """Share of the width the mode's panel takes (a tour page with no plot leaves more to the table)."""
-    return getattr(app.panels[app.mode], "panel_frac", 0.40)
+    return getattr(scr.ctl.panel, "panel_frac", 0.40)
 
 
-def panel_rect(app):
+def panel_rect(scr):
     """Right-hand panel: (x, y, w, h)."""
-    x = app.fb_w * (1.0 - panel_frac(app))
-    y = bar_h(app)
-    return x, y, app.fb_w - x, app.fb_h - y - status_h(app)
+    x = scr.w * (1.0 - panel_frac(scr))
+    y = bar_h(scr)
+    return x, y, scr.w - x, scr.h - y - status_h(scr)
 
 
-def narration_rect(app):
+def narration_rect(scr):
     """Lower-left narration box of the tour."""
-    h = app.fb_h * 0.30
-    return 0.0, app.fb_h - status_h(app) - h, app.fb_w * (1.0 - panel_frac(app)), h
+    h = scr.h * 0.30
+    return 0.0, scr.h - status_h(scr) - h, scr.w * (1.0 - panel_frac(scr)), h
 
 
 def begin_panel(name: str, rect, bg_alpha: float | None = None) -> bool:
@@ -52,51 +86,52 @@ def begin_panel(name: str, rect, bg_alpha: float | None = None) -> bool:
     return imgui.begin(name, None, FLAGS)[0]
 
 
-def top_bar(app) -> None:
-    t, s = app.t, app.settings
-    begin_panel("##bar", (0, 0, app.fb_w, bar_h(app)))
+def top_bar(scr) -> None:
+    ctl = scr.ctl
+    t, s = ctl.t, ctl.settings
+    begin_panel("##bar", (0, 0, scr.w, bar_h(scr)))
     for i, mode in enumerate(MODES):
         if i:
             imgui.same_line()
-        active = mode == app.mode
+        active = mode == ctl.mode
         if active:
-            imgui.push_style_color(imgui.Col_.button, imgui.ImVec4(*app.colors["accent"]))
+            imgui.push_style_color(imgui.Col_.button, imgui.ImVec4(*scr.colors["accent"]))
             imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(0, 0, 0, 1))
         if imgui.button(f"{i + 1} {t('mode.' + mode)}"):
-            app.set_mode(mode)
+            ctl.set_mode(mode)
         if active:
             imgui.pop_style_color(2)
     right = [("EN" if s.language == "zh" else "中文", "language"), (t("bar.projector"), "palette"),
              ("A-", "scale_down"), ("A+", "scale_up"), ("?", "help")]
     widths = sum(imgui.calc_text_size(lbl).x + imgui.get_style().frame_padding.x * 2 + imgui.get_style().item_spacing.x
                  for lbl, _ in right)
-    imgui.same_line(max(imgui.get_cursor_pos_x(), app.fb_w - widths - 12))
+    imgui.same_line(max(imgui.get_cursor_pos_x(), scr.w - widths - 12))
     for i, (label, action) in enumerate(right):
         if i:
             imgui.same_line()
         if action == "palette" and s.palette == "projector":
-            imgui.push_style_color(imgui.Col_.button, imgui.ImVec4(*app.colors["header"]))
+            imgui.push_style_color(imgui.Col_.button, imgui.ImVec4(*scr.colors["header"]))
             clicked = imgui.button(label)
             imgui.pop_style_color()
         else:
             clicked = imgui.button(label)
         if clicked:
-            app.do(action)
+            ctl.do(action)
     imgui.end()
 
 
-def status_line(app) -> None:
-    t = app.t
-    h = status_h(app)
-    begin_panel("##status", (0, app.fb_h - h, app.fb_w, h))
-    now = time.monotonic()
-    recent = [m for ts, m in app.messages if now - ts < 12.0 or app.fixed_step]
+def status_line(scr) -> None:
+    ctl = scr.ctl
+    t = ctl.t
+    h = status_h(scr)
+    begin_panel("##status", (0, scr.h - h, scr.w, h))
+    recent = ctl.recent_messages()
     hint = t("status.keys")
-    if app.paused:
+    if ctl.paused:
         hint = t("status.paused") + "   " + hint
-    if app.stage is None and app.stage_error:
+    if ctl.driver.stage is None and ctl.driver.stage_error:
         hint = t("status.no_stage") + "   " + hint
-    imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), recent[-1] if recent else hint)
+    imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), recent[-1] if recent else hint)
     imgui.end()
 
 
@@ -109,12 +144,12 @@ HELP_ROWS = (
 )
 
 
-def help_overlay(app) -> None:
-    t = app.t
-    w, h = app.fb_w * 0.5, app.fb_h * 0.8
-    begin_panel("##help", ((app.fb_w - w) / 2, (app.fb_h - h) / 2, w, h), bg_alpha=1.0)
-    imgui.push_font(None, app.font_size * 1.3)
-    imgui.text_colored(imgui.ImVec4(*app.colors["accent"]), t("help.title"))
+def help_overlay(scr) -> None:
+    t = scr.t
+    w, h = scr.w * 0.5, scr.h * 0.8
+    begin_panel("##help", ((scr.w - w) / 2, (scr.h - h) / 2, w, h), bg_alpha=1.0)
+    imgui.push_font(None, scr.font_size * 1.3)
+    imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), t("help.title"))
     imgui.pop_font()
     imgui.separator()
     if imgui.begin_table("keys", 2, imgui.TableFlags_.row_bg):
@@ -122,28 +157,28 @@ def help_overlay(app) -> None:
         for key, label in HELP_ROWS:
             imgui.table_next_row()
             imgui.table_next_column()
-            imgui.text_colored(imgui.ImVec4(*app.colors["accent"]), key)
+            imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), key)
             imgui.table_next_column()
             imgui.text(t(label))
         imgui.end_table()
     imgui.end()
 
 
-def progress_overlay(app, job) -> None:
-    w, h = app.fb_w * 0.4, app.font_size * 4
-    begin_panel("##progress", ((app.fb_w - w) / 2, app.fb_h * 0.45, w, h), bg_alpha=0.97)
-    imgui.text(app.t("msg.rendering_gif", fps=job.fps))
+def progress_overlay(scr, job) -> None:
+    w, h = scr.w * 0.4, scr.font_size * 4
+    begin_panel("##progress", ((scr.w - w) / 2, scr.h * 0.45, w, h), bg_alpha=0.97)
+    imgui.text(scr.t("msg.rendering_gif", fps=job.fps))
     imgui.progress_bar(job.progress, (-1, 0), f"{int(job.progress * 100)}%")
     imgui.end()
 
 
-def heading(app, text: str, scale: float = 1.25) -> None:
-    imgui.push_font(None, app.font_size * scale)
-    imgui.text_colored(imgui.ImVec4(*app.colors["accent"]), text)
+def heading(scr, text: str, scale: float = 1.25) -> None:
+    imgui.push_font(None, scr.font_size * scale)
+    imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), text)
     imgui.pop_font()
 
 
-def facts_table(app, rows) -> None:
+def facts_table(scr, rows) -> None:
     """rows: [(label, value)] two columns, values right next to their names."""
     if not rows:
         return
@@ -157,49 +192,50 @@ def facts_table(app, rows) -> None:
         imgui.end_table()
 
 
-def bars(app, items, width: float, height: float, highlight: int | None = None, color=None, max_value=None) -> None:
+def bars(scr, items, width: float, height: float, highlight: int | None = None, color=None, max_value=None) -> None:
     """Horizontal labelled bars: items = [(label, value, token_id)]; the highlighted one drawn in red."""
     dl = imgui.get_window_draw_list()
     x0, y0 = imgui.get_cursor_screen_pos()
     n = max(1, len(items))
     row = height / n
-    label_w = app.font_size * 2.6
+    label_w = scr.font_size * 2.6
     vmax = max_value or max([v for _, v, _ in items] + [1e-12])
-    col = u32(color or app.colors["accent"])
-    red = u32(app.colors["reject"])
-    txt = u32(app.colors["text"])
+    col = u32(color or scr.colors["accent"])
+    red = u32(scr.colors["reject"])
+    txt = u32(scr.colors["text"])
     for i, (label, value, tid) in enumerate(items):
         y = y0 + i * row
-        dl.add_text((x0, y + (row - app.font_size) / 2), txt, label)
-        bw = (width - label_w - app.font_size * 4.5) * value / vmax
+        dl.add_text((x0, y + (row - scr.font_size) / 2), txt, label)
+        bw = (width - label_w - scr.font_size * 4.5) * value / vmax
         dl.add_rect_filled((x0 + label_w, y + row * 0.15), (x0 + label_w + bw, y + row * 0.85),
                            red if tid == highlight else col)
-        dl.add_text((x0 + label_w + bw + 6, y + (row - app.font_size) / 2), txt, f"{value:.4f}")
+        dl.add_text((x0 + label_w + bw + 6, y + (row - scr.font_size) / 2), txt, f"{value:.4f}")
     imgui.dummy((width, height))
 
 
 class PlotTextures:
-    """Matplotlib figures as textures, rebuilt only when what they show changes."""
+    """Matplotlib figures as textures, rebuilt only when what they show changes (the run, a setting, the size)."""
 
-    def __init__(self, app):
-        self.app = app
+    def __init__(self, ctl):
+        self.ctl = ctl
         self.cache: dict[str, tuple] = {}
 
-    def image(self, name: str, width: float, key=(), aspect: float | None = None) -> None:
+    def image(self, scr, name: str, width: float, aspect: float | None = None) -> None:
         """Draw plot `name` `width` pixels wide; `aspect` (w/h) re-lays the figure out for a wide box."""
         from app import figures, plots
-        app = self.app
-        s = app.settings
-        full_key = (key, aspect, app.session.version, s.language, s.palette, int(width), s.c, s.lanes, s.context,
-                    s.device, s.tube_rule, s.tokens)
+        ctl = self.ctl
+        full_key = (aspect, ctl.session.version, ctl.revision, int(width))
         entry = self.cache.get(name)
-        if name == "tubes" and not app.fixed_step and app.session.tubes_ready() is None:
-            imgui.text_colored(imgui.ImVec4(*app.colors["muted"]), app.t("tubes.computing"))
+        if name == "tubes" and ctl.tubes() is None:
+            imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
+            return
+        if name in figures.LONG_RUN_PLOTS and ctl.long_run() is None:
+            imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("plot.computing_long"))
             return
         if entry is None or entry[0] != full_key:
             try:
                 dpi_w = max(320, int(width))
-                fig = figures.make(app, name)
+                fig = figures.make(ctl, name)
                 if aspect:
                     inches = max(5.0, dpi_w / 110.0)   # the same text size in pixels, whatever the box
                     fig.set_size_inches(inches, inches / aspect)
@@ -210,7 +246,7 @@ class PlotTextures:
             except Exception as exc:  # noqa: BLE001 - a model still landing must not kill the panel
                 imgui.text_wrapped(f"{name}: {type(exc).__name__}: {exc}")
                 return
-            tex_id = app.renderer.register_rgba(rgba, entry[1] if entry else None)
+            tex_id = scr.renderer.register_rgba(rgba, entry[1] if entry else None)
             entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0])
             self.cache[name] = entry
         _, tex_id, w, h = entry

@@ -48,7 +48,7 @@ def main() -> int:
     stage.samples = args.msaa
     stage.render_scale = args.scale
     stage.camera_transition_s = 0.0
-    stage.set_run(pair, traces, tubes=run_tubes(pair, rounds=40), settings=settings)
+    stage.set_run(pair, traces, tubes=run_tubes(pair, rounds=40))
     rows = []
     print(f"renderer: {ctx.info['GL_RENDERER']}  msaa={args.msaa}  scale={args.scale}")
     for size in args.sizes.split(","):

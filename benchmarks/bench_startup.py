@@ -22,6 +22,7 @@ CHILD = r"""
 import json, os, sys, time
 t0 = time.perf_counter()
 import pygame, moderngl, numpy, imgui_bundle
+from app.controller import Controller
 from app.window import App
 from app.settings import AppSettings
 t_import = time.perf_counter()
@@ -29,10 +30,11 @@ from models.ngram import NGramPair
 pair = NGramPair.load()
 t_tables = time.perf_counter()
 w, h = (int(v) for v in sys.argv[1].split("x"))
-app = App(AppSettings(mode="tour"), size=(w, h), persist=False)   # as a teacher opens it
+ctl = Controller(AppSettings(mode="tour"), persist=False)   # as a teacher opens it
+app = App(ctl, size=(w, h))
 t_window = time.perf_counter()
-app.session.ensure()
-app.sync_stage()
+ctl.session.ensure()
+ctl.driver.sync()
 t_scene = time.perf_counter()
 app.draw_frame(1 / 30)
 app.read_frame()          # wait for the GPU: the frame is really finished
@@ -43,7 +45,7 @@ t_frame2 = time.perf_counter()
 print(json.dumps({"import_s": t_import - t0, "tables_s": t_tables - t_import, "window_s": t_window - t_tables,
                   "run_and_scene_s": t_scene - t_window, "first_frame_s": t_frame - t_scene,
                   "total_s": t_frame - t0, "second_frame_ms": 1000 * (t_frame2 - t_frame),
-                  "stage": app.stage is not None, "stage_error": app.stage_error}))
+                  "stage": ctl.driver.stage is not None, "stage_error": ctl.driver.stage_error}))
 app.close()
 """
 

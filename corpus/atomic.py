@@ -58,3 +58,28 @@ def write_bytes_atomic(path: str | Path, data: bytes) -> Path:
 
 def write_text_atomic(path: str | Path, text: str) -> Path:
     return write_atomic(path, lambda fh: fh.write(text), binary=False)
+
+
+STALE_AFTER_S = 60.0     # older than any write in progress: a temp file this old was left by a kill
+
+
+def remove_stale_temps(folder: str | Path, name: str = "*", older_than_s: float = STALE_AFTER_S) -> list[Path]:
+    """Delete the temp files atomic_path() leaves when the process is killed mid-write (.<name>.<random>.tmp…),
+    for files called `name` (a glob) in `folder`, if older than `older_than_s` (a live writer's is newer).
+    Returns what was removed; a folder that is missing or unreadable is left alone."""
+    import time
+    folder = Path(folder)
+    removed = []
+    try:
+        candidates = list(folder.glob(f".{name}.*.tmp*"))
+    except OSError:
+        return removed
+    now = time.time()
+    for p in candidates:
+        try:
+            if p.is_file() and not p.is_symlink() and now - p.stat().st_mtime > older_than_s:
+                p.unlink()
+                removed.append(p)
+        except OSError:
+            pass
+    return removed

@@ -1,19 +1,29 @@
-"""The hardware model: bytes per step, ms per token, tokens/s and arithmetic busy fraction (on paper), per device
+"""The hardware model: bytes per pass, ms per token, tokens/s and arithmetic busy fraction (on paper), per device
 and model; measured devices are read from assets/measurements/*.json when present.
 
-    bytes per step   = weights (params × 2 bytes, bf16) + batch × context × KV bytes per token
+A pass is one forward of the target over `batch` sequences, each computing `positions` tokens at once (1 when
+decoding plainly; γ + 1 when checking γ guesses: those positions belong to one sequence and read its KV cache
+once, they are not γ + 1 sequences).
+
+    bytes per pass   = weights (params × 2 bytes, bf16) + batch × context × KV bytes per token
     KV bytes/token   = layers × KV heads × head dim × 2 (K and V) × 2 bytes
-    step time        >= bytes per step / memory bandwidth       (decoding is a read-bound loop)
-    arithmetic       = 2 ops per parameter per token computed (attention's own ops left out, as in SCIENCE.md)
-    busy fraction    = arithmetic time / step time = lanes × model ops-per-byte / device ops-per-byte
+    pass time        >= bytes per pass / memory bandwidth       (decoding is a read-bound loop)
+    arithmetic       = 2 ops per parameter per token computed = 2 × params × batch × positions
+                       (attention's own ops left out, as in SCIENCE.md)
+    busy fraction    = arithmetic time / pass time (weights only: batch × positions × model ops-per-byte /
+                       device ops-per-byte)
+
+The weights term is all parameters (16.06 GB for Llama 3.1 8B), as SCIENCE.md rounds it: a real decoder looks
+up one row of the untied input embedding (1.05 GB) instead of streaming it, so it reads about 15.01 GB
+(models.llama.LlamaConfig.weight_bytes_read_per_token, what `spectable model-info` and the bench report).
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from corpus.errors import InputError
+from models.measurements import BANDWIDTH_KEYS, FLOP_KEYS, MEMORY_KEYS, measurement_paths, read_measurement
 
 MEASUREMENTS_DIR = Path(__file__).resolve().parents[1] / "assets" / "measurements"
 
@@ -58,6 +68,12 @@ class LlamaShape:
         """One lane's arithmetic per weight byte read: 2 ops per parameter / 2 bytes per parameter = 1."""
         return 2.0 / self.bytes_per_param
 
+    @property
+    def medusa_head_params(self) -> int:
+        """One Medusa-1 head on this model (Cai et al. 2024): a residual block (hidden × hidden linear + bias, SiLU)
+        and its own hidden × vocabulary output layer."""
+        return self.hidden * self.hidden + self.hidden + self.hidden * self.vocab
+
 
 # Public specifications (NVIDIA data sheets: H100 SXM5, H200 SXM, A100 80GB SXM; dense bf16 without sparsity).
 DEVICES: dict[str, Device] = {
@@ -75,47 +91,41 @@ MODELS: dict[str, LlamaShape] = {
 
 MEASUREMENT_ERRORS: list[str] = []     # files in assets/measurements that could not be read (shown, not fatal)
 
-_BW_KEYS = {"hbm_bandwidth_Bps": 1.0, "bandwidth_Bps": 1.0, "read_bandwidth_Bps": 1.0,
-            "copy_bandwidth_Bps": 1.0, "bandwidth_GBps": 1e9, "copy_bandwidth_GBps": 1e9, "bandwidth_TBps": 1e12}
-_FLOP_KEYS = {"dense_bf16_flops": 1.0, "flops": 1.0, "matmul_flops": 1.0, "bf16_flops": 1.0,
-              "matmul_tflops": 1e12, "bf16_tflops": 1e12, "tflops": 1e12}
-
 
 def _first(d: dict, keys: dict) -> float | None:
     for k, scale in keys.items():
         v = d.get(k)
-        if isinstance(v, (int, float)) and v > 0:
+        if v is not None and v > 0:          # validated by models.measurements: a finite number in range
             return float(v) * scale
     return None
 
 
 def device_from_measurement(data: dict, stem: str) -> Device | None:
-    """A measured device from one bench JSON: looks in data['device'] then at the top level for a bandwidth
-    (bytes/s, GB/s or TB/s keys) and an arithmetic rate (ops/s or TFLOP/s keys). None if it has neither."""
+    """A measured device from one validated measurement file (models.measurements.read_measurement): looks in
+    data['device'], data['measured'], then the top level for a bandwidth (bytes/s, GB/s or TB/s keys) and an
+    arithmetic rate (ops/s or TFLOP/s keys). None if it lacks either."""
     dev = data.get("device") if isinstance(data.get("device"), dict) else {}
-    meas = data.get("measured") if isinstance(data.get("measured"), dict) else {}
-    bw = _first(dev, _BW_KEYS) or _first(meas, _BW_KEYS) or _first(data, _BW_KEYS)
-    fl = _first(dev, _FLOP_KEYS) or _first(meas, _FLOP_KEYS) or _first(data, _FLOP_KEYS)
+    meas = data.get("measured") or {}
+    bw = _first(dev, BANDWIDTH_KEYS) or _first(meas, BANDWIDTH_KEYS) or _first(data, BANDWIDTH_KEYS)
+    fl = _first(dev, FLOP_KEYS) or _first(meas, FLOP_KEYS) or _first(data, FLOP_KEYS)
     if bw is None or fl is None:
         return None
     name = dev.get("name") or dev.get("label") or (data.get("device") if isinstance(data.get("device"), str) else None)
-    dev_id = str(dev.get("id") or f"measured-{stem}")
-    mem = _first(dev, {"memory_bytes": 1.0, "memory_GB": 1e9}) or 0.0
+    dev_id = dev.get("id") or f"measured-{stem}"
+    mem = _first(dev, MEMORY_KEYS) or 0.0
     return Device(dev_id, f"{name or stem} (measured)", bw, fl, mem, f"assets/measurements/{stem}.json", True)
 
 
 def load_measurements(folder: Path | None = None) -> dict[str, Device]:
-    """Measured devices from every *.json in the folder (a missing folder is fine: none)."""
+    """Measured devices from every *.json in the folder (a missing folder is fine: none); a file that fails
+    validation is listed in MEASUREMENT_ERRORS and skipped."""
     folder = Path(folder) if folder is not None else MEASUREMENTS_DIR
     found: dict[str, Device] = {}
     MEASUREMENT_ERRORS.clear()
-    if not folder.is_dir():
-        return found
-    for f in sorted(folder.glob("*.json")):
+    for f in measurement_paths(folder):
         try:
-            data = json.loads(f.read_text(encoding="utf-8"))
-            dev = device_from_measurement(data, f.stem) if isinstance(data, dict) else None
-        except (OSError, ValueError) as exc:
+            dev = device_from_measurement(read_measurement(f), f.stem)
+        except InputError as exc:
             MEASUREMENT_ERRORS.append(f"{f.name}: {exc}")
             continue
         if dev is not None and dev.id not in PAPER_DEVICES:
@@ -156,26 +166,38 @@ def busy_fraction(device, model, lanes: int) -> float:
     return min(1.0, lanes * m.ops_per_byte / d.ops_per_byte)
 
 
-def roofline(device, model, batch: int = 1, context: int = 0) -> dict:
-    """On-paper decoding figures for `batch` sequences each holding `context` tokens of KV cache."""
+def pass_busy(device, model, sequences: int = 1, positions: int = 1, context: int = 0) -> float:
+    """Arithmetic busy share of one pass: `sequences` sequences of `context` tokens, each computing `positions`
+    tokens (γ + 1 while checking guesses). The mill turns at this rate."""
+    return float(roofline(device, model, sequences, context, positions)["arithmetic_busy"])
+
+
+def roofline(device, model, batch: int = 1, context: int = 0, positions: int = 1) -> dict:
+    """On-paper figures of one pass over `batch` sequences, each holding `context` tokens of KV cache and
+    computing `positions` tokens at once (γ + 1 when the target checks γ guesses; 1 for plain decoding).
+    The KV cache of a sequence is read once per pass whatever `positions` is."""
     d, m = get_device(device), get_model(model)
     if not isinstance(batch, int) or batch < 1 or batch > 1_000_000:
         raise InputError(f"batch must be a whole number between 1 and 1000000, got {batch!r}")
     if not isinstance(context, int) or context < 0 or context > 10_000_000:
         raise InputError(f"context must be a whole number between 0 and 10000000, got {context!r}")
+    if isinstance(positions, bool) or not isinstance(positions, int) or positions < 1 or positions > 1_000:
+        raise InputError(f"positions must be a whole number between 1 and 1000, got {positions!r}")
     kv_step = batch * context * m.kv_bytes_per_token
     bytes_step = m.weight_bytes + kv_step
     read_s = bytes_step / d.bandwidth_Bps
-    ops_step = 2.0 * m.params * batch
+    ops_step = 2.0 * m.params * batch * positions
     arith_s = ops_step / d.flops
     step_s = max(read_s, arith_s)
     return {
         "device": d.id, "device_label": d.label, "measured_device": d.measured, "model": m.id,
-        "model_label": m.label, "batch": batch, "context": context,
+        "model_label": m.label, "batch": batch, "context": context, "positions": positions,
         "params": m.params, "weight_bytes": m.weight_bytes, "kv_bytes_per_token": m.kv_bytes_per_token,
         "kv_bytes_per_step": kv_step, "bytes_per_step": bytes_step,
         "bandwidth_Bps": d.bandwidth_Bps, "flops": d.flops,
-        "ms_per_step": step_s * 1e3, "ms_per_token": step_s * 1e3,     # per sequence: each step writes one token each
+        # A plain pass writes one token per sequence; a checking pass writes 1..positions of them (that depends
+        # on the acceptance rate, models.analytics), so tokens/s here is per pass written at one token each.
+        "ms_per_step": step_s * 1e3, "ms_per_token": step_s * 1e3,
         "tokens_per_s": batch / step_s, "tokens_per_s_per_sequence": 1.0 / step_s,
         "ops_per_step": ops_step, "arithmetic_ms_per_step": arith_s * 1e3,
         "arithmetic_busy": arith_s / step_s, "arithmetic_idle": 1.0 - arith_s / step_s,
@@ -184,6 +206,21 @@ def roofline(device, model, batch: int = 1, context: int = 0) -> dict:
         "fits_in_memory": (d.memory_bytes == 0) or bytes_step <= d.memory_bytes,
         "memory_bytes": d.memory_bytes, "bound": "memory" if read_s >= arith_s else "arithmetic",
     }
+
+
+def pass_time(device, model, lanes: int, context: int = 0, extra_params: int = 0, extra_ops: float = 0.0) -> dict:
+    """One target pass computing `lanes` tokens for one sequence with `context` tokens of KV cache, on paper:
+    max(weights + KV read time, arithmetic time). extra_params: more weights read in the same pass (Medusa heads);
+    extra_ops: their arithmetic."""
+    d, m = get_device(device), get_model(model)
+    if not isinstance(lanes, (int, float)) or lanes < 1:
+        raise InputError(f"lanes must be >= 1, got {lanes!r}")
+    read_bytes = m.weight_bytes + context * m.kv_bytes_per_token + extra_params * m.bytes_per_param
+    read_s = read_bytes / d.bandwidth_Bps
+    ops = 2.0 * m.params * lanes + extra_ops
+    arith_s = ops / d.flops
+    return {"read_ms": read_s * 1e3, "arithmetic_ms": arith_s * 1e3, "ms": max(read_s, arith_s) * 1e3,
+            "bytes": read_bytes, "ops": ops, "bound": "memory" if read_s >= arith_s else "arithmetic"}
 
 
 def device_table() -> list[dict]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import sys
@@ -382,7 +383,7 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
         "on_paper_ms_with_arithmetic": paper_s(t_bytes, tcfg, 1) * 1e3,
         "bytes_per_step": t_bytes,
         "method": "median time of one target forward of 1 token at batch 1 (graph replays back to back on CUDA); "
-                  "on paper = bytes read per step (every matrix once, one embedding row, the KV so far) / "
+                  "on paper = bytes read per pass (every matrix once, one embedding row, the KV so far) / "
                   "measured copy bandwidth (the weights-only roofline); *_all_params counts every parameter's "
                   "bytes instead; *_with_arithmetic also bounds by 2 ops per weight / measured matmul rate"}
     fig["verify_cost"] = {
@@ -395,7 +396,7 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
         "draft_ms": t_draft * 1e3, "target_ms": t_dec * 1e3, "c": t_draft / t_dec,
         "on_paper_c": paper_s(d_bytes, dcfg, 1) / paper_s(t_bytes, tcfg, 1),
         "method": "c = draft decode time / target decode time at batch 1; on paper = ratio of the two rooflines "
-                  "(bytes read per step, or arithmetic where that is longer)"}
+                  "(bytes read per pass, or arithmetic where that is longer)"}
 
     seq_sweep = sweep_seq_len(s.context)
     sweep = []
@@ -417,7 +418,7 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
         if spec:
             entry["spec_sheet_roofline"] = spec
         sweep.append(entry)
-    fig["batch_sweep"] = {"points": sweep, "method": "median time of one decode step of every sequence at "
+    fig["batch_sweep"] = {"points": sweep, "method": "median time of one decoding pass of every sequence at "
                           "position context-1 (each attends to `context` cached positions; cache contents are "
                           "not meaningful, their bytes are); on paper = (weights + batch x context x KV bytes "
                           "per token) / measured copy bandwidth, or the arithmetic / measured matmul rate where "
@@ -484,14 +485,25 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
 
 
 def write_json_atomic(path, obj) -> None:
-    p = Path(path)
+    """The measurement file, complete under its name or not at all: a full disk, a kill or any error leaves
+    the old file (or none) and no temp file (corpus.atomic). A figure that came out NaN or infinite (a timer
+    that read 0) is written as null, "not measured", which is what JSON and models.measurements accept."""
+    from corpus.atomic import write_text_atomic
+    text = json.dumps(_finite_or_null(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, p)
+        write_text_atomic(path, text)
     except OSError as exc:
-        raise InputError(f"cannot write {p}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _finite_or_null(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_null(v) for v in obj]
+    return obj
 
 
 def summary_lines(r: dict) -> list[str]:
@@ -523,8 +535,8 @@ def measure_pair(target: Transformer, draft: Transformer, prompt_ids: list[int],
                  tokens: int = 64, temperature: float = 1.0, reps: int = 7, seed: int = 0, dtype_name: str = "fp32",
                  progress=None) -> dict:
     """Draft and target milliseconds per pass, c, verify(γ+1)/verify(1), plain vs speculative tokens/s and the
-    measured speed-up of this pair on its device, each beside the memory roofline's value for the same shapes
-    (bytes a step reads / the copy bandwidth measured here). Leaves both models' caches set up for the run's
+    measured speedup of this pair on its device, each beside the memory roofline's value for the same shapes
+    (bytes a pass reads / the copy bandwidth measured here). Leaves both models' caches set up for the run's
     length: a caller that keeps its own caches sets them up again (LlamaPair does: measure_llama_pair)."""
     say = progress or (lambda _s: None)
     device = target.output.weight.device
@@ -603,9 +615,9 @@ def measure_pair(target: Transformer, draft: Transformer, prompt_ids: list[int],
                    f"warm-up calls; end to end {reps} runs each of plain and speculative decoding ({tokens} tokens "
                    f"after the prompt, temperature {temperature}, decode phase timed, prefill excluded, order "
                    "alternating, one warm-up run each), median seconds per token; α and tokens per pass over all "
-                   "speculative runs. On paper: the memory roofline, bytes a step reads (every matrix once, one "
+                   "speculative runs. On paper: the memory roofline, bytes a pass reads (every matrix once, one "
                    "embedding row, the KV cache so far) / the copy bandwidth measured here; verifying γ+1 tokens "
-                   "costs one step there, and speed-up = (1-α^(γ+1))/(1-α) / (γc + 1) with the measured α"),
+                   "costs one pass there, and speedup = (1-α^(γ+1))/(1-α) / (γc + 1) with the measured α"),
     }
     if device.type == "cpu":
         try:
@@ -646,7 +658,7 @@ def pair_summary_lines(r: dict) -> list[str]:
         f"tokens per pass        {r['tokens_per_pass']:8.2f}        formula {p['tokens_per_pass']:.2f}",
         f"plain                  {r['plain_tokens_per_s']:8.1f} tokens/s   on paper {p['plain_tokens_per_s']:.0f}",
         f"speculative γ={r['settings']['gamma']:<2}       {r['speculative_tokens_per_s']:8.1f} tokens/s",
-        f"speed-up               {r['speedup']:8.2f}×       on paper {p['speedup']:.2f}× "
+        f"speedup                {r['speedup']:8.2f}×       on paper {p['speedup']:.2f}× "
         f"(from the measured costs {p['speedup_from_measured_costs']:.2f}×)",
         f"method: {r['method']}",
     ]

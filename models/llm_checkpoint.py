@@ -19,7 +19,9 @@ from pathlib import Path
 import torch
 
 from corpus.errors import InputError
-from models.llama import CONFIGS, LlamaConfig, Transformer, build_random, load_checkpoint, read_checkpoint_config
+from models.checkpoint_checks import inside_checkpoint
+from models.llama import (CONFIGS, LlamaConfig, Transformer, bos_token_id, build_random, load_checkpoint,
+                          read_checkpoint_config)
 from models.llm_text import TokenText, from_tokenizer_file
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "assets" / "models"
@@ -72,21 +74,13 @@ def read_tokenizer(src: Source, cfg: LlamaConfig, required: bool = False) -> Tok
     if src.kind == "gguf":
         from models.llm_gguf import gguf_tokenizer
         return gguf_tokenizer(src.path, cfg.vocab_size)
-    if src.kind == "hf" and (src.path / "tokenizer.json").is_file():
-        return from_tokenizer_file(src.path / "tokenizer.json", cfg.vocab_size, start_id=_bos_id(src.path))
+    tok = inside_checkpoint(src.path, "tokenizer.json", str(src.path)) if src.kind == "hf" else None
+    if tok is not None and tok.is_file():
+        return from_tokenizer_file(tok, cfg.vocab_size, start_id=bos_token_id(src.path, cfg))
     if required:
         where = src.label if src.kind == "hf" else f"the named config {src.spec!r} (random weights)"
         raise InputError(f"{where} has no tokenizer.json: text prompts need the checkpoint's tokenizer")
     return None
-
-
-def _bos_id(folder: Path) -> int | None:
-    import json
-    try:
-        v = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("bos_token_id")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 # --- memory, estimated before anything is allocated ---------------------------------------------------

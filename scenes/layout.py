@@ -7,7 +7,7 @@ test tubes. Cameras (scenes/camera.py) and tests (projecting anchors) read these
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -95,11 +95,11 @@ class PartInfo:
 
 
 PARTS: dict[str, PartInfo] = {
-    "bigdrum": PartInfo("bigdrum", "大鼓 · 目标模型", "big drum · target", (-1.6, 3.9, -2.75), (-1.0, 4.6, -1.6),
+    "bigdrum": PartInfo("bigdrum", "大滚筒 · 大模型", "big drum · target", (-1.6, 3.9, -2.75), (-1.0, 4.6, -1.6),
                         (-1.6, 2.1 + 1.25, -2.75)),
     "readhead": PartInfo("readhead", "读头 · 九条通道", "read head · nine lanes", (-1.6, 1.0, 1.3),
                          (-0.6, 3.2, 0.6), (-1.6, 2.1, -0.2)),
-    "smalldrum": PartInfo("smalldrum", "小鼓 · 草稿模型", "small drum · draft", (10.2, 3.3, 0.6), (1.6, 3.2, 0.4),
+    "smalldrum": PartInfo("smalldrum", "小滚筒 · 草稿模型", "small drum · draft", (10.2, 3.3, 0.6), (1.6, 3.2, 0.4),
                           (8.4, 1.6, 1.6), (8.4, 2.3, 1.6)),
     "tape": PartInfo("tape", "纸带", "paper tape", (-5.7, 0.5, 4.4), (0.0, 0.9, 2.0), (0.0, 0.62, 4.35)),
     "bridge": PartInfo("bridge", "验证表桥", "bridge of meters", (2.1, 1.1, 3.0), (0.0, 2.6, 1.4),
@@ -119,7 +119,7 @@ class EmitContext:
     cam_up: np.ndarray
     language: str = "both"              # zh | en | both
     view: str = "table"
-    run: dict = field(default_factory=dict)   # pair, settings, tubes, hardware info
+    run: object = None                  # scenes.stage.RunInfo: the run's display, prefix, lanes, hardware label
     # True when the screen labels carry the parts' readouts (wide views): a part then leaves out in-world
     # readouts that would be too small or hidden behind nearer parts there.
     labelled: bool = False

@@ -96,8 +96,8 @@ class PaperTape:
             fb.shape(SOLID, tape_point(wx + k * cell, 0.0, 0.01), self.right, self.up, 0.02,
                      TAPE_DEPTH * 0.92, (pal.pencil[0], pal.pencil[1], pal.pencil[2], 0.35))
 
-        display = ec.run.get("display", str)
-        prefix = ec.run.get("prefix", [])
+        display = ec.run.display
+        prefix = ec.run.prefix
         for cv in self.cells(state, prefix, display):
             alpha = 1.0 - cv.erased
             if alpha <= 0.01:

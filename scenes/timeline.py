@@ -2,7 +2,8 @@
 
 The clock is separate from the frame clock: `advance(dt)` moves t in whole ticks (1/120 s) and `state_at(t)`
 is a pure function of t, so a run renders identically at any frame rate, can be scrubbed backwards and
-forwards, and exports to video frame by frame.
+forwards, and exports to video frame by frame. Each pass is a StepTiming of named time spans (draft, verify,
+check, strike, erase, inks, scroll...); state_at asks one small function per part where t falls in them.
 
 One speculative step, in order (SCIENCE.md sections 3-5):
   draft   the small drum turns γ times, c x the big drum's time each; the pencil writes one guess per turn
@@ -38,18 +39,9 @@ class Timing:
     tube_round: float = 1.6
 
 
-@dataclass(frozen=True)
-class Event:
-    kind: str          # small_drum_turn, pencil_stroke, big_drum_turn, lanes_lit, drawer_pull, meter_fill,
-                       # strike, erase, kv_rollback, ink, tape_scroll, bead_drop
-    step: int
-    start: float
-    end: float
-    index: int = -1    # guess / token / round index within the step, where it applies
-
-
 @dataclass
 class StepTiming:
+    """One target pass's named time spans (start, end) in seconds of animation, in the order they happen."""
     index: int
     start: float
     draft: tuple[float, float]
@@ -142,16 +134,16 @@ class Timeline:
     """Fixed-step clock over a list of StepTraces. t is seconds of animation; speed may be negative (rewind)."""
 
     def __init__(self, traces: list[StepTrace] | None = None, *, timing: Timing | None = None, batch_lanes: int = 1,
-                 busy=None, tube_rounds: int = 0, prefix_len: int | None = None, busy_at=None,
-                 context: int | None = None):
-        """busy: lanes -> arithmetic busy fraction; busy_at: (lanes, context length) -> busy fraction, used
-        instead when given (the KV reads grow with the context, so the same lanes are less busy at 4,096
-        tokens than at 1); context: the context length to model, else each step's own (len(trace.context))."""
+                 busy_at=None, tube_rounds: int = 0, prefix_len: int | None = None, context: int | None = None):
+        """busy_at: (sequences, positions, context length) -> arithmetic busy fraction of a pass: `sequences`
+        sequences each computing `positions` tokens at once (γ + 1 while checking, 1 for the target alone) and
+        reading its KV cache of `context` tokens once (models.hardware.pass_busy: the KV reads grow with the
+        context, so the same lanes are less busy at 4,096 tokens than at 1); context: the context length to
+        model, else each step's own (len(trace.context))."""
         self.timing = timing or Timing()
         self.traces = list(traces or [])
         self.batch_lanes = max(1, int(batch_lanes))
-        self.busy = busy or (lambda lanes: min(1.0, lanes / 295.0))
-        self.busy_at = busy_at
+        self.busy_at = busy_at or (lambda sequences, positions, context: min(1.0, sequences * positions / 295.0))
         self.context = None if context is None else max(0, int(context))
         self.tube_rounds = int(tube_rounds)
         self.paused = False
@@ -161,7 +153,6 @@ class Timeline:
         self._acc = 0.0
         self.prefix_len = prefix_len if prefix_len is not None else (len(self.traces[0].context) if self.traces else 0)
         self.steps: list[StepTiming] = []
-        self.events: list[Event] = []
         self._build()
 
     # ---------------------------------------------------------------- schedule
@@ -193,31 +184,15 @@ class Timeline:
             write = (check[1], t)
             scroll = (t, t + T.scroll)
             t = scroll[1]
-            lanes = max(1, int(tr.lanes_lit)) * self.batch_lanes
-            busy = self.pass_busy(lanes, self.pass_context(tr))
+            # The lanes lit are every position computed at once; the γ + 1 of one sequence read its KV cache once.
+            positions = max(1, int(tr.lanes_lit))
+            lanes = positions * self.batch_lanes
+            busy = self.pass_busy(self.batch_lanes, positions, self.pass_context(tr))
             st = StepTiming(k, start, draft, verify, check, write, scroll, strokes, tests, strike, erase, inks,
                             len(tr.context), lanes, busy, is_target_only(tr))
             self.steps.append(st)
-            ev = self.events
-            for i, (a, b) in enumerate(strokes):
-                ev.append(Event("small_drum_turn", k, a, b, i))
-                ev.append(Event("pencil_stroke", k, a, b, i))
-            ev.append(Event("big_drum_turn", k, *verify))
-            ev.append(Event("lanes_lit", k, verify[0], write[1], lanes))
-            ev.append(Event("drawer_pull", k, *verify))
-            for i, (a, b) in enumerate(tests):
-                ev.append(Event("meter_fill", k, a, b, i))
-            if rejected:
-                ev.append(Event("strike", k, *strike, tr.n_accepted))
-                ev.append(Event("erase", k, *erase, tr.n_accepted))
-                ev.append(Event("kv_rollback", k, *erase, g - tr.n_accepted))
-            for i, (a, b) in enumerate(inks):
-                ev.append(Event("ink", k, a, b, i))
-            ev.append(Event("tape_scroll", k, *scroll, n_written))
             mill_segments.append((verify[0], verify[1], busy))
         self.steps_end = t
-        for r in range(self.tube_rounds):
-            self.events.append(Event("bead_drop", -1, r * T.tube_round, (r + 0.8) * T.tube_round, r))
         self._mill = mill_segments
         self._ends = [st.end for st in self.steps]
         self.duration = max(self.steps_end, self.tube_rounds * T.tube_round)
@@ -226,11 +201,10 @@ class Timeline:
         """Context length the hardware model reads the KV cache for: the run's setting, else the trace's own."""
         return self.context if self.context is not None else len(trace.context)
 
-    def pass_busy(self, lanes: int, context: int) -> float:
-        """Arithmetic busy fraction of a pass computing `lanes` tokens with `context` tokens of KV each."""
-        if self.busy_at is not None:
-            return float(self.busy_at(lanes, context))
-        return float(self.busy(lanes))
+    def pass_busy(self, sequences: int, positions: int, context: int) -> float:
+        """Arithmetic busy fraction of a pass: `positions` tokens of each of `sequences` sequences, each with
+        `context` tokens of KV cache read once."""
+        return float(self.busy_at(sequences, positions, context))
 
     # ---------------------------------------------------------------- clock
     @property
@@ -286,11 +260,9 @@ class Timeline:
             return -1
         return min(bisect.bisect_right(self._ends, t), len(self.steps) - 1)
 
-    def events_at(self, t: float) -> list[Event]:
-        return [e for e in self.events if e.start <= t < e.end]
-
     # ---------------------------------------------------------------- state
-    def _p(self, t: float, span: tuple[float, float]) -> float:
+    def _progress(self, t: float, span: tuple[float, float]) -> float:
+        """How far t is through a time span, 0..1 (reduced motion: it jumps from 0 to 1 halfway)."""
         x = _ramp(t, *span)
         if self.reduced_motion:
             return 1.0 if x >= 0.5 else 0.0
@@ -307,13 +279,7 @@ class Timeline:
 
     def state_at(self, t: float | None = None) -> SceneState:
         t = self._t if t is None else t
-        T = self.timing
-        tube_round = tube_progress = 0
-        if self.tube_rounds:
-            tube_round = min(int(t / T.tube_round), self.tube_rounds - 1)
-            tube_progress = min(1.0, (t - tube_round * T.tube_round) / (0.8 * T.tube_round))
-            if self.reduced_motion:
-                tube_progress = 1.0
+        tube_round, tube_progress = self._tubes(t)
         if not self.steps:
             return SceneState(t=t, step=-1, phase="idle", phase_progress=0.0, big_drum_angle=0.0,
                               small_drum_angle=0.0, lanes_lit=0, lanes_true=0, mill_angle=0.0, mill_busy=0.0,
@@ -322,27 +288,58 @@ class Timeline:
                               kv_tentative=0.0, drawer_pull=0.0, gamma=0, tube_round=tube_round,
                               tube_progress=tube_progress)
         k = self.step_at(t)
-        st = self.steps[k]
-        tr = self.traces[k]
-        g = len(tr.guesses)
-        n = tr.n_accepted
-        # Phase.
-        phase, prog = "done", 1.0
+        st, tr = self.steps[k], self.traces[k]
+        phase, prog = self._phase(t, k, st)
+        big, small = self._drums(t, k, st)
+        lanes_true = st.lanes if st.verify[0] <= t < st.write[1] else 0
+        busy = st.busy if st.verify[0] <= t < st.verify[1] else 0.0
+        pencil_cell, pencil_down = self._pencil(t, st, len(tr.guesses))
+        typing_cell, typing_down = self._typing(t, st)
+        kv, tentative, pull = self._kv(t, st, tr, phase)
+        return SceneState(
+            t=t, step=k, phase=phase, phase_progress=prog,
+            big_drum_angle=big, small_drum_angle=small,
+            lanes_lit=min(9, lanes_true), lanes_true=lanes_true,
+            mill_angle=0.0 if self.reduced_motion else self.mill_angle(t), mill_busy=busy,
+            tape_view=self._tape_view(t, st, tr), tape=self._tape(t, k, st, tr), meters=self._meters(t, k, st, tr),
+            pencil_cell=pencil_cell, pencil_down=pencil_down, typing_cell=typing_cell, typing_down=typing_down,
+            kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull, gamma=len(tr.guesses),
+            tube_round=tube_round, tube_progress=tube_progress,
+            # The mill's readout: the busy share of the pass on the table (its gears turn only while it computes).
+            extra={"pass_busy": st.busy, "target_only": st.target_only,
+                   "context": self.pass_context(tr)},
+        )
+
+    # One function per part: where t falls in the pass's named spans.
+    def _tubes(self, t: float) -> tuple[int, float]:
+        """Test tubes: the round being dropped and how far its beads have fallen."""
+        T = self.timing
+        if not self.tube_rounds:
+            return 0, 0
+        tube_round = min(int(t / T.tube_round), self.tube_rounds - 1)
+        tube_progress = min(1.0, (t - tube_round * T.tube_round) / (0.8 * T.tube_round))
+        return tube_round, 1.0 if self.reduced_motion else tube_progress
+
+    def _phase(self, t: float, k: int, st: StepTiming) -> tuple[str, float]:
+        if t >= self.steps_end:
+            return "done", 1.0
         for name in ("draft", "verify", "check", "write", "scroll"):
             a, b = getattr(st, name)
             if t < b or (name == "scroll" and t <= b and k < len(self.steps) - 1):
-                phase, prog = name, _ramp(t, a, b)
-                break
-        if t >= self.steps_end:
-            phase, prog = "done", 1.0
-        # Drums: whole turns completed so far, plus the current partial turn.
+                return name, _ramp(t, a, b)
+        return "done", 1.0
+
+    def _drums(self, t: float, k: int, st: StepTiming) -> tuple[float, float]:
+        """(big, small) drum angles: whole turns completed so far plus the current partial turn."""
+        if self.reduced_motion:
+            return 0.0, 0.0
         small_turns = sum(len(s.strokes) for s in self.steps[:k]) + sum(_ramp(t, *s) for s in st.strokes)
         big_turns = k + _ramp(t, *st.verify)
-        if self.reduced_motion:
-            small_turns = big_turns = 0.0
-        lanes_true = st.lanes if st.verify[0] <= t < st.write[1] else 0
-        busy = st.busy if st.verify[0] <= t < st.verify[1] else 0.0
-        # Tape: earlier steps' tokens inked; this step's guesses in pencil, then struck / erased / inked.
+        return 2 * math.pi * big_turns, 2 * math.pi * small_turns
+
+    def _tape(self, t: float, k: int, st: StepTiming, tr) -> list[TapeCell]:
+        """Earlier passes' tokens inked; this pass's guesses in pencil, then struck / erased / inked."""
+        n = tr.n_accepted
         tape: list[TapeCell] = []
         # Only the steps whose tokens can still be on the visible stretch of tape (long runs stay cheap).
         first = k
@@ -355,31 +352,41 @@ class Timeline:
                 mark = "dot" if i < tr_s.n_accepted else "diamond"
                 tape.append(TapeCell(st_s.position + i, tok, 1.0, 1.0, 0.0, 0.0, mark, s_idx))
         for i, tok in enumerate(tr.guesses):
-            pencil = self._p(t, st.strokes[i])
-            ink = self._p(t, st.inks[i]) if i < n else 0.0
-            struck = self._p(t, st.strike) if i >= n else 0.0
-            erased = self._p(t, st.erase) if i >= n else 0.0
+            pencil = self._progress(t, st.strokes[i])
+            ink = self._progress(t, st.inks[i]) if i < n else 0.0
+            struck = self._progress(t, st.strike) if i >= n else 0.0
+            erased = self._progress(t, st.erase) if i >= n else 0.0
             tape.append(TapeCell(st.position + i, tok, pencil, ink, struck, erased, "dot" if ink > 0 else "", k))
-        fin = self._p(t, st.inks[n])
+        fin = self._progress(t, st.inks[n])
         if fin > 0:
             tape.append(TapeCell(st.position + n, tr.final_token, 1.0, fin, 0.0, 0.0, "diamond", k))
-        # Meters: one per guess.
+        return tape
+
+    def _tape_view(self, t: float, st: StepTiming, tr) -> float:
+        """Tape position under the writing window: it scrolls on by the tokens the pass wrote."""
+        return st.position + (len(tr.tokens_written) * _smooth(self._progress(t, st.scroll)))
+
+    def _meters(self, t: float, k: int, st: StepTiming, tr) -> list[MeterState]:
+        """One meter per guess: its column rises over its test span; the verdict shows at the span's end."""
         meters = []
-        for i in range(g):
+        for i in range(len(tr.guesses)):
             x = tr.guesses[i]
             p = float(tr.p_rows[i, x])
             q = float(tr.q_rows[i, x])
             if i < len(st.tests):
-                fill = self._p(t, st.tests[i])
+                fill = self._progress(t, st.tests[i])
                 verdict = ("pass" if tr.accepted[i] else "fail") if t >= st.tests[i][1] - 1e-9 else ""
             else:
                 fill = 0.0
                 # Untested from the moment the first rejection is found (the last test run).
                 verdict = "untested" if t >= (st.tests[-1][1] if st.tests else st.check[0]) else ""
-            if t >= st.scroll[0] + T.scroll * 0.5 and k < len(self.steps) - 1 or t < st.verify[1]:
+            if t >= st.scroll[0] + self.timing.scroll * 0.5 and k < len(self.steps) - 1 or t < st.verify[1]:
                 fill, verdict = 0.0, ""
             meters.append(MeterState(i, float(tr.ratios[i]), float(tr.r[i]), p, q, fill, verdict))
-        # Carts.
+        return meters
+
+    def _pencil(self, t: float, st: StepTiming, g: int) -> tuple[float, float]:
+        """(cell, pressure) of the pencil cart: one stroke per guess, then parked to the right."""
         pencil_cell, pencil_down = 0.0, 0.0
         for i, span in enumerate(st.strokes):
             if t >= span[0]:
@@ -389,6 +396,10 @@ class Timeline:
             # Parked to the right, clear of the cells the class is reading.
             pencil_cell = g - 0.2 + 2.2 * _ramp(t, st.draft[1], st.draft[1] + 0.5)
             pencil_down = 0.0
+        return pencil_cell, pencil_down
+
+    def _typing(self, t: float, st: StepTiming) -> tuple[float, float]:
+        """(cell, pressure) of the typing head: one strike per written token, then lifted away."""
         typing_cell, typing_down = -1.0, 0.0
         for i, span in enumerate(st.inks):
             if t >= span[0]:
@@ -396,30 +407,21 @@ class Timeline:
                 typing_down = math.sin(math.pi * _ramp(t, *span))
         if st.inks and t >= st.inks[-1][1]:
             typing_cell, typing_down = -1.0, 0.0
-        # Tape scroll.
-        view = st.position + (len(tr.tokens_written) * _smooth(self._p(t, st.scroll)))
-        # KV drawer: γ tentative entries read in during the pass, the rejected ones rolled back.
-        pull = math.sin(math.pi * self._p(t, st.verify)) if st.verify[0] <= t < st.verify[1] else 0.0
+        return typing_cell, typing_down
+
+    def _kv(self, t: float, st: StepTiming, tr, phase: str) -> tuple[float, float, float]:
+        """(entries, tentative entries, drawer pull) of the KV cabinet: γ tentative entries read in during
+        the pass, the rejected ones rolled back while the drawers are out again."""
+        g, n = len(tr.guesses), tr.n_accepted
+        pull = math.sin(math.pi * self._progress(t, st.verify)) if st.verify[0] <= t < st.verify[1] else 0.0
         if n < g and st.erase[0] <= t < st.erase[1]:
-            # Out again while the rejected guesses' entries are taken back out of every drawer.
-            pull = math.sin(math.pi * self._p(t, st.erase))
-        tentative = g * self._p(t, (st.verify[0], st.verify[0] + 0.6 * T.big_turn))
+            pull = math.sin(math.pi * self._progress(t, st.erase))
+        tentative = g * self._progress(t, (st.verify[0], st.verify[0] + 0.6 * self.timing.big_turn))
         if st.erase[0] <= t:
-            tentative -= (g - n) * self._p(t, st.erase) if n < g else 0.0
+            tentative -= (g - n) * self._progress(t, st.erase) if n < g else 0.0
         if t >= st.inks[-1][1]:
             tentative += 1
         kv = float(st.position)
         if phase == "done" or (t >= st.scroll[1]):
             kv, tentative = float(st.position + len(tr.tokens_written)), 0.0
-        return SceneState(
-            t=t, step=k, phase=phase, phase_progress=prog,
-            big_drum_angle=2 * math.pi * big_turns, small_drum_angle=2 * math.pi * small_turns,
-            lanes_lit=min(9, lanes_true), lanes_true=lanes_true,
-            mill_angle=0.0 if self.reduced_motion else self.mill_angle(t), mill_busy=busy,
-            tape_view=view, tape=tape, meters=meters,
-            pencil_cell=pencil_cell, pencil_down=pencil_down, typing_cell=typing_cell, typing_down=typing_down,
-            kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull, gamma=g,
-            tube_round=tube_round, tube_progress=tube_progress,
-            extra={"pass_busy": st.busy if lanes_true else 0.0, "target_only": st.target_only,
-                   "context": self.pass_context(tr)},
-        )
+        return kv, tentative, pull

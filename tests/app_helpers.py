@@ -11,9 +11,18 @@ ROOT = Path(__file__).resolve().parent.parent
 SIZE = "480x270"
 
 
-def run_app(capsys, tmp_path, *args, script: list[str] | None = None, frames: int = 2) -> dict:
-    """spectable run --json in this process; returns the final state. Settings go to tmp_path/config."""
+def script_frames(script: list[str]) -> int:
+    """Frames a scripted run needs to deliver every entry and draw the last one: frame 0 lays out, then one
+    frame per key and N per `wait N`."""
+    return 1 + sum(int(e.split()[1]) if e.startswith("wait ") else 1 for e in script)
+
+
+def run_app(capsys, tmp_path, *args, script: list[str] | None = None, frames: int | None = None) -> dict:
+    """spectable run --json in this process; returns the final state. Settings go to tmp_path/config.
+    frames: the run's length (default: two frames, or just enough for the whole script)."""
     from app.cli import main
+    if frames is None:
+        frames = max(2, script_frames(script)) if script else 2
     argv = ["run", "--frames", str(frames), "--size", SIZE, "--json", "--export-dir", str(tmp_path / "out"), *args]
     if script is not None:
         path = tmp_path / "keys.txt"

@@ -34,11 +34,10 @@ def tubes(rounds: int = 30, seed: int = 1):
 
 
 def make_stage(seed=0, gamma=4, steps=6, with_tubes=True, batch_lanes=1, **kw):
-    from models.sampler import SamplerSettings
     from scenes.stage import Stage
     st = Stage(gl_context(), **kw)
     st.set_run(pair(), list(traces(seed, gamma, steps)), tubes=tubes() if with_tubes else None,
-               batch_lanes=batch_lanes, settings=SamplerSettings(gamma=gamma, seed=seed))
+               batch_lanes=batch_lanes)
     st.show_hud = False
     st.camera_transition_s = 0.0      # views switch at once: frames depend on t only
     return st

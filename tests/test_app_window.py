@@ -29,8 +29,8 @@ def test_every_mode_opens_and_draws(capsys, tmp_path, mode):
 
 def test_clicker_keys_walk_the_tour_forward_and_back(capsys, tmp_path):
     from app.tour import CHAPTERS, narration
-    pages = [len(narration(c.slug)["pages"]) for c in CHAPTERS]
-    actions = [sum(1 for p in narration(c.slug)["pages"] if p.get("action")) for c in CHAPTERS]
+    pages = [len(narration(c.slug).pages) for c in CHAPTERS]
+    actions = [sum(1 for p in narration(c.slug).pages if p.action) for c in CHAPTERS]
     beats_ch1 = pages[0] + actions[0]            # text pages plus one extra beat per action page
     state = run_app(capsys, tmp_path, "--mode", "tour", "--chapter", "1", "--no-save",
                     script=["page down"] * beats_ch1)
@@ -39,7 +39,7 @@ def test_clicker_keys_walk_the_tour_forward_and_back(capsys, tmp_path):
                     script=["page down"] * beats_ch1 + ["page up"])
     assert (state["chapter"], state["page"]) == (0, pages[0] - 1)
     # Space is 'next' too, and an action page first runs its action, then moves on.
-    first_action = next(i for i, p in enumerate(narration(CHAPTERS[0].slug)["pages"]) if p.get("action"))
+    first_action = next(i for i, p in enumerate(narration(CHAPTERS[0].slug).pages) if p.action)
     state = run_app(capsys, tmp_path, "--mode", "tour", "--chapter", "1", "--no-save",
                     script=["space"] * (first_action + 1))
     assert (state["page"], state["acted"]) == (first_action, True)
@@ -47,11 +47,11 @@ def test_clicker_keys_walk_the_tour_forward_and_back(capsys, tmp_path):
 
 def test_checkpoint_predicts_then_reveals(capsys, tmp_path):
     from app.tour import CHAPTERS, narration
-    ch = next(i for i, c in enumerate(CHAPTERS) if any((p.get("action") or {}).get("do") == "checkpoint"
-                                                           for p in narration(c.slug)["pages"]))
-    pages = narration(CHAPTERS[ch].slug)["pages"]
-    k = next(i for i, p in enumerate(pages) if (p.get("action") or {}).get("do") == "checkpoint")
-    beats = k + sum(1 for p in pages[:k] if p.get("action"))
+    ch = next(i for i, c in enumerate(CHAPTERS) if any(p.action is not None and p.action.do == "checkpoint"
+                                                           for p in narration(c.slug).pages))
+    pages = narration(CHAPTERS[ch].slug).pages
+    k = next(i for i, p in enumerate(pages) if p.action is not None and p.action.do == "checkpoint")
+    beats = k + sum(1 for p in pages[:k] if p.action)
     before = run_app(capsys, tmp_path, "--chapter", str(ch + 1), "--mode", "tour", "--no-save",
                      script=["page down"] * beats)
     assert (before["page"], before["acted"]) == (k, False)
@@ -101,9 +101,17 @@ def test_settings_persist_between_runs(capsys, tmp_path):
 
 
 def test_script_waits_count_frames(capsys, tmp_path):
-    # frame 0 lays out, frame 1 starts the wait (it counts), frames 2-5 wait, then the run ends: 6 frames
-    state = run_app(capsys, tmp_path, "--no-save", script=["wait 5"], frames=2)
-    assert state["frames"] == 6
+    # frame 0 lays out, frame 1 starts the wait (it counts), frames 2-5 wait, frame 6 delivers 'l'
+    state = run_app(capsys, tmp_path, "--no-save", "--lang", "zh", script=["wait 5", "l"], frames=7)
+    assert state["frames"] == 7 and state["language"] == "en"
+    state = run_app(capsys, tmp_path, "--no-save", "--lang", "zh", script=["wait 5", "l"], frames=6)
+    assert state["frames"] == 6 and state["language"] == "zh"       # the run ended before the key came
+
+
+def test_a_long_wait_never_outlasts_frames(capsys, tmp_path):
+    """--frames is the run's length: no wait in a key script keeps the window open longer."""
+    state = run_app(capsys, tmp_path, "--no-save", script=["wait 999999999999", "l"], frames=3)
+    assert state["frames"] == 3 and state["language"] == "zh"
 
 
 def test_lab_runs_the_given_prompt_and_seed(capsys, tmp_path):
@@ -122,8 +130,8 @@ def test_tour_lights_the_lanes_each_chapter_talks_about(capsys, tmp_path):
         assert (st["decoder"], st["lanes_lit"]) == (decoder, lanes), chapter
     # Chapter 2 walked into from chapter 1 with the clicker, too.
     from app.tour import narration
-    pages = narration("01-one-token")["pages"]
-    beats = len(pages) + sum(1 for p in pages if p.get("action"))
+    pages = narration("01-one-token").pages
+    beats = len(pages) + sum(1 for p in pages if p.action)
     st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "1", script=["page down"] * beats)
     assert (st["chapter"], st["decoder"], st["lanes_lit"], st["settings"]["lanes"]) == (1, "target", 64, 64)
 
@@ -154,3 +162,23 @@ def test_tube_switches_step_through_exact_skip_bonus_and_wrong_rules(capsys, tmp
         seen.append((st["tube_rule"], st["skip_bonus"]))
     assert seen == [("exact", False), ("exact", True), ("resample_from_p", False), ("exact_match_only", False),
                     ("draft_only", False), ("exact", False)]
+
+
+def test_json_reports_the_beat_and_the_facts_on_screen(capsys, tmp_path):
+    """spectable run --json: `beat` (the framed parts, the share of each in view, the parts the UI covers) and
+    `facts` (every number the beat shows, as shown) from the real window, here ch. 5's checkpoint revealed."""
+    from app.tour import narration
+    pages = narration("05-acceptance-rule").pages
+    k = next(i for i, p in enumerate(pages) if p.action is not None and p.action.do == "checkpoint")
+    beats = k + sum(1 for p in pages[:k] if p.action) + 1
+    st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "5", "--lang", "en",
+                 script=["page down"] * beats + ["wait 45"])
+    assert (st["page"], st["acted"]) == (k, True)
+    beat = st["beat"]
+    assert beat["parts"] == list(pages[k].action.parts or pages[k].parts) and beat["covered"] == []
+    assert all(beat["in_view"][p] >= 0.98 for p in beat["parts"])
+    f = st["facts"]
+    assert f["check_pass"] == "2" and float(f["check_ratio"]) < 1 and f["check_verdict"] in ("accepted", "rejected")
+    assert 0 <= float(f["check_r"]) < 1 and f["hud_pass"] == "2/12" and f["check_p"] != "?"
+    lab = run_app(capsys, tmp_path, "--no-save", "--mode", "lab")
+    assert lab["beat"] is None and {"alpha", "tpp_counted", "busy_spec"} <= set(lab["facts"])

@@ -138,7 +138,8 @@ def _broken(ckpts, tmp_path):
 
 @pytest.mark.parametrize("argv,needle", [
     (["step", "--target", "/nonexistent/ck", "--draft", "{d}"], "does not exist"),
-    (["step", "--target", "{t}"], "give both"),
+    (["step", "--target", "{t}"], "give --draft"),
+    (["step", "--draft", "{d}"], "needs a --target"),
     (["step", "--pair", "ngram", "--target", "{t}", "--draft", "{d}"], "do not go with"),
     (["step", "--pair", "neural", "--prefix", "孔乙☃x"], "not in the vocabulary"),
     (["step", "--pair", "neural", "--temperature", "-1"], "temperature"),

@@ -71,7 +71,7 @@ def test_tape_shows_the_runs_characters(stage, shooter):
     cells = _visible(stage, [c for c in stage.tape_cells() if c.ink >= 1 and c.erased == 0 and len(c.text) == 1])
     assert len(cells) >= 6
     # The cells read, in order, as the end of the text the run has written so far.
-    pair = stage.run["pair"]
+    pair = stage.run.pair
     trs = traces()
     text = pair.decode(list(trs[0].context) + [t for tr in trs[:k + 1] for t in tr.tokens_written])
     assert "".join(c.text for c in sorted(cells, key=lambda c: c.position)) == text[-len(cells):]

@@ -145,8 +145,8 @@ def test_drawers_are_pulled_to_read_and_again_to_roll_back():
 
 def test_mill_turns_with_busy_fraction():
     trs = traces()
-    slow = Timeline(list(trs), busy=lambda lanes: lanes / 295.0)
-    fast = Timeline(list(trs), busy=lambda lanes: lanes / 10.0)
+    slow = Timeline(list(trs), busy_at=lambda sequences, positions, context: sequences * positions / 295.0)
+    fast = Timeline(list(trs), busy_at=lambda sequences, positions, context: sequences * positions / 10.0)
     t = slow.step_moment(0, "verify")
     assert fast.mill_angle(t) > 20 * slow.mill_angle(t) > 0
     # Idle while drafting: the gears do not move.
@@ -154,11 +154,15 @@ def test_mill_turns_with_busy_fraction():
     assert slow.mill_angle(st.draft[0]) == slow.mill_angle(st.draft[1])
 
 
-def test_events_are_ordered_within_a_step():
+def test_spans_are_ordered_within_a_step():
     tl = _tl()
-    kinds = [e.kind for e in tl.events if e.step == 0]
-    assert kinds.index("pencil_stroke") < kinds.index("big_drum_turn") < kinds.index("meter_fill") < kinds.index("ink")
-    assert all(e.end >= e.start for e in tl.events)
+    for st in tl.steps:
+        spans = [*st.strokes, st.verify, *st.tests, st.strike, st.erase, *st.inks, st.scroll]
+        assert all(a <= b for a, b in spans)
+        assert all(b1 <= a2 + 1e-12 for (_, b1), (a2, _) in zip(spans, spans[1:]))     # one after another
+        assert st.draft == (st.start, st.verify[0]) and st.check[0] == st.verify[1] and st.end == st.scroll[1]
+    st = tl.steps[0]
+    assert st.strokes[-1][1] <= st.verify[0] < st.tests[0][0] < st.inks[0][0]
     starts = [tl.step_start(k) for k in range(len(tl.steps))]
     assert starts == sorted(starts) and np.all(np.diff(starts) > 0)
     assert tl.current_step == 0

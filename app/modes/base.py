@@ -1,40 +1,49 @@
-"""What every mode panel has: a view to set on entry, a draw, and next/previous."""
+"""What every mode has: a view to set on entry, where the table's clock stands, next/previous, and a panel.
+
+A mode gets the controller (settings, session, tour, update()) and the table driver (play / hold / the
+stage); it draws with the window's per-frame Screen (app.ui.Screen), never the window itself.
+"""
 from __future__ import annotations
 
 
 class Panel:
     view = "table"
     free_play = True       # the table's run plays and repeats while this mode is shown
+    panel_frac = 0.40      # share of the width the mode's panel takes
 
-    def __init__(self, app):
-        self.app = app
+    def __init__(self, ctl, driver):
+        self.ctl = ctl
+        self.driver = driver
 
     def enter(self) -> None:
-        self.app.set_view(self.view)
+        self.ctl.set_view(self.view)
         self.restage()
 
     def restage(self) -> None:
         """Put the table's clock where this mode wants it (on entry, and whenever the run is replaced)."""
-        self.app.loop_timeline = self.free_play
+        self.driver.loop = self.free_play
         if self.free_play:
-            self.app.play(0.0)
+            self.driver.play(0.0)
 
-    def stage_rect(self):
+    def stage_rect(self, scr):
         """Where the table is drawn: left of the panel, between the mode bar and the status line."""
         from app import ui
-        x, y, w, h = ui.panel_rect(self.app)
+        x, y, w, h = ui.panel_rect(scr)
         return 0.0, y, x, h
 
-    def draw(self) -> None:
+    def draw(self, scr) -> None:
         raise NotImplementedError
+
+    def facts_shown(self) -> dict[str, str]:
+        """Every number this mode's panel shows now, by fact name, as shown (spectable run --json `facts`)."""
+        return {}
 
     def on_key(self, action: str) -> None:
         """Default next/previous: seek the table one target pass forward or back."""
-        st = self.app.stage
-        run = self.app.session.run
-        if st is None or run is None:
+        tl = self.driver.timeline
+        run = self.ctl.session.run
+        if tl is None or run is None:
             return
-        tl = st.timeline
         k = tl.current_step + (1 if action == "next" else -1)
         k = max(0, min(len(run.traces) - 1, k))
-        self.app.play(tl.step_start(k))
+        self.driver.play(tl.step_start(k))

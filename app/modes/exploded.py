@@ -12,8 +12,8 @@ PARTS = ("bigdrum", "readhead", "smalldrum", "tape", "bridge", "mill", "cabinet"
 class ExplodedPanel(Panel):
     view = "exploded"
 
-    def __init__(self, app):
-        super().__init__(app)
+    def __init__(self, ctl, driver):
+        super().__init__(ctl, driver)
         self.selected = None
 
     def enter(self) -> None:
@@ -28,12 +28,12 @@ class ExplodedPanel(Panel):
 
     def select(self, part) -> None:
         self.selected = part
-        self.app.set_view(part or "exploded")
+        self.ctl.set_view(part or "exploded")
 
-    def draw(self) -> None:
-        app, t = self.app, self.app.t
-        ui.begin_panel("##exploded", ui.panel_rect(app))
-        ui.heading(app, t("mode.exploded"))
+    def draw(self, scr) -> None:
+        t = self.ctl.t
+        ui.begin_panel("##exploded", ui.panel_rect(scr))
+        ui.heading(scr, t("mode.exploded"))
         ui.wrapped(t("exploded.explain"))
         if imgui.selectable(t("exploded.all"), self.selected is None)[0]:
             self.select(None)
@@ -44,6 +44,6 @@ class ExplodedPanel(Panel):
             self.select("cutaway")
         imgui.separator()
         if self.selected:
-            ui.heading(app, t("part." + self.selected), 1.1)
+            ui.heading(scr, t("part." + self.selected), 1.1)
             ui.wrapped(t("partinfo." + self.selected))
         imgui.end()

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from imgui_bundle import imgui
 
+from app import derived, ui
 from app import facts as hwfacts
-from app import ui
 from app.modes.base import Panel
 
 
@@ -16,12 +16,12 @@ def load_measurements() -> list[dict]:
 class HardwarePanel(Panel):
     view = "readhead"
 
-    def __init__(self, app):
-        super().__init__(app)
-        self.plots = ui.PlotTextures(app)
+    def __init__(self, ctl, driver):
+        super().__init__(ctl, driver)
+        self.plots = ui.PlotTextures(ctl)
         self._meas = None
         self.selected: str | None = None     # file name picked in the combo; None = the newest
-        self.shown: dict = {}                # what the last frame drew (tests read it through App.state)
+        self.shown: dict = {}                # what the last frame drew (tests read it)
 
     def measurements(self):
         if self._meas is None:
@@ -38,42 +38,55 @@ class HardwarePanel(Panel):
                 return e
         return meas[0] if meas else None
 
-    def draw(self) -> None:
-        app, t, s = self.app, self.app.t, self.app.settings
-        c = app.colors
+    def draw(self, scr) -> None:
+        ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
+        c = ctl.colors
         muted = imgui.ImVec4(*c["muted"])
-        ui.begin_panel("##hw", ui.panel_rect(app))
-        ui.heading(app, t("hw.paper", device=s.device, model=s.model))
+        ui.begin_panel("##hw", ui.panel_rect(scr))
+        ui.heading(scr, t("hw.paper", device=s.device, model=s.model))
         try:
-            r = app.session.roofline()
-            ui.facts_table(app, [
-                (t("fact.lanes"), f"{s.lanes}"), (t("fact.context"), f"{s.context:,}"),
-                (t("fact.bytes_per_step"), f"{r['bytes_per_step'] / 1e9:.2f} GB"),
-                (t("fact.ms_per_token"), f"{r['ms_per_token']:.3f} ms"),
-                (t("fact.tokens_per_s"), f"{r['tokens_per_s']:,.0f}"),
-                (t("fact.busy"), f"{100 * r['arithmetic_busy']:.1f}%"),
-                # what the mill shows while the big drum checks γ + 1 positions per sequence
-                (t("fact.busy_spec"), app.live_facts()["busy_spec"]),
-                (t("fact.lanes_to_saturate"), f"{r['lanes_to_saturate']:.0f}"),
-            ])
+            ui.facts_table(scr, [(t(f"fact.{k}"), v) for k, v in self.paper_rows().items()])
         except Exception as exc:  # noqa: BLE001
             ui.wrapped(f"{type(exc).__name__}: {exc}")
         imgui.spacing()
-        ui.heading(app, t("hw.measured"), 1.1)
+        ui.heading(scr, t("hw.measured"), 1.1)
         self._draw_measurement(t, s, c, muted)
         imgui.spacing()
-        ui.heading(app, t("hw.toy"), 1.1)
-        run = app.session.run
-        if run:
-            ui.facts_table(app, [(t("fact.vocab"), f"{app.session.pair().V:,}"),
-                                 (t("fact.alpha"), f"{run.alpha_generated:.3f}"),
-                                 (t("fact.tpp_counted"), f"{run.tokens_per_pass_counted:.2f}")])
+        ui.heading(scr, t("hw.toy"), 1.1)
+        # The pair's own figures come from its long run (computed once per table and γ; '…' until it lands).
+        ui.facts_table(scr, self.toy_rows())
         imgui.end()
         # The roofline gets the wide box under the table, where it can be read from the back row.
-        ui.begin_panel("##hwplot", ui.narration_rect(app), bg_alpha=0.9)
+        ui.begin_panel("##hwplot", ui.narration_rect(scr), bg_alpha=0.9)
         avail = imgui.get_content_region_avail()
-        self.plots.image("roofline", avail.x, aspect=avail.x / max(avail.y, 1))
+        self.plots.image(scr, "roofline", avail.x, aspect=avail.x / max(avail.y, 1))
         imgui.end()
+
+    def paper_rows(self) -> dict[str, str]:
+        """The on-paper rows: fact name -> the value shown (models.hardware.roofline for the lab's settings)."""
+        s = self.ctl.settings
+        r = derived.roofline(s.device, s.model, s.lanes, s.context)
+        return {"lanes": f"{s.lanes}", "context": f"{s.context:,}",
+                "bytes_per_step": f"{r['bytes_per_step'] / 1e9:.2f} GB",
+                "ms_per_token": f"{r['ms_per_token']:.3f} ms",
+                "tokens_per_s": f"{r['tokens_per_s']:,.0f}",
+                "busy": f"{100 * r['arithmetic_busy']:.1f}%",
+                # what the mill shows while the big drum checks γ + 1 positions per sequence
+                "busy_spec": self.ctl.facts()["busy_spec"],
+                "lanes_to_saturate": f"{r['lanes_to_saturate']:.0f}"}
+
+    def facts_shown(self) -> dict[str, str]:
+        f = self.ctl.facts()
+        try:
+            rows = self.paper_rows()
+        except Exception:  # noqa: BLE001 - the panel shows the error instead
+            rows = {}
+        return {**rows, **{k: f[k] for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")}}
+
+    def toy_rows(self) -> list[tuple[str, str]]:
+        """The toy's rows: its vocabulary and the pair's long-run α and tokens per pass (app.facts)."""
+        t, f = self.ctl.t, self.ctl.facts()
+        return [(t(f"fact.{k}"), f[k]) for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")]
 
     def _draw_measurement(self, t, s, c, muted) -> None:
         meas = self.measurements()

@@ -10,61 +10,64 @@ from app.modes.base import Panel
 class LabPanel(Panel):
     view = "table"
 
-    def __init__(self, app):
-        super().__init__(app)
-        self.plots = ui.PlotTextures(app)
+    def __init__(self, ctl, driver):
+        super().__init__(ctl, driver)
+        self.plots = ui.PlotTextures(ctl)
         self.plot = "speedup"
-        self.prompt_buf = app.settings.prompt
+        self.prompt_buf = ctl.settings.prompt
 
-    def draw(self) -> None:
-        app, t, s = self.app, self.app.t, self.app.settings
-        c = app.colors
-        ui.begin_panel("##lab", ui.panel_rect(app))
-        ui.heading(app, t("mode.lab"))
+    def draw(self, scr) -> None:
+        ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
+        c = ctl.colors
+        ui.begin_panel("##lab", ui.panel_rect(scr))
+        ui.heading(scr, t("mode.lab"))
         imgui.push_item_width(imgui.get_content_region_avail().x * 0.55)
         changed, self.prompt_buf = imgui.input_text(t("lab.prompt"), self.prompt_buf)
+        new = {}
         if changed and self.prompt_buf:
-            s.prompt = self.prompt_buf
-        if app.session.error:
-            imgui.text_colored(imgui.ImVec4(*c["reject"]), app.session.error)
-        _, s.gamma = imgui.slider_int(t("lab.gamma"), s.gamma, 1, 10)
-        # ImGui sliders hold float32: round so 0.1 stays 0.1 (not 0.10000000149) in the run key and the file
+            new["prompt"] = self.prompt_buf
+        if ctl.session.error:
+            imgui.text_colored(imgui.ImVec4(*c["reject"]), ctl.session.error)
+        # Every widget's value goes through the controller (ctl.adjust: checked and brought into range).
+        # ImGui sliders hold float32: round so 0.1 stays 0.1 (not 0.10000000149) in the run key and the file.
+        _, new["gamma"] = imgui.slider_int(t("lab.gamma"), s.gamma, 1, 10)
         _, c_ = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
         _, temp = imgui.slider_float(t("lab.temperature"), s.temperature, 0.0, 2.0, "%.2f")
-        s.c, s.temperature = round(c_, 4), round(temp, 4)
-        _, s.top_k = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
+        new["c"], new["temperature"] = round(c_, 4), round(temp, 4)
+        _, new["top_k"] = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
         _, top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
-        s.top_p = round(top_p, 4)
-        _, s.seed = imgui.input_int(t("lab.seed"), s.seed)
-        _, s.steps = imgui.slider_int(t("lab.steps"), s.steps, 1, 60)
-        _, s.lanes = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512, flags=imgui.SliderFlags_.logarithmic)
-        _, s.context = imgui.slider_int(t("lab.context"), s.context, 1, 131072, flags=imgui.SliderFlags_.logarithmic)
+        new["top_p"] = round(top_p, 4)
+        _, new["seed"] = imgui.input_int(t("lab.seed"), s.seed)
+        _, new["steps"] = imgui.slider_int(t("lab.steps"), s.steps, 1, 60)
+        _, new["lanes"] = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512, flags=imgui.SliderFlags_.logarithmic)
+        _, new["context"] = imgui.slider_int(t("lab.context"), s.context, 1, 131072,
+                                             flags=imgui.SliderFlags_.logarithmic)
         if imgui.radio_button(t("lab.char"), s.tokens == "char"):
-            s.tokens = "char"
+            new["tokens"] = "char"
         imgui.same_line()
         if imgui.radio_button(t("lab.word"), s.tokens == "word"):
-            s.tokens = "word"
+            new["tokens"] = "word"
         devices = self.devices()
         if devices and imgui.begin_combo(t("lab.device"), s.device):
             for d in devices:
                 if imgui.selectable(d, d == s.device)[0]:
-                    s.device = d
+                    new["device"] = d
             imgui.end_combo()
         imgui.pop_item_width()
-        s.clamp()
+        ctl.adjust(**new)
         imgui.separator()
         for name in ("speedup", "tpp", "roofline"):
             if imgui.radio_button(t("plot.tab." + name), self.plot == name):
                 self.plot = name
             imgui.same_line()
         imgui.new_line()
-        self.plots.image(self.plot, imgui.get_content_region_avail().x)
+        self.plots.image(scr, self.plot, imgui.get_content_region_avail().x)
         imgui.end()
         # Lower left, under the table: the text the run wrote and what it adds up to.
-        ui.begin_panel("##labresult", ui.narration_rect(app), bg_alpha=0.9)
-        self.draw_text()
+        ui.begin_panel("##labresult", ui.narration_rect(scr), bg_alpha=0.9)
+        self.draw_text(scr)
         imgui.separator()
-        f = app.live_facts()
+        f = ctl.facts()
         rows = [(t("fact.alpha"), f["alpha"]), (t("fact.tpp_counted"), f["tpp_counted"]),
                 (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
                 (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}"),
@@ -83,9 +86,14 @@ class LabPanel(Panel):
             imgui.end_table()
         imgui.end()
 
-    def stage_rect(self):
-        x, y, w, h = ui.narration_rect(self.app)
-        top = ui.bar_h(self.app)
+    def facts_shown(self) -> dict[str, str]:
+        f = self.ctl.facts()
+        return {k: f[k] for k in ("alpha", "tpp_counted", "tpp_formula", "speedup_now", "best_gamma", "best_speedup",
+                                  "tokens_per_s", "busy", "busy_spec", "bytes_per_step")}
+
+    def stage_rect(self, scr):
+        x, y, w, h = ui.narration_rect(scr)
+        top = ui.bar_h(scr)
         return 0.0, top, w, y - top
 
     def devices(self) -> list[str]:
@@ -95,18 +103,18 @@ class LabPanel(Panel):
         except Exception:  # noqa: BLE001
             return []
 
-    def draw_text(self) -> None:
+    def draw_text(self, scr) -> None:
         """The written text: prompt muted, accepted guesses copper, target-written tokens blue."""
-        app = self.app
-        run = app.session.run
+        ctl = self.ctl
+        run = ctl.session.run
         if not run:
             return
-        pair = app.session.pair()
-        c = app.colors
-        imgui.text_colored(imgui.ImVec4(*c["muted"]), app.t("lab.text"))
+        pair = ctl.session.pair()
+        c = ctl.colors
+        imgui.text_colored(imgui.ImVec4(*c["muted"]), ctl.t("lab.text"))
         w = imgui.get_content_region_avail().x
         x = 0.0
-        imgui.push_font(None, app.font_size * 1.25)
+        imgui.push_font(None, scr.font_size * 1.25)
         pieces = [(pair.display(i), c["muted"]) for i in run.prompt_ids]
         for tr in run.traces:
             for k, tok in enumerate(tr.tokens_written):

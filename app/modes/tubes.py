@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from imgui_bundle import imgui
 
-from app import ui
+from app import derived, ui
 from app.modes.base import Panel
 from app.settings import TUBE_RULES
 
@@ -17,44 +17,79 @@ STOPS = (("exact", False), ("exact", True)) + tuple((r, False) for r in TUBE_RUL
 class TubesPanel(Panel):
     view = "tubes"
 
-    def __init__(self, app):
-        super().__init__(app)
-        self.plots = ui.PlotTextures(app)
+    def __init__(self, ctl, driver):
+        super().__init__(ctl, driver)
+        self.plots = ui.PlotTextures(ctl)
 
     def on_key(self, action: str) -> None:
         """Next/previous cycle through the rules: exact first, exact without the bonus, then each way to break it."""
-        s = self.app.settings
+        s = self.ctl.settings
         here = (s.tube_rule, s.skip_bonus and s.tube_rule == "exact")
         i = STOPS.index(here) if here in STOPS else 0
-        s.tube_rule, s.skip_bonus = STOPS[(i + (1 if action == "next" else -1)) % len(STOPS)]
+        rule, skip = STOPS[(i + (1 if action == "next" else -1)) % len(STOPS)]
+        self.ctl.update(tube_rule=rule, skip_bonus=skip)
 
-    def skip_bonus_note(self) -> str:
-        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the run's α."""
-        app, s = self.app, self.app.settings
-        run = app.session.ensure()
-        alpha = run.alpha_generated if run else app.session.alpha_corpus()
-        with_b, without_b = app.session.tokens_per_pass_bonus(alpha)
-        return app.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
+    def skip_bonus_note(self) -> str | None:
+        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the pair's
+        long-run α (None while the long run is still being counted)."""
+        ctl, s = self.ctl, self.ctl.settings
+        pf = ctl.long_run()
+        if pf is None:
+            return None
+        alpha = float(pf.alpha)
+        with_b, without_b = derived.tokens_per_pass_bonus(alpha, s.gamma)
+        return ctl.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
                      without_bonus=f"{without_b:.2f}")
 
-    def draw(self) -> None:
-        app, t, s = self.app, self.app.t, self.app.settings
-        c = app.colors
-        ui.begin_panel("##tubes", ui.panel_rect(app))
-        ui.heading(app, t("tubes.title"))
+    def rows(self, res) -> list[tuple[str, str, str, str, bool]]:
+        """The table's rows for the top tokens of p: (token, p, left tube, right tube, right tube more than 3
+        standard errors from p)."""
+        pair = self.ctl.session.pair()
+        p = np.asarray(res.target_p, float)
+        cum_l = np.asarray(res.left_counts, float)
+        cum_r = np.asarray(res.right_counts, float)
+        fl, fr = cum_l / max(cum_l.sum(), 1), cum_r / max(cum_r.sum(), 1)
+        out = []
+        for j in np.argsort(-p)[:TOP_TOKENS]:
+            bad = abs(fr[j] - p[j]) > 3 * np.sqrt(max(p[j] * (1 - p[j]), 1e-9) / max(cum_r.sum(), 1))
+            out.append((pair.display(int(j)), f"{p[j]:.3f}", f"{fl[j]:.3f}", f"{fr[j]:.3f}", bool(bad)))
+        return out
+
+    def facts_shown(self) -> dict[str, str]:
+        """The table's p and tube frequencies per token, the chi-square p-values, and the skip-bonus note's α and
+        tokens per pass when it is shown."""
+        ctl, s = self.ctl, self.ctl.settings
+        out = {}
+        if s.skip_bonus:
+            pf = ctl.long_run()
+            if pf is not None:
+                with_b, without_b = derived.tokens_per_pass_bonus(float(pf.alpha), s.gamma)
+                out.update(alpha=f"{pf.alpha:.3f}", tpp_with_bonus=f"{with_b:.2f}", tpp_without_bonus=f"{without_b:.2f}")
+        res = ctl.tubes()
+        if res is not None:
+            for char, p, left, right, _ in self.rows(res):
+                out.update({f"p[{char}]": p, f"left[{char}]": left, f"right[{char}]": right})
+            out.update(chi2_p_left=f"{res.chi2_p_left:.3g}", chi2_p_right=f"{res.chi2_p_right:.3g}")
+        return out
+
+    def draw(self, scr) -> None:
+        ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
+        c = ctl.colors
+        ui.begin_panel("##tubes", ui.panel_rect(scr))
+        ui.heading(scr, t("tubes.title"))
         ui.wrapped(t("tubes.explain"))
         imgui.text(t("tubes.break_it"))
         for rule in TUBE_RULES:
             if imgui.radio_button(t(f"rule.{rule}"), s.tube_rule == rule):
-                s.tube_rule = rule
+                ctl.update(tube_rule=rule)
         imgui.spacing()
-        changed, s.skip_bonus = imgui.checkbox(t("tubes.skip_bonus"), s.skip_bonus)
+        changed, skip = imgui.checkbox(t("tubes.skip_bonus"), s.skip_bonus)
         if changed:
-            app.save()
+            ctl.update(skip_bonus=skip)        # saved at once (a classroom switch)
         if s.skip_bonus:
-            ui.wrapped(self.skip_bonus_note(), c["muted"])
+            ui.wrapped(self.skip_bonus_note() or t("plot.computing_long"), c["muted"])
         try:
-            res = app.session.tubes() if app.fixed_step else app.session.tubes_ready()
+            res = ctl.tubes()
         except Exception as exc:  # noqa: BLE001 - the tube model may still be landing
             ui.wrapped(f"{type(exc).__name__}: {exc}")
             imgui.end()
@@ -63,32 +98,22 @@ class TubesPanel(Panel):
             imgui.text_colored(imgui.ImVec4(*c["muted"]), t("tubes.computing"))
             imgui.end()
             return
-        pair = app.session.pair()
-        p = np.asarray(res.target_p, float)
-        cum_l = np.asarray(res.left_counts, float)
-        cum_r = np.asarray(res.right_counts, float)
-        fl, fr = cum_l / max(cum_l.sum(), 1), cum_r / max(cum_r.sum(), 1)
-        top = np.argsort(-p)[:TOP_TOKENS]
         if imgui.begin_table("tubes", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for h in ("tubes.token", "tubes.p", "tubes.left", "tubes.right"):
                 imgui.table_setup_column(t(h))
             imgui.table_headers_row()
-            for j in top:
+            for char, p, left, right, bad in self.rows(res):
                 imgui.table_next_row()
+                for value in (char, p, left):
+                    imgui.table_next_column()
+                    imgui.text(value)
                 imgui.table_next_column()
-                imgui.text(pair.display(int(j)))
-                imgui.table_next_column()
-                imgui.text(f"{p[j]:.3f}")
-                imgui.table_next_column()
-                imgui.text(f"{fl[j]:.3f}")
-                imgui.table_next_column()
-                bad = abs(fr[j] - p[j]) > 3 * np.sqrt(max(p[j] * (1 - p[j]), 1e-9) / max(cum_r.sum(), 1))
-                imgui.text_colored(imgui.ImVec4(*(c["reject"] if bad else c["text"])), f"{fr[j]:.3f}")
+                imgui.text_colored(imgui.ImVec4(*(c["reject"] if bad else c["text"])), right)
             imgui.end_table()
         imgui.text(t("tubes.chi2", left=f"{res.chi2_p_left:.3g}", right=f"{res.chi2_p_right:.3g}"))
         imgui.spacing()
         # The plot takes the height that is left (a flatter figure rather than one that scrolls out of sight).
         avail = imgui.get_content_region_avail()
         aspect = avail.x / max(avail.y - imgui.get_style().item_spacing.y, 1.0)
-        self.plots.image("tubes", avail.x, aspect=round(min(3.5, aspect), 1) if aspect > 1.6 else None)
+        self.plots.image(scr, "tubes", avail.x, aspect=round(min(3.5, aspect), 1) if aspect > 1.6 else None)
         imgui.end()

@@ -1,0 +1,301 @@
+"""The lesson controller: what the program is doing, with no window, no pygame and no GL.
+
+It holds the mode, the tour's place, the lab's values, the step-through's position, blank/help/paused and
+the status-line messages, and it is the one place a setting changes: update(**fields) checks each value
+against its declaration (app.settings.FIELDS), applies it, bumps `revision` and tells the listeners (the
+table driver, the window) which fields changed. Keys and buttons arrive as actions through do(action).
+Tests drive it directly; the window (app/window.py) only feeds it events and draws what it says.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from app import exports
+from app.driver import TableDriver
+from app.i18n import Strings
+from app.palette import colors
+from app.session import LongRunWorker, Session, TubeWorker
+from app.settings import FIELDS, LAB_FIELDS, AppSettings, check_type, check_value, clamp_value, save_settings
+from app.tour import CHAPTERS, TourState
+from corpus.atomic import remove_stale_temps
+from corpus.errors import InputError
+
+# Actions only the window can carry out (they need the display or its framebuffer): queued in .requests.
+WINDOW_ACTIONS = ("fullscreen", "screenshot")
+
+
+class Controller:
+    def __init__(self, settings: AppSettings, *, settings_file: Path | None = None, persist: bool = True,
+                 scripted: bool = False, export_dir: Path | None = None, gif_options: dict | None = None,
+                 notice: str | None = None, modes: dict | None = None):
+        """scripted: frames must not depend on thread timing (spectable run --frames): the tube experiment
+        is computed when first asked for instead of on a worker thread, and messages never fade."""
+        self.settings = settings.clamp()
+        self.t = Strings(settings.language)
+        self.settings_file = settings_file
+        self.persist = persist
+        self.scripted = scripted
+        self.export_dir = Path(export_dir) if export_dir else None
+        self.gif_options = gif_options or {}
+        self.session = Session(self.settings)
+        self.tube_worker = TubeWorker(self.session)
+        self.long_worker = LongRunWorker(self.session)
+        self.tour = TourState(self.settings.chapter)
+        self.mode: str | None = None
+        self.lab_values: dict | None = None  # the lab's own values, kept aside while the tour sets its own
+        self.step_pos = 0                    # index into the step-through's stops
+        self.blank = self.help = self.paused = self.cutaway = False
+        self.quit = False
+        self.messages: list[tuple[float, str]] = []
+        self.exports_done: list[str] = []
+        self.requests: list[str] = []        # WINDOW_ACTIONS waiting for the window
+        self.gif_job: exports.GifJob | None = None
+        self.revision = 0                    # bumps on every change of a setting
+        self.listeners: list[Callable[[frozenset], None]] = []
+        self._font_file = None
+        self._facts_key = self._facts = None
+        if notice:
+            self.notify(notice)
+        self.driver = TableDriver(self)
+        from app.modes import MODE_PANELS
+        self.modes = {name: cls(self, self.driver) for name, cls in (modes or MODE_PANELS).items()}
+        self._clean_exports()
+
+    def start(self) -> "Controller":
+        """Enter the saved mode (after the window has attached the table, so the mode can set its view)."""
+        self.set_mode(self.settings.mode if self.settings.mode in self.modes else "tour", initial=True)
+        return self
+
+    # ---- the one path for every change -----------------------------------------------------------
+    def update(self, **values) -> frozenset:
+        """Check, apply and announce setting changes; returns the names that changed. A value of the wrong
+        type or out of range is an InputError (nothing is applied)."""
+        checked = {k: check_value(k, v) for k, v in values.items()}
+        changed = frozenset(k for k, v in checked.items() if getattr(self.settings, k) != v)
+        if not changed:
+            return changed
+        for k in changed:
+            setattr(self.settings, k, checked[k])
+        self.revision += 1
+        if "language" in changed:
+            self.t = Strings(self.settings.language)
+        for listener in self.listeners:
+            listener(changed)
+        if any(FIELDS[k].save_now for k in changed):
+            self.save()
+        return changed
+
+    def adjust(self, **values) -> frozenset:
+        """update() for values from a widget that may overshoot (a typed number): brought into range first."""
+        return self.update(**{k: clamp_value(k, check_type(k, v)) for k, v in values.items()})
+
+    # ---- modes and the tour ------------------------------------------------------------------------
+    @property
+    def panel(self):
+        return self.modes[self.mode]
+
+    def set_mode(self, mode: str, initial: bool = False) -> None:
+        # The tour sets γ, lanes, context... per chapter through update(); the lab's own values are put aside
+        # on the way in and back on the way out, and only they are ever saved.
+        if mode not in self.modes:
+            raise InputError(f"unknown mode {mode!r} (choose from {', '.join(self.modes)})")
+        if mode == "tour" and self.mode != "tour":
+            self.lab_values = {k: getattr(self.settings, k) for k in LAB_FIELDS}
+        elif mode != "tour" and self.mode == "tour":
+            self.leave_tour()
+        self.update(mode=mode)
+        self.mode = mode
+        self.panel.enter()
+        if not initial:
+            self.save()
+
+    def leave_tour(self) -> None:
+        """Put the lab's values back: the tour's γ, lanes, context, decoder... never outlive it."""
+        if self.lab_values is not None:
+            values, self.lab_values = self.lab_values, None
+            self.update(**values)
+
+    def lab(self) -> dict:
+        """The lab's own values (what is saved), whichever mode is showing."""
+        return dict(self.lab_values) if self.lab_values is not None else {k: getattr(self.settings, k)
+                                                                          for k in LAB_FIELDS}
+
+    def saved_settings(self) -> AppSettings:
+        """What goes into the settings file: the live settings with the lab's own values (not the tour's)."""
+        return replace(self.settings, chapter=self.tour.chapter, **self.lab())
+
+    def save(self) -> None:
+        if not self.persist:
+            return
+        try:
+            self.settings.chapter = self.tour.chapter
+            save_settings(self.saved_settings(), self.settings_file)
+        except (OSError, InputError) as exc:
+            from app.settings import settings_path
+            where = (self.settings_file or settings_path()).parent
+            self.notify(self.t("msg.settings_not_saved", error=exports.describe_failure(exc, where)))
+
+    def set_view(self, name: str) -> None:
+        self.driver.set_view(name)
+
+    # ---- actions -----------------------------------------------------------------------------------
+    def do(self, action: str) -> None:
+        """One key or button: next/prev go to the mode; the rest are the classroom's keys (keys.ACTIONS)."""
+        s = self.settings
+        if action == "blank":
+            self.blank = not self.blank
+            return
+        if self.blank and action in ("next", "prev", "close"):
+            self.blank = False      # any clicker key brings the picture back
+            return
+        if action in WINDOW_ACTIONS:
+            self.requests.append(action)
+        elif action == "close":
+            self.help = False
+        elif action == "help":
+            self.help = not self.help
+        elif action == "language":
+            self.update(language="en" if s.language == "zh" else "zh")
+        elif action == "pause":
+            self.paused = not self.paused
+        elif action == "palette":
+            self.update(palette="projector" if s.palette == "default" else "default")
+        elif action in ("scale_up", "scale_down"):
+            step = 0.1 if action == "scale_up" else -0.1
+            self.update(ui_scale=clamp_value("ui_scale", round(s.ui_scale + step, 2)))
+        elif action == "reduced_motion":
+            self.update(reduced_motion=not s.reduced_motion)
+        elif action == "export_plots":
+            self.export(lambda: exports.export_plots(self))
+        elif action == "export_log":
+            self.export(lambda: [exports.export_run_log(self)])
+        elif action == "export_gif":
+            self.export(self._start_gif)
+        elif action == "cutaway":
+            self.cutaway = not self.cutaway
+            self.set_view("cutaway" if self.cutaway else "readhead")
+        elif action.startswith("mode_") and action[5:] in self.modes:
+            self.set_mode(action[5:])
+        elif action in ("next", "prev"):
+            self.panel.on_key(action)
+
+    # ---- exports -----------------------------------------------------------------------------------
+    def out_dir(self) -> Path:
+        from app.paths import default_export_dir
+        return self.export_dir or default_export_dir()
+
+    def _clean_exports(self) -> None:
+        """Temp files of exports a kill interrupted (the finished files are complete: atomic writes)."""
+        remove_stale_temps(self.out_dir(), "spectable-*")
+
+    def export(self, make: Callable[[], list]) -> None:
+        """Run an export; a failure (a full disk, a folder we may not write) is a status-line message that names
+        the export folder and the reason, never the hidden temp file, and the lesson goes on."""
+        try:
+            self.record_exports(make() or [])
+        except (OSError, InputError) as exc:
+            self.notify(self.t("msg.export_failed", error=exports.describe_failure(exc, self.out_dir())))
+
+    def _start_gif(self) -> list:
+        self.gif_job = exports.GifJob(self.driver, self.out_dir(), **self.gif_options)
+        return []
+
+    def pump_exports(self, finish: bool = False) -> None:
+        """Advance a running GIF replay a few frames (all of them when `finish`)."""
+        job = self.gif_job
+        if job is None:
+            return
+        try:
+            while True:
+                job.advance()
+                if job.done or not finish:
+                    break
+        except (OSError, InputError) as exc:
+            job.abandon()
+            self.gif_job = None
+            self.notify(self.t("msg.export_failed", error=exports.describe_failure(exc, self.out_dir())))
+            return
+        if job.done:
+            self.gif_job = None
+            self.record_exports([job.path])
+
+    def record_exports(self, paths) -> None:
+        for p in paths:
+            self.exports_done.append(str(p))
+            self.notify(self.t("msg.exported", path=str(p)))
+
+    # ---- what panels and narration read -----------------------------------------------------------
+    def notify(self, msg: str) -> None:
+        self.messages.append((time.monotonic(), msg))
+        self.messages = self.messages[-4:]
+
+    def recent_messages(self, now: float | None = None) -> list[str]:
+        """Messages of the last 12 s (every one in a scripted run, where frames must not depend on time)."""
+        now = time.monotonic() if now is None else now
+        return [m for ts, m in self.messages if self.scripted or now - ts < 12.0]
+
+    @property
+    def colors(self) -> dict:
+        return colors(self.settings.palette)
+
+    @property
+    def font_file(self) -> Path:
+        if self._font_file is None:
+            from app.paths import resolve_font
+            self._font_file = resolve_font()
+        return self._font_file
+
+    def tubes(self):
+        """The test tubes for the current rule: waited for in a scripted run, else None until the worker is done."""
+        return self.tube_worker.get() if self.scripted else self.tube_worker.ready()
+
+    def long_run(self, wait: bool = False):
+        """The pair's long-run facts (models.analytics.PairFacts) for the settings now: computed at once in a
+        scripted run or when `wait` (exports), else None until the worker thread has them."""
+        return self.long_worker.get() if (self.scripted or wait) else self.long_worker.ready()
+
+    def facts(self):
+        """facts.facts(), recomputed only when the run, a setting or the tubes' readiness changed."""
+        from app.facts import facts
+        self.session.ensure()
+        key = (self.session.version, self.revision, self.tube_worker.ready() is not None if not self.scripted
+               else True)
+        if key != self._facts_key:
+            self._facts_key, self._facts = key, facts(self)
+        return self._facts
+
+    def state(self, scr=None) -> dict:
+        """What the program is doing, as plain data (spectable run --json; tests read it). `scr`: the window's
+        Screen, for where the panels cover the table (the tour's `beat`); without one, the saved window size."""
+        run = self.session.run
+        s = self.settings
+        if scr is None:
+            from app.ui import screen_for
+            scr = screen_for(self, s.window_w, s.window_h)
+        return {
+            "mode": self.mode, "language": s.language, "palette": s.palette, "ui_scale": s.ui_scale,
+            "fullscreen": s.fullscreen, "blank": self.blank, "help": self.help, "paused": self.paused,
+            "reduced_motion": s.reduced_motion,
+            "chapter": self.tour.chapter, "chapter_slug": CHAPTERS[self.tour.chapter].slug,
+            "page": self.tour.page, "acted": self.tour.acted,
+            "step_position": self.step_pos, "step": self.modes["step"].explanation() if "step" in self.modes else None,
+            "tokens_written": run.written if run else 0,
+            "text": self.session.pair().decode(run.tokens) if run else "",
+            "exports": list(self.exports_done),
+            "stage": self.driver.stage is not None, "stage_error": self.driver.stage_error,
+            "messages": [m for _, m in self.messages], "error": self.session.error,
+            "decoder": s.decoder, "tube_rule": s.tube_rule, "skip_bonus": s.skip_bonus,
+            "settings": {k: getattr(s, k) for k in LAB_FIELDS}, "lab": self.lab(),
+            "lanes_lit": self.driver.lanes_lit(),
+            "beat": self.panel.beat(scr) if self.mode == "tour" else None,
+            "facts": self.panel.facts_shown(),
+        }
+
+    def close(self) -> None:
+        self.save()
+        self.tube_worker.close()
+        self.long_worker.close()
+
