@@ -92,7 +92,7 @@ def _wants_neural(args) -> bool:
 
 def _load_neural(args):
     from models.llama import DTYPES
-    from models.llm_pair import LlamaPair
+    from models.llm_pair import LlamaPair, one_thread_if_small
     if args.table or args.tokens_kind:
         raise InputError("--table and --tokens-kind choose an n-gram table; the neural pair has its own vocabulary")
     target, draft = getattr(args, "target", None), getattr(args, "draft", None)
@@ -104,7 +104,9 @@ def _load_neural(args):
     elif draft is None and not self_drafting:
         raise InputError("give --draft (a smaller checkpoint with the target's vocabulary), or --drafter lookup "
                          "to run the target alone with guesses copied from the text")
-    return LlamaPair.load(target, draft, dtype=DTYPES[args.dtype], dtype_name=args.dtype)
+    pair = LlamaPair.load(target, draft, dtype=DTYPES[args.dtype], dtype_name=args.dtype)
+    one_thread_if_small(pair)
+    return pair
 
 
 def _load_pair(args):

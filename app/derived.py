@@ -61,15 +61,15 @@ def tokens_per_pass_counted(pair, prompt: str, temperature: float, top_k: int, t
     """Run the real sampler at every γ of the plot and count tokens per pass (the prompt, else 慢慢)."""
     import numpy as np
 
-    from models.sampler import SamplerSettings, SpeculativeSampler
+    from models.sampler import SamplerSettings, make_sampler
     try:
         ids = pair.encode(prompt)
     except InputError:
         ids = pair.encode("慢慢") if pair.tokens == "char" else [0]
     out = []
     for g in GAMMAS:
-        sm = SpeculativeSampler(pair, SamplerSettings(gamma=g, temperature=temperature, top_k=top_k, top_p=top_p,
-                                                      seed=seed))
+        sm = make_sampler(pair, SamplerSettings(gamma=g, temperature=temperature, top_k=top_k, top_p=top_p,
+                                                seed=seed))
         sm.reset(ids)
         out.append(float(np.mean([len(sm.step().tokens_written) for _ in range(passes)])))
     return tuple(out)

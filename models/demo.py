@@ -54,7 +54,7 @@ def find_demo_seed(pair, prompt_ids: Sequence[int], settings, events: Sequence[s
     """The first seed >= start for which pass k of a SpeculativeSampler run from `prompt_ids` with `settings`
     (its seed replaced) shows events[k], for every k. InputError if an event is unknown or no seed in
     [start, start + max_tries) shows them (say, a bonus that the pair never allows after this prompt)."""
-    from models.sampler import SpeculativeSampler
+    from models.sampler import make_sampler
     events = tuple(events)
     unknown = [e for e in events if e not in EVENTS]
     if unknown:
@@ -65,7 +65,7 @@ def find_demo_seed(pair, prompt_ids: Sequence[int], settings, events: Sequence[s
         raise InputError("start must be >= 0 and max_tries >= 1")
     tests = [EVENTS[e] for e in events]
     for seed in range(start, start + max_tries):
-        sampler = SpeculativeSampler(pair, replace(settings, seed=seed))
+        sampler = make_sampler(pair, replace(settings, seed=seed))      # either pair
         sampler.reset(prompt_ids)
         for test in tests:
             if not test(sampler.step()):

@@ -24,6 +24,7 @@ from corpus.errors import InputError
 from models.llama import DTYPES, RANDOM_WEIGHTS_NOTE, LlamaConfig, Transformer, load_model, read_checkpoint_config
 from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, StepRunner, compile_blocks,
                                     decode_one_token, eager_blocks, forward_positions, sync)
+from models.measurements import PAIR_SCHEMA
 
 SCHEMA = "spectable-bench/1"
 
@@ -527,7 +528,6 @@ def summary_lines(r: dict) -> list[str]:
 
 
 # --- a checkpoint pair, measured live: the hardware panel's figures and `spectable bench --pair` ------------
-PAIR_SCHEMA = "spectable-pair-bench/1"
 
 
 @torch.no_grad()

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from corpus.errors import InputError
-from corpus.validate import mapping, number, read_json, text, type_name
+from corpus.validate import mapping, number, read_json, text, type_name, whole
 
 MAX_BYTES = 4 << 20
 
@@ -42,6 +42,14 @@ FIGURES = {
     "speculative": ("speedup", "on_paper_speedup", "alpha"),
 }
 POINT_FIELDS = ("batch", "context", "tokens_per_s", "on_paper_tokens_per_s", "fraction_of_roofline")
+# A checkpoint pair measured live (`spectable bench --pair neural`, models.llm_bench.measure_pair): the figures at
+# the top level and their roofline values under on_paper.
+PAIR_SCHEMA = "spectable-pair-bench/1"
+PAIR_FIGURES = ("target_ms", "draft_ms", "verify_ms", "verify_ratio", "c", "alpha", "tokens_per_pass",
+                "plain_tokens_per_s", "speculative_tokens_per_s", "speedup", "copy_bandwidth_GBps")
+PAIR_ON_PAPER = ("target_ms", "draft_ms", "c", "verify_ratio", "tokens_per_pass", "plain_tokens_per_s", "speedup",
+                 "speedup_from_measured_costs")
+PAIR_SETTINGS = {"gamma": (1, 64), "tokens": (1, 10_000_000), "reps": (1, 100_000), "prompt_tokens": (0, 1 << 24)}
 MAX_POINTS = 1000
 DEVICE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -96,7 +104,34 @@ def validate_measurement(data, where: str) -> dict:
                 _optional_text(mapping(models[role], f"{where}: models.{role}"), "name", f"{where}: models.{role}.name")
     if data.get("figures") is not None:
         _check_figures(mapping(data["figures"], f"{where}: figures"), where)
+    if data.get("schema") == PAIR_SCHEMA:
+        _check_pair(data, where)
     return data
+
+
+def _check_pair(data: dict, where: str) -> None:
+    """Every figure of a pair measurement the panel and the tour read: finite and in range, or null."""
+    for key in PAIR_FIGURES:
+        _figure(data.get(key), f"{where}: {key}")
+    if data.get("on_paper") is not None:
+        paper = mapping(data["on_paper"], f"{where}: on_paper")
+        for key in PAIR_ON_PAPER:
+            _figure(paper.get(key), f"{where}: on_paper.{key}")
+    settings = mapping(data.get("settings") or {}, f"{where}: settings")
+    for key, (lo, hi) in PAIR_SETTINGS.items():
+        if settings.get(key) is not None:
+            whole(settings[key], f"{where}: settings.{key}", lo, hi)
+    if settings.get("temperature") is not None:
+        number(settings["temperature"], f"{where}: settings.temperature", 0.0, 1000.0)
+    _optional_text(settings, "prompt", f"{where}: settings.prompt", 2000)
+    dev = data.get("device")
+    if isinstance(dev, dict) and dev.get("threads") is not None:
+        whole(dev["threads"], f"{where}: device.threads", 1, 4096)
+    _optional_text(data, "method", f"{where}: method", 4000)
+    if data.get("pair") is not None:
+        pair = mapping(data["pair"], f"{where}: pair")
+        for key in ("name", "target", "draft"):
+            _optional_text(pair, key, f"{where}: pair.{key}", 2000)
 
 
 def _check_figures(fig: dict, where: str) -> None:
