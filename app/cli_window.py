@@ -23,6 +23,16 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--prompt", default=None)
     p.add_argument("--gamma", type=whole(1, 12), default=None)
+    p.add_argument("--pair", choices=("ngram", "neural"), default=None,
+                   help="the models on the table: ngram (the counted bigram/trigram) or neural (the shipped 《呐喊》 "
+                        "Llama pair)")
+    p.add_argument("--target", metavar="DIR", default=None,
+                   help="drive the table with your own Llama checkpoint (a Hugging Face folder or a .gguf file)")
+    p.add_argument("--draft", metavar="DIR", default=None,
+                   help="its draft (same vocabulary); without one the target's guesses are copied from the text")
+    p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="neural pairs: compute dtype")
+    p.add_argument("--torch-device", dest="torch_device", choices=("cpu", "cuda"), default="cpu",
+                   help="neural pairs: where the networks run (default cpu)")
     p.add_argument("--export-dir", type=Path, default=None, help="where screenshots, plots, logs and GIFs go")
     p.add_argument("--gif-seconds", type=number(0.1, 120), default=None, help="length of the GIF replay (default 6 s)")
     p.add_argument("--gif-fps", type=whole(1, 60), default=None, help="frame rate of the GIF replay (default 12)")
@@ -60,12 +70,37 @@ def _run(args) -> int:
                 raise InputError(f"--{opt}: {str(exc).removeprefix(f'setting {name} ')}") from None
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
+    pair = _choose_pair(args, settings)
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
-        from models.ngram import NGramPair
-        NGramPair.load(tokens=settings.tokens).encode(args.prompt)
+        if pair is None:
+            from models.ngram import NGramPair
+            pair = NGramPair.load(tokens=settings.tokens)
+        pair.encode(args.prompt)
     gif = {k: v for k, v in (("seconds", args.gif_seconds), ("fps", args.gif_fps)) if v is not None}
     return _open(settings, size=size, frames=args.frames, screenshot=args.screenshot, script_path=args.script,
                  export_dir=args.export_dir, persist=not args.no_save, notice=notice, as_json=args.json, gif=gif)
+
+
+def _choose_pair(args, settings):
+    """--pair / --target / --draft: the pair on the table, loaded before the window opens so that a missing
+    torch or CUDA, a bad checkpoint or too little memory is one line and exit 2. Returns the neural pair, or None
+    for the n-gram one."""
+    from app import pairs
+    pairs.set_compute(args.dtype, args.torch_device)
+    if args.draft is not None and args.target is None:
+        raise InputError("--draft needs a --target (the checkpoint whose distribution the text follows)")
+    if args.target is not None:
+        if args.pair == "ngram":
+            raise InputError("--target/--draft name Llama checkpoints: they do not go with --pair ngram")
+        pairs.set_custom(args.target, args.draft)
+        settings.pair = "custom"
+    elif args.pair is not None:
+        settings.pair = args.pair
+    elif settings.pair not in pairs.choices():
+        settings.pair = "ngram"
+    if settings.pair == "ngram":
+        return None
+    return pairs.load(settings.pair)
 
 
 def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None, export_dir=None, persist=True,

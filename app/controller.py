@@ -17,7 +17,7 @@ from app import exports
 from app.driver import TableDriver
 from app.i18n import Strings
 from app.palette import colors
-from app.session import LongRunWorker, Session, TubeWorker
+from app.session import BenchWorker, LongRunWorker, Session, TubeWorker
 from app.settings import FIELDS, LAB_FIELDS, AppSettings, check_type, check_value, clamp_value, save_settings
 from app.tour import CHAPTERS, TourState
 from corpus.atomic import remove_stale_temps
@@ -43,6 +43,7 @@ class Controller:
         self.session = Session(self.settings)
         self.tube_worker = TubeWorker(self.session)
         self.long_worker = LongRunWorker(self.session)
+        self.bench_worker = BenchWorker(self.session)     # the neural pair measured live (hardware panel)
         self.tour = TourState(self.settings.chapter)
         self.mode: str | None = None
         self.lab_values: dict | None = None  # the lab's own values, kept aside while the tour sets its own
@@ -298,4 +299,5 @@ class Controller:
         self.save()
         self.tube_worker.close()
         self.long_worker.close()
+        self.bench_worker.close()
 

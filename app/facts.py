@@ -211,6 +211,7 @@ def facts(ctl) -> Facts:
         f["under"], f["over"] = uc, oc
     except Exception:  # noqa: BLE001
         pass
+    neural_facts(ctl, f)
     try:
         from app.figures import tube_tv_curves
         tv_l, tv_r = tube_tv_curves(ctl.tubes())
@@ -219,6 +220,63 @@ def facts(ctl) -> Facts:
     except Exception:  # noqa: BLE001
         pass
     return f
+
+
+SHIPPED_PAIR = "nahan-target + nahan-draft"     # LlamaPair.name of the shipped neural pair
+
+
+def shipped_pair_measurement() -> dict | None:
+    """The newest measurement file of the shipped neural pair (`spectable bench --pair neural --out ...`): the
+    measured figures the tour's neural passage quotes, with where and when they were measured."""
+    from models.measurements import PAIR_SCHEMA
+    for e in measurement_files():
+        d = e.get("data") or {}
+        if d.get("schema") == PAIR_SCHEMA and _dict(d, "pair").get("name") == SHIPPED_PAIR:
+            return e
+    return None
+
+
+def neural_facts(ctl, f: Facts) -> None:
+    """The tour's neural passage: the shipped neural pair's sizes (from the loaded checkpoints), its measured costs
+    and speedup (from its measurement file: never typed in), and the n-gram pair's long-run α beside its own."""
+    s, ses, t = ctl.settings, ctl.session, ctl.t
+
+    def measured(fmt):
+        def fn():
+            e = shipped_pair_measurement()
+            return fmt(e["data"]) if e is not None else "—"
+        return fn
+
+    def speed_words(d):
+        sp = float(d["speedup"])
+        return t("tour.neural_slower" if sp < 1 else "tour.neural_faster", speedup=f"×{sig(sp)}")
+
+    f.lazy.update({
+        "neural_target_ms": measured(lambda d: fmt_ms(d["target_ms"])),
+        "neural_draft_ms": measured(lambda d: fmt_ms(d["draft_ms"])),
+        "neural_c": measured(lambda d: sig(d["c"])),
+        "neural_c_paper": measured(lambda d: sig(d["on_paper"]["c"])),
+        "neural_verify": measured(lambda d: f"{d['verify_ratio']:.2f}"),
+        "neural_verify_k": measured(lambda d: f"{d['settings']['gamma'] + 1}"),
+        "neural_speedup": measured(lambda d: f"×{sig(d['speedup'])}"),
+        "neural_speedup_paper": measured(lambda d: f"×{sig(d['on_paper']['speedup'])}"),
+        "neural_plain_tps": measured(lambda d: fmt_tps(d["plain_tokens_per_s"])),
+        "neural_spec_tps": measured(lambda d: fmt_tps(d["speculative_tokens_per_s"])),
+        "neural_speed_words": measured(speed_words),
+        "neural_device": measured(lambda d: str(_dict(d, "device").get("name") or "?")),
+        "neural_date": measured(lambda d: str(d.get("date", "?"))[:10]),
+    })
+    def params(role):           # the shipped pair's (the tour's passage names it), read from its checkpoints
+        n = ses.pair_by_key("neural").params[role]
+        return f"{n / 1e6:.2f}M" if n is not None else "—"
+    f.lazy["neural_target_params"] = lambda: params("target")
+    f.lazy["neural_draft_params"] = lambda: params("draft")
+
+    def ngram_alpha():
+        from models import analytics
+        pf = analytics.pair_facts(ses.pair_by_key(f"ngram-{s.tokens}"), s.gamma, ses.sampler_settings(), seed=0)
+        return f"{pf.alpha:.3f}"
+    f.lazy["ngram_alpha"] = ngram_alpha
 
 
 def fill(text: str, f: Facts) -> str:
@@ -330,6 +388,63 @@ def sheet_device_of(name: str | None):
     return None
 
 
+def pair_rows(r: dict, t) -> list[tuple[str, str, str, str]]:
+    """A checkpoint pair measured live (models.llm_bench.measure_pair, a live run or a `spectable bench --pair`
+    file): (figure, measured, the roofline's value for the same shapes, method) rows."""
+    paper = _dict(r, "on_paper")
+    method = r.get("method") if isinstance(r.get("method"), str) else ""
+    gamma = _num(r, "settings", "gamma")
+    g = f"{gamma:.0f}" if gamma is not None else "γ"
+
+    def row(label, key, fmt, paper_key=None):
+        v = _num(r, key)
+        if v is None:
+            return
+        pv = _num(paper, paper_key or key)
+        rows.append((label, fmt(v), fmt(pv) if pv is not None else "—", method))
+
+    rows: list = []
+    row(t("hw.pair_target_ms"), "target_ms", fmt_ms)
+    row(t("hw.pair_draft_ms"), "draft_ms", fmt_ms)
+    row(t("fact.c"), "c", sig)
+    row(t("hw.verify_k", k=f"{gamma + 1:.0f}" if gamma is not None else "γ+1"), "verify_ratio", lambda x: f"{x:.2f}×")
+    row(t("hw.pair_tpp", gamma=g), "tokens_per_pass", lambda x: f"{x:.2f}")
+    row(t("hw.pair_plain_tps"), "plain_tokens_per_s", lambda x: f"{fmt_tps(x)} tokens/s")
+    sp = _num(r, "speculative_tokens_per_s")
+    if sp is not None:
+        rows.append((t("hw.pair_spec_tps", gamma=g), f"{fmt_tps(sp)} tokens/s", "—", method))
+    row(t("hw.pair_speedup"), "speedup", lambda x: f"×{sig(x)}")
+    return rows
+
+
+def pair_view(r: dict, t, file: str | None = None) -> dict:
+    """What the panel shows for a pair measurement: the device line, the method (device, dtype, threads, warm-up,
+    repeats), the rows, and what the roofline would have given with the costs measured here."""
+    dev = _dict(r, "device")
+    settings = _dict(r, "settings")
+    pair = _dict(r, "pair")
+    view = {"file": file, "error": None, "note": None, "where": None, "scaled": None, "notes": [],
+            "rows": pair_rows(r, t), "pair": True}
+    view["meta"] = [t("hw.pair_line", pair=pair.get("name") or "?", device=dev.get("name") or dev.get("type") or "?",
+                      dtype=r.get("dtype", "?"), threads=dev.get("threads", "?"), torch=dev.get("torch", "?")),
+                    t("hw.pair_method", reps=settings.get("reps", "?"), tokens=settings.get("tokens", "?"),
+                      gamma=settings.get("gamma", "?"), temperature=settings.get("temperature", "?"),
+                      date=str(r.get("date", "?")).replace("T", " ")[:19])]
+    alpha = _num(r, "alpha")
+    passes = _num(r, "passes")
+    if alpha is not None and passes is not None:
+        view["notes"].append(t("hw.pair_alpha_note", alpha=f"{alpha:.3f}", passes=f"{passes:.0f}"))
+    costs = _num(r, "on_paper", "speedup_from_measured_costs")
+    if costs is not None:
+        view["notes"].append(t("hw.pair_costs_note", speedup=f"×{sig(costs)}"))
+    load = _num(dev, "load_average_1min")
+    if load is not None:
+        view["notes"].append(t("hw.pair_load", load=f"{load:.1f}"))
+    if pair.get("random_weights"):
+        view["note"] = t("hw.random_note")
+    return view
+
+
 def measurement_view(entry: dict, t, paper_device: str, paper_model: str) -> dict:
     """What the panel shows for one measurement file:
     {'file', 'error', 'meta': [lines], 'note', 'rows': [(label, measured, on_paper, method)],
@@ -343,6 +458,9 @@ def measurement_view(entry: dict, t, paper_device: str, paper_model: str) -> dic
         view["error"] = t("hw.bad_file", file=view["file"], error=view["error"])
         return view
     data = entry.get("data") or {}
+    from models.measurements import PAIR_SCHEMA
+    if data.get("schema") == PAIR_SCHEMA:
+        return pair_view(data, t, view["file"])
     dev = _dict(data, "device")
     dev_name = dev.get("name") or dev.get("type") or (data.get("device") if isinstance(data.get("device"), str)
                                                        else "?")

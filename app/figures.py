@@ -19,10 +19,12 @@ def make(ctl, name: str):
         alpha = long_alpha(ctl)
         g, _ = derived.best_gamma(alpha, s.c)
         curves = {a: derived.speedups(a, s.c) for a in REFERENCE_ALPHAS}
-        return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c)
+        return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c,
+                                  "plot.neural_alpha" if ctl.session.neural else "plot.toy_alpha")
     if name == "tpp":
         alpha = long_alpha(ctl)
-        passes = max(40, s.steps)
+        # a neural pair runs two networks every pass: the lab's own number of passes at each γ
+        passes = s.steps if ctl.session.neural else max(40, s.steps)
         counted = derived.tokens_per_pass_counted(pair, s.prompt, s.temperature, s.top_k, s.top_p, s.seed, passes)
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), derived.tokens_per_pass_formula(alpha), counted,
                                           alpha, passes)

@@ -69,7 +69,8 @@ def _legend(ax, pal):
         text.set_color(pal["mpl_fg"])
 
 
-def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best_gamma: int, c: float):
+def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best_gamma: int, c: float,
+                 pair_label: str = "plot.toy_alpha"):
     """curves: {alpha: speedups over gammas} (alphas cited from the papers); toy_curve: the toy's own."""
     fig, ax = _figure(pal)
     # Bright, distinct hues that stay readable on the dark and the projector's black background.
@@ -80,7 +81,7 @@ def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best
         ax.annotate(f"α={alpha:.1f}", (gammas[-1], ys[-1]), xytext=(4, 0), textcoords="offset points",
                     color=col, fontsize=10, va="center")
     ax.plot(gammas, toy_curve, color=_hex(pal["accent"]), lw=3,
-            label=t("plot.toy_alpha", alpha=f"{toy_alpha:.3f}"))
+            label=t(pair_label, alpha=f"{toy_alpha:.3f}"))
     bi = list(gammas).index(best_gamma) if best_gamma in gammas else None
     if bi is not None:
         ax.plot([best_gamma], [toy_curve[bi]], "o", color=_hex(pal["reject"]), ms=9,

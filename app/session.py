@@ -7,6 +7,7 @@ roofline) are plain cached functions in app/derived.py.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from app.settings import RUN_FIELDS, AppSettings
@@ -35,17 +36,36 @@ class Session:
     def __init__(self, settings: AppSettings):
         self.settings = settings
         self._pairs: dict = {}
+        self._load_lock = threading.Lock()
         self._run_key = None
         self.run: Run | None = None
         self.error: str | None = None      # the last bad input (shown in the lab, never fatal)
         self.version = 0
 
+    def pair_key(self, tokens: str | None = None) -> str:
+        """Which pair the settings name: 'ngram-char', 'ngram-word', 'neural' or 'custom' (app/pairs.py)."""
+        s = self.settings
+        return f"ngram-{tokens or s.tokens}" if s.pair == "ngram" else s.pair
+
     def pair(self, tokens: str | None = None):
-        from models.ngram import NGramPair
-        tokens = tokens or self.settings.tokens
-        if tokens not in self._pairs:
-            self._pairs[tokens] = NGramPair.load(tokens=tokens)
-        return self._pairs[tokens]
+        """The pair the `pair` setting names (the n-gram pair of `tokens` for 'ngram'), loaded once."""
+        return self.pair_by_key(self.pair_key(tokens))
+
+    def pair_by_key(self, key: str):
+        if key not in self._pairs:
+            with self._load_lock:                    # the long-run and tube workers may ask at the same moment
+                if key not in self._pairs:
+                    if key.startswith("ngram-"):
+                        from models.ngram import NGramPair
+                        self._pairs[key] = NGramPair.load(tokens=key[len("ngram-"):])
+                    else:
+                        from app import pairs
+                        self._pairs[key] = pairs.load(key)
+        return self._pairs[key]
+
+    @property
+    def neural(self) -> bool:
+        return self.settings.pair != "ngram"
 
     def sampler_settings(self, gamma: int | None = None):
         from models.sampler import SamplerSettings
@@ -58,7 +78,8 @@ class Session:
         key = self.settings.values(RUN_FIELDS)
         if key == self._run_key:
             return self.run
-        from models.sampler import SpeculativeSampler, TargetSampler
+        from app.pairs import drafter_for
+        from models.sampler import make_sampler
         s = self.settings
         self._run_key = key
         try:
@@ -66,11 +87,12 @@ class Session:
             prompt_ids = pair.encode(s.prompt)
             if len(prompt_ids) == 0:
                 raise InputError("the prompt is empty")
-            kind = TargetSampler if s.decoder == "target" else SpeculativeSampler
-            sampler = kind(pair, self.sampler_settings())
+            # Either pair, the same StepTrace: the n-gram samplers, or the torch rule with KV rollback.
+            sampler = make_sampler(pair, self.sampler_settings(), target_only=s.decoder == "target",
+                                   drafter=drafter_for(pair))
             sampler.reset(prompt_ids)
             traces = tuple(sampler.step() for _ in range(s.steps))
-        except (InputError, OSError, ValueError) as exc:    # a bad prompt or table: say so, keep the last run
+        except (InputError, OSError, ValueError) as exc:    # a bad prompt, table or checkpoint: say so, keep the last run
             self.error = str(exc)
             return self.run
         self.error = None
@@ -91,12 +113,12 @@ class TubeWorker:
 
     def _compute(self, key):
         from models.tubes import run_tubes
-        rule, tokens, rounds = key
-        return run_tubes(self.session.pair(tokens), prefix=TUBE_PREFIX, rounds=rounds, draws=50, seed=1, rule=rule)
+        rule, pair_key, rounds = key
+        return run_tubes(self.session.pair_by_key(pair_key), prefix=TUBE_PREFIX, rounds=rounds, draws=50, seed=1, rule=rule)
 
     def _key(self, rule, rounds):
         s = self.session.settings
-        return (rule or s.tube_rule, s.tokens, rounds)
+        return (rule or s.tube_rule, self.session.pair_key(), rounds)
 
     def get(self, rule: str | None = None, rounds: int = 200):
         """The TubesResult (waits for a background computation of it if one is running)."""
@@ -160,6 +182,93 @@ class LongRunWorker:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="long-run")
             job = self._jobs[key] = self._pool.submit(analytics.pair_facts, pair, gamma, st, None, 0)
         return job.result() if job.done() else None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class BenchWorker:
+    """The neural pair measured live on this machine (models.llm_bench.measure_llama_pair: draft and target ms per
+    pass, c, tokens per pass, plain vs speculative tokens/s, each beside the roofline's value for the same shapes)
+    on one background thread, with the measurement's progress notes. One result per pair and γ; start() measures
+    again. In a scripted run (frames must not depend on thread timing) result() measures at once."""
+
+    TOKENS = 96          # tokens written by each plain and each speculative run
+    REPS = 5             # runs of each, alternating; forwards timed as the median of REPS after 2 warm-ups
+    PROMPT = "孔乙己"     # the shipped pair's prompt (a checkpoint of another vocabulary starts from its start token)
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.results: dict = {}
+        self.errors: dict = {}
+        self.progress: str | None = None
+        self.step = 0
+        self._job = None
+        self._job_key = None
+        self._pool = None
+
+    def _key(self):
+        return (self.session.pair_key(), self.session.settings.gamma)
+
+    def _measure(self, key):
+        from models.llm_bench import measure_llama_pair
+        pair = self.session.pair_by_key(key[0])
+        if pair.draft is None:
+            raise InputError(f"{pair.name} has no draft model: there is no draft cost to measure")
+        try:
+            ids = pair.encode(self.PROMPT)
+        except InputError:
+            ids = pair._model_ids([])
+        self.step = 0
+
+        def note(msg: str) -> None:
+            self.step += 1
+            self.progress = msg
+
+        dtype = str(pair.target.output.weight.dtype).removeprefix("torch.").replace("float32", "fp32") \
+            .replace("bfloat16", "bf16").replace("float16", "fp16")
+        r = measure_llama_pair(pair, ids, gamma=key[1], tokens=self.TOKENS, temperature=1.0, reps=self.REPS,
+                               seed=0, dtype_name=dtype, progress=note)
+        self.progress = None
+        return r
+
+    def _done(self, key, job) -> None:
+        try:
+            self.results[key] = job.result()
+            self.errors.pop(key, None)
+        except Exception as exc:  # noqa: BLE001 - a failed measurement is a message in the panel, not a crash
+            self.errors[key] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, InputError) else str(exc)
+        self.progress = None
+
+    def start(self) -> None:
+        """Measure (again) for the pair and γ now, in the background."""
+        key = self._key()
+        if self._job is not None and not self._job.done():
+            return
+        from concurrent.futures import ThreadPoolExecutor
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench")
+        self.session.pair_by_key(key[0])          # loaded here, not on the worker
+        self._job_key, self._job = key, self._pool.submit(self._measure, key)
+        self.progress = "…"
+
+    def running(self) -> bool:
+        return self._job is not None and not self._job.done()
+
+    def result(self, scripted: bool = False):
+        """(result dict or None, error or None) for the pair and γ now; a finished job is collected here."""
+        key = self._key()
+        if self._job is not None and self._job.done() and self._job_key is not None:
+            self._done(self._job_key, self._job)
+            self._job = self._job_key = None
+        if scripted and key not in self.results and key not in self.errors:
+            try:
+                self.results[key] = self._measure(key)
+            except InputError as exc:
+                self.errors[key] = str(exc)
+        return self.results.get(key), self.errors.get(key)
 
     def close(self) -> None:
         if self._pool is not None:

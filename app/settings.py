@@ -37,6 +37,11 @@ def _devices() -> tuple[str, ...]:
     return tuple(hardware.DEVICES)
 
 
+def _pairs() -> tuple[str, ...]:
+    from app import pairs
+    return pairs.choices()
+
+
 def _models() -> tuple[str, ...]:
     from models import hardware
     return tuple(hardware.MODELS)
@@ -77,6 +82,7 @@ FIELDS: dict[str, Field] = {
     "mode": Field(str, choices=MODES),
     "chapter": Field(int, 0, 11),
     # the lab: these drive the sampler, the analytics and the hardware model
+    "pair": Field(str, choices=_pairs, lab=True, run=True, stage=True),
     "prompt": Field(str, max_len=200, lab=True, run=True, stage=True),
     "gamma": Field(int, 1, 12, lab=True, run=True, stage=True),
     "c": Field(float, 0.0, 1.0, lab=True, stage=True),
@@ -113,6 +119,7 @@ class AppSettings:
     mode: str = "tour"
     chapter: int = 0
     # the lab (these drive the sampler, the analytics and the hardware model)
+    pair: str = "ngram"               # 'ngram' | 'neural' | 'custom' (app/pairs.py: which models drive the table)
     prompt: str = "慢慢"
     gamma: int = 4
     c: float = 0.1                    # draft cost / target cost

@@ -22,6 +22,7 @@ class HardwarePanel(Panel):
         self._meas = None
         self.selected: str | None = None     # file name picked in the combo; None = the newest
         self.shown: dict = {}                # what the last frame drew (tests read it)
+        self.shown_live: dict | None = None  # the live measurement as the last frame drew it
 
     def measurements(self):
         if self._meas is None:
@@ -32,9 +33,16 @@ class HardwarePanel(Panel):
         return self._meas
 
     def current(self):
+        """The file picked, else the newest one about the models on the table (a pair measurement for a neural
+        pair, a device bench for the n-gram pair), else the newest."""
+        from models.measurements import PAIR_SCHEMA
         meas = self.measurements()
         for e in meas:
             if e["file"] == self.selected:
+                return e
+        neural = self.ctl.session.neural
+        for e in meas:
+            if ((e.get("data") or {}).get("schema") == PAIR_SCHEMA) == neural:
                 return e
         return meas[0] if meas else None
 
@@ -43,7 +51,16 @@ class HardwarePanel(Panel):
         c = ctl.colors
         muted = imgui.ImVec4(*c["muted"])
         ui.begin_panel("##hw", ui.panel_rect(scr))
-        ui.heading(scr, t("hw.paper", device=s.device, model=s.model))
+        if ctl.session.neural:
+            # The models on the table first: measured now on this computer, then their own long-run numbers; the
+            # on-paper figures for the lab's device and model follow, under their own heading.
+            ui.heading(scr, t("hw.live"))
+            self._draw_live(scr, t, c, muted)
+            imgui.spacing()
+            ui.heading(scr, t("hw.neural_own"), 1.1)
+            ui.facts_table(scr, self.toy_rows())
+            imgui.spacing()
+        ui.heading(scr, t("hw.paper", device=s.device, model=s.model), 1.1 if ctl.session.neural else 1.0)
         try:
             ui.facts_table(scr, [(t(f"fact.{k}"), v) for k, v in self.paper_rows().items()])
         except Exception as exc:  # noqa: BLE001
@@ -51,16 +68,83 @@ class HardwarePanel(Panel):
         imgui.spacing()
         ui.heading(scr, t("hw.measured"), 1.1)
         self._draw_measurement(t, s, c, muted)
-        imgui.spacing()
-        ui.heading(scr, t("hw.toy"), 1.1)
-        # The pair's own figures come from its long run (computed once per table and γ; '…' until it lands).
-        ui.facts_table(scr, self.toy_rows())
+        if not ctl.session.neural:
+            imgui.spacing()
+            ui.heading(scr, t("hw.toy"), 1.1)
+            # The pair's own figures come from its long run (computed once per table and γ; '…' until it lands).
+            ui.facts_table(scr, self.toy_rows())
         imgui.end()
         # The roofline gets the wide box under the table, where it can be read from the back row.
         ui.begin_panel("##hwplot", ui.narration_rect(scr), bg_alpha=0.9)
         avail = imgui.get_content_region_avail()
         self.plots.image(scr, "roofline", avail.x, aspect=avail.x / max(avail.y, 1))
         imgui.end()
+
+    # ---- the neural pair measured live on this machine (app.session.BenchWorker) --------------------------
+    def enter(self) -> None:
+        super().enter()
+        if self.ctl.session.neural and not self.ctl.scripted:
+            worker = self.ctl.bench_worker
+            if worker.result()[0] is None and worker.result()[1] is None:
+                worker.start()                 # measured when the panel is first shown for this pair and γ
+
+    def live(self) -> dict | None:
+        """The live measurement's view (app.facts.pair_view), {'progress': note} while it runs, {'error': line}
+        when it failed, or None before it has started."""
+        ctl = self.ctl
+        worker = ctl.bench_worker
+        try:
+            r, err = worker.result(scripted=ctl.scripted)
+        except Exception as exc:  # noqa: BLE001 - a measurement that fails is a message, never a crash
+            r, err = None, f"{type(exc).__name__}: {exc}"
+        if worker.running():
+            return {"progress": ctl.t("hw.live_progress", step=worker.step, note=worker.progress or "…")}
+        if err is not None:
+            return {"error": err}
+        if r is None:
+            return None
+        return hwfacts.pair_view(r, ctl.t)
+
+    def _draw_live(self, scr, t, c, muted) -> None:
+        view = self.live()
+        self.shown_live = view
+        if view is None or view.get("error"):
+            if view is not None:
+                ui.wrapped(view["error"], color=c["reject"])
+            if imgui.button(t("hw.live_start")):
+                self.ctl.bench_worker.start()
+            return
+        if "progress" in view:
+            imgui.text_colored(imgui.ImVec4(*c["accent"]), view["progress"])
+            return
+        for line in view["meta"]:
+            ui.wrapped(line, color=c["muted"])
+        self._rows_table("hwlive", view["rows"], t)
+        for note in view["notes"]:
+            ui.wrapped(note, color=c["muted"])
+        if imgui.button(t("hw.live_again")):
+            self.ctl.bench_worker.start()
+
+    def _rows_table(self, name: str, rows, t) -> None:
+        flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h
+        if rows and imgui.begin_table(name, 3, flags):
+            imgui.table_setup_column(t("hw.col_figure"))
+            imgui.table_setup_column(t("hw.col_measured"))
+            imgui.table_setup_column(t("hw.col_paper"))
+            imgui.table_headers_row()
+            for label, measured, paper, method in rows:
+                imgui.table_next_row()
+                imgui.table_next_column()
+                imgui.text_wrapped(label)
+                if method and imgui.is_item_hovered():
+                    imgui.set_tooltip(method)
+                imgui.table_next_column()
+                imgui.text(measured)
+                if method and imgui.is_item_hovered():
+                    imgui.set_tooltip(method)
+                imgui.table_next_column()
+                imgui.text_wrapped(paper)
+            imgui.end_table()
 
     def paper_rows(self) -> dict[str, str]:
         """The on-paper rows: fact name -> the value shown (models.hardware.roofline for the lab's settings)."""
@@ -81,12 +165,18 @@ class HardwarePanel(Panel):
             rows = self.paper_rows()
         except Exception:  # noqa: BLE001 - the panel shows the error instead
             rows = {}
-        return {**rows, **{k: f[k] for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")}}
+        out = {**rows, **{k: f[k] for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")}}
+        live = self.live() if self.ctl.session.neural else None
+        if live is not None and "rows" in live:
+            out.update({f"live: {label}": f"{measured} | {paper}" for label, measured, paper, _ in live["rows"]})
+        return out
 
     def toy_rows(self) -> list[tuple[str, str]]:
         """The toy's rows: its vocabulary and the pair's long-run α and tokens per pass (app.facts)."""
         t, f = self.ctl.t, self.ctl.facts()
-        return [(t(f"fact.{k}"), f[k]) for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")]
+        vocab = "fact.vocab_neural" if self.ctl.session.neural else "fact.vocab"
+        return [(t(vocab if k == "vocab" else f"fact.{k}"), f[k]) for k in ("vocab", "alpha", "tpp_formula",
+                                                                              "tpp_counted")]
 
     def _draw_measurement(self, t, s, c, muted) -> None:
         meas = self.measurements()
@@ -120,25 +210,7 @@ class HardwarePanel(Panel):
         if view.get("note"):
             imgui.text_colored(imgui.ImVec4(*c["accent"]), view["note"])
         rows = view["rows"]
-        flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h
-        if rows and imgui.begin_table("hwmeas", 3, flags):
-            imgui.table_setup_column(t("hw.col_figure"))
-            imgui.table_setup_column(t("hw.col_measured"))
-            imgui.table_setup_column(t("hw.col_paper"))
-            imgui.table_headers_row()
-            for label, measured, paper, method in rows:
-                imgui.table_next_row()
-                imgui.table_next_column()
-                imgui.text_wrapped(label)
-                if method and imgui.is_item_hovered():
-                    imgui.set_tooltip(method)
-                imgui.table_next_column()
-                imgui.text(measured)
-                if method and imgui.is_item_hovered():
-                    imgui.set_tooltip(method)
-                imgui.table_next_column()
-                imgui.text_wrapped(paper)
-            imgui.end_table()
+        self._rows_table("hwmeas", rows, t)
         if view.get("scaled"):
             ui.wrapped(view["scaled"], color=c["accent"])
         for note in view["notes"]:

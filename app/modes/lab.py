@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from imgui_bundle import imgui
 
-from app import ui
+from pathlib import Path
+
+from app import pairs, ui
 from app.modes.base import Panel
 
 
@@ -28,6 +30,12 @@ class LabPanel(Panel):
             new["prompt"] = self.prompt_buf
         if ctl.session.error:
             imgui.text_colored(imgui.ImVec4(*c["reject"]), ctl.session.error)
+        # Which models drive the table: the counted n-gram pair, the shipped neural pair, the user's checkpoints.
+        imgui.text(t("lab.pair"))
+        for name in pairs.choices():
+            imgui.same_line()
+            if imgui.radio_button(self.pair_label(name), s.pair == name):
+                new["pair"] = name
         # Every widget's value goes through the controller (ctl.adjust: checked and brought into range).
         # ImGui sliders hold float32: round so 0.1 stays 0.1 (not 0.10000000149) in the run key and the file.
         _, new["gamma"] = imgui.slider_int(t("lab.gamma"), s.gamma, 1, 10)
@@ -42,11 +50,14 @@ class LabPanel(Panel):
         _, new["lanes"] = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512, flags=imgui.SliderFlags_.logarithmic)
         _, new["context"] = imgui.slider_int(t("lab.context"), s.context, 1, 131072,
                                              flags=imgui.SliderFlags_.logarithmic)
-        if imgui.radio_button(t("lab.char"), s.tokens == "char"):
-            new["tokens"] = "char"
-        imgui.same_line()
-        if imgui.radio_button(t("lab.word"), s.tokens == "word"):
-            new["tokens"] = "word"
+        if s.pair == "ngram":          # a neural pair has its own vocabulary
+            if imgui.radio_button(t("lab.char"), s.tokens == "char"):
+                new["tokens"] = "char"
+            imgui.same_line()
+            if imgui.radio_button(t("lab.word"), s.tokens == "word"):
+                new["tokens"] = "word"
+        else:
+            imgui.text_colored(imgui.ImVec4(*c["muted"]), self.pair_note())
         devices = self.devices()
         if devices and imgui.begin_combo(t("lab.device"), s.device):
             for d in devices:
@@ -85,6 +96,24 @@ class LabPanel(Panel):
                     imgui.text_colored(imgui.ImVec4(*c["accent"]), value)
             imgui.end_table()
         imgui.end()
+
+    def pair_label(self, name: str) -> str:
+        if name == "custom":
+            cp = pairs.custom()
+            return self.ctl.t("lab.pair_custom", name=Path(cp.target).name if cp else "?")
+        return self.ctl.t(f"lab.pair_{name}")
+
+    def pair_note(self) -> str:
+        """What the neural pair is: its models' parameters and vocabulary, from the loaded checkpoints."""
+        ctl = self.ctl
+        try:
+            pair = ctl.session.pair()
+        except Exception as exc:  # noqa: BLE001 - a checkpoint that cannot load is shown, not fatal
+            return f"{type(exc).__name__}: {exc}"
+        n = pair.params
+        return ctl.t("lab.pair_note", target=f"{n['target'] / 1e6:.2f}M",
+                     draft=f"{n['draft'] / 1e6:.2f}M" if n["draft"] is not None else ctl.t("lab.pair_no_draft"),
+                     vocab=f"{pair.V:,}")
 
     def facts_shown(self) -> dict[str, str]:
         f = self.ctl.facts()

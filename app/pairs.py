@@ -1,0 +1,100 @@
+"""Which pair of models drives the table: the `pair` setting.
+
+    ngram    the counted 《呐喊》 bigram (draft q) and trigram (target p), character or word tokens (`tokens`)
+    neural   the shipped 《呐喊》 Llama pair (assets/models/nahan-target, nahan-draft): character-level networks
+    custom   the user's own Llama checkpoints, given when the program starts (`spectable run --target DIR
+             --draft DIR`, folders or .gguf files); offered only in that run, never remembered
+
+A neural pair imports torch and reads its weights when it is first chosen (a second or two, once per run of the
+program); its samplers are models.llm_pair's, through models.sampler.make_sampler, with the same StepTrace.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from corpus.errors import InputError
+
+BUILT_IN = ("ngram", "neural")
+
+
+@dataclass(frozen=True)
+class CustomPair:
+    target: str
+    draft: str | None          # None: the target alone, its guesses copied from the text (the lookup drafter)
+
+
+@dataclass(frozen=True)
+class Compute:
+    dtype: str = "fp32"        # fp32 | bf16
+    device: str = "cpu"        # cpu | cuda
+
+
+_custom: CustomPair | None = None
+_compute = Compute()
+_loaded: dict = {}             # (name, custom, compute) -> LlamaPair: read once per run of the program
+
+
+def set_custom(target: str, draft: str | None) -> None:
+    """Offer the user's checkpoints as the `custom` pair for this run of the program."""
+    global _custom
+    _custom = CustomPair(str(target), None if draft is None else str(draft))
+
+
+def set_compute(dtype: str = "fp32", device: str = "cpu") -> None:
+    """The dtype and torch device the neural pairs run in (spectable run --dtype, --torch-device)."""
+    global _compute
+    _compute = Compute(dtype, device)
+
+
+def reset() -> None:
+    """Forget the custom pair, the compute options and the loaded pairs (tests)."""
+    global _custom, _compute
+    _custom, _compute = None, Compute()
+    _loaded.clear()
+
+
+def custom() -> CustomPair | None:
+    return _custom
+
+
+def choices() -> tuple[str, ...]:
+    """The pairs the setting may hold now (the legal values of FIELDS['pair'])."""
+    return BUILT_IN + (("custom",) if _custom is not None else ())
+
+
+def is_neural(name: str) -> bool:
+    return name != "ngram"
+
+
+def load(name: str):
+    """The models.llm_pair.LlamaPair for `neural` or `custom`, loaded once (configs checked and memory estimated
+    before a weight is read; a missing torch, CUDA or checkpoint is one InputError line)."""
+    if name not in ("neural", "custom"):
+        raise InputError(f"unknown pair {name!r} (choose from {', '.join(choices())})")
+    if name == "custom" and _custom is None:
+        raise InputError("no checkpoints were given (spectable run --target DIR --draft DIR)")
+    key = (name, _custom if name == "custom" else None, _compute)
+    if key not in _loaded:
+        try:
+            import torch  # noqa: F401 - the neural pairs need PyTorch; the n-gram pair never imports it
+        except ImportError:
+            raise InputError("the neural pair needs PyTorch: pip install torch==2.13.0 (the CPU build is enough)") \
+                from None
+        from models.llama import DTYPES
+        from models.llm_bench import resolve_device
+        from models.llm_pair import LlamaPair, one_thread_if_small
+        device = resolve_device(_compute.device)
+        dtype = DTYPES[_compute.dtype]
+        target, draft = ("nahan-target", "nahan-draft") if name == "neural" else (_custom.target, _custom.draft)
+        pair = LlamaPair.load(target, draft, dtype=dtype, dtype_name=_compute.dtype, device=device)
+        one_thread_if_small(pair)          # the window, the workers and a tiny model share the cores
+        _loaded[key] = pair
+    return _loaded[key]
+
+
+def drafter_for(pair):
+    """Who guesses on the table: the pair's draft model, or (a checkpoint without a draft) the lookup drafter."""
+    if getattr(pair, "kind", "ngram") == "neural" and pair.draft is None:
+        from models.drafters import LookupDrafter
+        return LookupDrafter()
+    return None
