@@ -10,7 +10,8 @@ plays. A beat may stand the table 'cutaway' (the read head cut open) or 'explode
 
 A chapter file is checked against a typed schema when it loads (Narration, Page, Action): an unknown key,
 a missing language, an unknown part, action or view is an InputError naming the file and page, never a
-silent no-op. Actions: {"do": "play"} plays the next target pass (or pass "pass", 0-based; the tubes' rounds
+silent no-op. A page may put the shipped neural pair on the table ("pair": "neural"; the pages around it keep the n-gram pair).
+Actions: {"do": "play"} plays the next target pass (or pass "pass", 0-based; the tubes' rounds
 when the beat frames the tubes); {"do": "checkpoint", "kind": "test"|"count"} asks for a prediction about
 pass "pass" (default the first) and reveals it; either may name its own "parts" and "view" and carry the
 words "zh"/"en" shown once it has run.
@@ -29,6 +30,7 @@ CHECKPOINT_KINDS = ("test", "count")     # test: will this guess pass?  count: h
 LANGS = ("zh", "en")
 BEAT_VIEWS = ("table", "cutaway", "exploded")     # how the table stands while a beat frames its parts
 HOLDS = ("start", "drafted", "end")
+PAGE_PAIRS = ("ngram", "neural")      # a page may run the table on the shipped neural pair (app/pairs.py)
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class Page:
     parts: tuple[str, ...]        # the parts the text talks about: what the camera frames
     action: Action | None = None
     view: str = "table"           # how the table stands while the text shows (BEAT_VIEWS)
+    pair: str = "ngram"           # the models on the table for this page (PAGE_PAIRS): the shipped neural pair
+                                  # shows the same rule on real networks of the same book
 
     def __getitem__(self, lang: str) -> str:
         return self.text[lang]
@@ -177,10 +181,13 @@ def parse_narration(raw, where: str) -> Narration:
     pages = []
     for i, p in enumerate(pages_raw):
         at = f"{where}: page {i + 1}"
-        _keys(p, {"action", "parts", "view", *LANGS}, at)
+        _keys(p, {"action", "parts", "view", "pair", *LANGS}, at)
         action = parse_action(p["action"], f"{at}: action") if "action" in p else None
+        pair = p.get("pair", "ngram")
+        if pair not in PAGE_PAIRS:
+            raise InputError(f"{at}: 'pair' must be one of {', '.join(PAGE_PAIRS)}, not {pair!r}")
         pages.append(Page(text=_texts(p, at), parts=_parts(p.get("parts"), at, required=True), action=action,
-                          view=_view(p.get("view"), at) or "table"))
+                          view=_view(p.get("view"), at) or "table", pair=pair))
     return Narration(title=title, pages=tuple(pages))
 
 

@@ -356,7 +356,7 @@ def test_facts_report_every_number_the_beat_shows():
                     if name:
                         assert name in shown and shown[name] in filled, (lang, st.chapter, st.page, name)
             hidden = panel.unrevealed(panel.revealed())
-            for name in st.current.facts:
+            for name in panel.panel_facts():          # the chapter's, or the neural pair's on its pages
                 assert shown[name] == ("?" if name in hidden else f[name]), (lang, st.chapter, name)
                 assert shown[name] not in ("—", "…"), (lang, st.chapter, name)
             before = (st.chapter, st.page, st.acted)

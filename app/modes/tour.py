@@ -11,6 +11,10 @@ from app.tour import CHAPTERS, Action, narration
 from corpus.errors import InputError
 
 
+# Beside the neural pair's pages: its long-run α and tokens per pass (its measured costs follow in a table).
+NEURAL_FACTS = ("alpha", "tpp_counted")
+
+
 class TourPanel(Panel):
     free_play = False
 
@@ -70,6 +74,7 @@ class TourPanel(Panel):
         values = {k: getattr(DEFAULTS, k) for k in LAB_FIELDS if k not in ("prompt", "seed")}
         values.update(ch.params)
         values["seed"] = ctl.lab()["seed"]
+        values["pair"] = self.state.page_data().pair
         ctl.update(**values)
         if ch.events:
             ctl.update(seed=self.demo_seed(ch))
@@ -97,6 +102,10 @@ class TourPanel(Panel):
         if st.chapter != before:
             self.apply_chapter()
             return
+        if st.page_data().pair != self.ctl.settings.pair:
+            # The page runs on other models (the neural pair's passage): a new run, played from its first pass.
+            self.ctl.update(pair=st.page_data().pair)
+            self.plays = 0
         self.frame()
         if res == "act":
             self.act(st.action())
@@ -203,8 +212,12 @@ class TourPanel(Panel):
         # --- right panel: live numbers and the chapter's plot ---
         ui.begin_panel("##tourpanel", ui.panel_rect(scr))
         ui.heading(scr, t("tour.live_numbers"))
-        ui.facts_table(scr, [(t("fact." + k), "?" if k in self.unrevealed(shown) else f[k]) for k in ch.facts])
-        if ch.plot:
+        ui.facts_table(scr, [(t("fact." + k), "?" if k in self.unrevealed(shown) else f[k]) for k in self.panel_facts()])
+        if page.pair == "neural":
+            # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
+            # formula at the lab's c would not be this pair's).
+            self.draw_neural_measurement(scr)
+        elif ch.plot:
             imgui.spacing()
             self.plots.image(scr, ch.plot, imgui.get_content_region_avail().x)
         imgui.spacing()
@@ -219,6 +232,31 @@ class TourPanel(Panel):
                     self.apply_chapter()
             imgui.end_combo()
         imgui.end()
+
+    def panel_facts(self) -> tuple[str, ...]:
+        """The live numbers beside the narration: the chapter's, or the neural pair's on its pages."""
+        return NEURAL_FACTS if self.state.page_data().pair == "neural" else self.state.current.facts
+
+    def draw_neural_measurement(self, scr) -> None:
+        from app import facts as hwfacts
+        t, c = self.ctl.t, self.ctl.colors
+        entry = hwfacts.shipped_pair_measurement()
+        imgui.spacing()
+        if entry is None:
+            ui.wrapped(t("hw.no_measurements"), c["muted"])
+            return
+        view = hwfacts.pair_view(entry["data"], t, entry["file"])
+        ui.wrapped(t("tour.neural_measured", file=entry["file"]), c["muted"])
+        if imgui.begin_table("tourneural", 3, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
+            for col in ("hw.col_figure", "hw.col_measured", "hw.col_paper"):
+                imgui.table_setup_column(t(col))
+            imgui.table_headers_row()
+            for label, measured, paper, _ in view["rows"]:
+                imgui.table_next_row()
+                for value in (label, measured, paper):
+                    imgui.table_next_column()
+                    imgui.text(value)
+            imgui.end_table()
 
     # ---- what a class sees: spectable run --json `beat` and `facts` ------------------------------
     def beat(self, scr) -> dict:
@@ -261,7 +299,7 @@ class TourPanel(Panel):
         elif st.acted and action is not None and action.text.get(lang):
             fields(action.text[lang])
         hidden = self.unrevealed(shown)
-        names += list(st.current.facts)
+        names += list(self.panel_facts())
         out = {n: ("?" if n in hidden else f[n]) for n in dict.fromkeys(names)}
         stage = self.driver.stage
         if stage is not None and stage.timeline.steps:
