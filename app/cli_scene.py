@@ -113,6 +113,8 @@ def run_render(args) -> int:
         # Enough steps to fill the sequence (a step lasts a few seconds of animation).
         seconds = args.frames / args.fps
         steps = max(args.step, 1) + int(math.ceil(seconds / 3.0)) + 1
+    elif args.view == "tubes":
+        steps = 1          # --step counts the tube experiment's rounds there, not target passes
     else:
         steps = max(args.step, 1)
     tube_rounds = max(200, args.step) if args.view == "tubes" else 200
@@ -126,9 +128,12 @@ def run_render(args) -> int:
             if args.stats or args.json:
                 stats = stage.render(off.fbo, width, height)   # steady state: the first frame builds the atlas
             save_png(off.read(), out)
+            leg = stage.legibility
             result = {"draw_calls": stats.draw_calls, "triangles": stats.triangles,
                       "frame_ms": round(stats.frame_ms, 2), "width": width, "height": height, "out": str(out),
-                      "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4)}
+                      "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4),
+                      "min_text_px": leg["min_text_px"], "overlaps": [list(p) for p in leg["overlaps"]],
+                      "hidden_labels": len(leg["hidden"])}
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             t0 = 0.0 if args.step == 0 else stage.timeline.step_start(args.step - 1)
@@ -153,5 +158,8 @@ def run_render(args) -> int:
         if args.stats:
             print(f"draw calls {result['draw_calls']}, triangles {result['triangles']}, "
                   f"frame {result['frame_ms']:.1f} ms at {width}x{height}")
+            if "min_text_px" in result:
+                print(f"smallest text {result['min_text_px']} px, {len(result['overlaps'])} overlapping boxes, "
+                      f"{result['hidden_labels']} labels left out as too small")
         print(f"wrote {result['out']}")
     return 0

@@ -5,6 +5,8 @@ they stay legible from the back of a classroom whatever the camera does.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from scenes.camera import project
 from scenes.layout import PARTS, EmitContext
 
@@ -27,19 +29,26 @@ TARGET_PHASES = dict(PHASES, **{
 TARGET_MODE = ("目标单独写 · 一圈一个词元", "target alone · one token per lane per turn")
 
 
+def label_sizes(ec: EmitContext, height: float) -> tuple[float, float]:
+    """(name, subtitle) em heights of the part plates: 1/34 and 1/50 of the picture the text is sized for,
+    never below the legibility minimum (scenes.legibility)."""
+    ref = ec.text_ref or height
+    return max(ref / 34.0, 1.3 * ec.min_px), max(ref / 50.0, ec.min_px)
+
+
 def _plate_size(fb, lines) -> tuple[float, float]:
     widths = [fb.atlas.advance(t) * sz for t, sz, _ in lines]
     return max(widths) + 0.9 * lines[0][1], sum(sz * 1.22 for _, sz, _ in lines) + 0.45 * lines[0][1]
 
 
-def _plate(fb, x, y, lines, pal, anchor="center") -> tuple[float, float]:
+def _plate(fb, x, y, lines, pal, anchor="center", name: str = "plate") -> tuple[float, float]:
     """Text lines [(text, size_px, colour)] on a dark plate; (x, y) the plate's top centre / top-left.
     Returns the plate's (width, height)."""
     widths = [fb.atlas.advance(t) * s for t, s, _ in lines]
     w, h = _plate_size(fb, lines)
     x0 = x - w / 2 if anchor == "center" else x
     centred = anchor in ("center", "left_centred")
-    fb.rect_screen(x0, y, w, h, pal.plate)
+    fb.rect_screen(x0, y, w, h, pal.plate, frame=name)
     yy = y + 0.22 * lines[0][1]
     for (t, s, col), tw in zip(lines, widths):
         yy += s * 1.0
@@ -47,6 +56,12 @@ def _plate(fb, x, y, lines, pal, anchor="center") -> tuple[float, float]:
                 (0, -1, 0), s, col, screen=True)
         yy += s * 0.22
     return w, h
+
+
+# Every move within 60 steps (two thirds of the picture's height), nearest first (ties: up before down, then
+# sideways): a plate stays as close to its part as the free space allows.
+_MOVES = sorted(((dx, dy) for dx in range(-60, 61) for dy in range(-60, 61)),
+                key=lambda m: (m[0] * m[0] + m[1] * m[1], m[1] > 0, abs(m[0])))
 
 
 def _overlaps(a, b, pad: float) -> bool:
@@ -57,37 +72,51 @@ def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[t
     """Top-left corners for plates wanted at [(x, y, w, h)] (in priority order) so that no two overlap and
     none covers a keep-out rectangle (the HUD): each plate takes the nearest free spot, trying small moves
     up, down and sideways before larger ones, and stays on screen."""
-    placed = list(keep_out)
+    return _place(wanted, width, height, keep_out, pad)[0]
+
+
+def _place(wanted, width, height, keep_out=(), pad: float = 4.0):
+    """place_plates, and for each plate whether it found a free spot (else it sits where it was wanted)."""
+    ok = []
+    placed = [tuple(map(float, r[:4])) for r in keep_out]
     out = []
     step = height / 90.0
-    # Every move within 40 steps, nearest first (ties: up before down, then sideways): a plate stays as
-    # close to its part as the free space allows.
-    moves = sorted(((dx, dy) for dx in range(-40, 41) for dy in range(-40, 41)),
-                   key=lambda m: (m[0] * m[0] + m[1] * m[1], m[1] > 0, abs(m[0])))
+    moves = np.asarray(_MOVES, dtype=np.float64)
     for x, y, w, h in wanted:
-        best = None
-        for dx, dy in moves:
-            cx = min(max(x + dx * step, 2.0), max(width - w - 2.0, 2.0))
-            cy = min(max(y + dy * step, 2.0), max(height - h - 2.0, 2.0))
-            if not any(_overlaps((cx, cy, w, h), r, pad) for r in placed):
-                best = (cx, cy)
-                break
-        if best is None:
-            best = (min(max(x, 2.0), width - w), min(max(y, 2.0), height - h))
+        cx = np.clip(x + moves[:, 0] * step, 2.0, max(width - w - 2.0, 2.0))
+        cy = np.clip(y + moves[:, 1] * step, 2.0, max(height - h - 2.0, 2.0))
+        free = np.ones(len(moves), dtype=bool)
+        for rx, ry, rw, rh in placed:
+            free &= ~((cx < rx + rw + pad) & (rx < cx + w + pad) & (cy < ry + rh + pad) & (ry < cy + h + pad))
+        k = int(np.argmax(free)) if free.any() else None
+        best = (float(cx[k]), float(cy[k])) if k is not None else (min(max(x, 2.0), width - w),
+                                                                    min(max(y, 2.0), height - h))
         placed.append((best[0], best[1], w, h))
         out.append(best)
-    return out
+        ok.append(k is not None)
+    return out, ok
 
 
 def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set,
-                     exploded: bool = False, readouts: dict | None = None, keep_out=()) -> list[tuple]:
+                     exploded: bool = False, readouts: dict | None = None, keep_out=(),
+                     shorter: dict | None = None) -> list[tuple]:
     """Name plates over the parts; `readouts` {part: [(text, 'main'|'sub')]} adds lines to a part's plate
-    (the mill's busy fraction in the wide views). Plates never overlap each other or `keep_out`.
+    (the mill's busy fraction in the wide views); `shorter` {part: lines} is the readout to fall back to
+    when the full one finds no free spot. Plates never overlap each other or `keep_out` where there is room.
     Returns the plates drawn as (part, x, y, w, h) in pixels."""
+    readouts = dict(readouts or {})
+    drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
+                         draw=not shorter)
+    if shorter:
+        failed = [name for name, *_, ok in drawn if not ok and name in shorter]
+        readouts.update({name: shorter[name] for name in failed})
+        drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out)
+    return [d[:5] for d in drawn]
+
+
+def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, draw=True):
     pal = ec.palette
-    big = height / 34.0
-    small = height / 50.0
-    readouts = readouts or {}
+    big, small = label_sizes(ec, height)
     wanted, names, all_lines = [], [], []
     for name, info in PARTS.items():
         if name in hidden:
@@ -115,29 +144,46 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
         wanted.append((x - w / 2, top, w, h))
         names.append(name)
         all_lines.append(lines)
-    spots = place_plates(wanted, width, height, keep_out)
+    # Plates that carry a readout are placed first: what they show must not move when another part is
+    # hidden or shown (the mill's readout stays put whether the bridge is there or not).
+    order = sorted(range(len(names)), key=lambda k: names[k] not in readouts)
+    placed, free = _place([wanted[k] for k in order], width, height, keep_out)
+    spots, oks = [None] * len(names), [True] * len(names)
+    for k, spot, ok in zip(order, placed, free):
+        spots[k], oks[k] = spot, ok
     drawn = []
-    for name, lines, (x0, y0), (_, _, w, h) in zip(names, all_lines, spots, wanted):
-        _plate(fb, x0, y0, lines, pal, anchor="left_centred")
-        drawn.append((name, x0, y0, w, h))
+    for name, lines, (x0, y0), (_, _, w, h), ok in zip(names, all_lines, spots, wanted, oks):
+        if draw:
+            _plate(fb, x0, y0, lines, pal, anchor="left_centred", name=f"plate:{name}")
+        drawn.append((name, x0, y0, w, h, ok))
     return drawn
 
 
 def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
-             timing=None) -> tuple | None:
-    """Top-left: where we are in the run and what is happening now, and a strip of the step's phases."""
+             timing=None, lines: list[tuple[str, str]] | None = None) -> tuple | None:
+    """Top-left: what the table is doing now. By default where we are in the run (pass k of n, γ, lanes lit),
+    the phase in words and a strip of the pass's phases; `lines` [(zh, en)] replace the pass counter and
+    the phase with a mode's own activity (the tube experiment's round, say)."""
     pal = ec.palette
-    # Sized by the view's height, with a floor: in the app the table gets only part of the window, and the
-    # step line must still read from the back of a classroom.
-    big = max(height / 30.0, 24.0)
-    small = max(height / 46.0, 18.0)
+    # Sized for the picture the text is sized for (the window, in the app), with a floor: the table gets only
+    # part of the window, and the HUD must still read from the back of a classroom.
+    ref = ec.text_ref or height
+    big = max(ref / 30.0, 1.5 * ec.min_px)
+    small = max(ref / 46.0, 1.125 * ec.min_px)
     target_only = bool(state.extra.get("target_only"))
     zh, en = (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
-    lines = []
+    out = []
     if title:
-        lines.append((ec.say(*title), big, pal.label))
-    if state.step >= 0:
-        step = ec.say(f"第 {state.step + 1}/{n_steps} 步", f"step {state.step + 1}/{n_steps}")
+        out.append((ec.say(*title), big, pal.label))
+    if lines is not None:
+        for k, (lz, le) in enumerate(lines):
+            if ec.language in ("zh", "both"):
+                out.append((lz, big if k == 0 and not title else small, pal.label_sub if title else pal.label))
+            if ec.language in ("en", "both"):
+                out.append((le, small, pal.label_sub))
+        timing = None
+    elif state.step >= 0:
+        step = ec.say(f"第 {state.step + 1} 步（共 {n_steps} 步）", f"pass {state.step + 1} of {n_steps}")
         n = state.lanes_true
         lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
         # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);
@@ -146,14 +192,14 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
             mode = ec.say(*TARGET_MODE) if ec.language != "both" else "目标单独写  target alone"
         else:
             mode = f"γ = {state.gamma}"
-        lines.append(("  ·  ".join(s for s in (step, mode, lanes) if s), small, pal.label_sub))
+        out.append(("  ·  ".join(s for s in (step, mode, lanes) if s), small, pal.label_sub))
         if ec.language in ("zh", "both"):
-            lines.append((zh, big, pal.label))
+            out.append((zh, big, pal.label))
         if ec.language in ("en", "both"):
-            lines.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
-    if lines:
+            out.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
+    if out:
         x0, y0 = height * 0.025, height * 0.025
-        w, h = _plate(fb, x0, y0, lines, pal, anchor="left")
+        w, h = _plate(fb, x0, y0, out, pal, anchor="left", name="hud")
         if timing is not None:
             _phase_strip(fb, state, timing, x0, y0 + h + height * 0.006, w, height * 0.012, pal)
             h += height * 0.024

@@ -95,7 +95,8 @@ class ReadHead:
                    pal.iron_light)
         fb.shadow((self.x0 + self.x1) / 2, 0.012, zc, L + 0.8, zl + 0.5, 0.5)
 
-    def lane_number_spots(self, viewproj, width, height, offset=(0.0, 0.0, 0.0), cut=False) -> list[tuple]:
+    def lane_number_spots(self, viewproj, width, height, offset=(0.0, 0.0, 0.0), cut=False, text_ref=None,
+                          min_px: float = 11.0) -> list[tuple]:
         """Where the lane numbers 1-9 go on screen: [(lane, x, y, size_px, end_x, end_y)], each just past its
         shaft's right end (end_x, end_y), sized by the projected lane spacing so neighbours never run
         together (oblique views squeeze the lanes). Where that spacing is tight the numbers fan out into a
@@ -115,10 +116,11 @@ class ReadHead:
         # Neighbouring chips (squares 0.9 em wide; a digit is about 0.55 x 0.73 em) stay apart when the
         # larger of their centres' x and y distances exceeds 0.9 em.
         spacing = min(float(np.abs(ends[k + 1] - ends[k]).max()) for k in range(N_LANES - 1))
-        natural = min(spacing / 0.95, height / 34.0)
+        ref = text_ref or height
+        comfortable = max(ref / 34.0, 1.3 * min_px)   # the size of the part names: read from the back of the room
+        natural = min(spacing / 0.95, comfortable)
         if natural < max(height / 80.0, 11.0):
-            return []
-        comfortable = height / 34.0      # the size of the part names: read from the back of the room
+            return []                    # lanes too close together on screen to tell apart: a wide view
         if natural >= comfortable:
             spots = []
             for lane, (e, o) in enumerate(zip(ends, outs)):
@@ -155,6 +157,6 @@ class ReadHead:
                 fb.shape(SOLID, ((x + ex) / 2, (y + ey) / 2, 0.0), (u[0], u[1], 0.0), (-u[1], u[0], 0.0), n,
                          max(1.0, size / 14.0), tuple(col[:3]) + (0.8,), screen=True)
             # A dark chip behind each digit: legible over brass, iron or the floor alike.
-            fb.rect_screen(x - 0.45 * size, y - 0.45 * size, 0.9 * size, 0.9 * size, pal.plate)
+            fb.rect_screen(x - 0.45 * size, y - 0.45 * size, 0.9 * size, 0.9 * size, pal.plate, frame=f"lane {lane + 1}")
             fb.text(str(lane + 1), (x, y, 0.0), (1, 0, 0), (0, -1, 0), size, col, anchor="center",
                     valign="middle", screen=True)

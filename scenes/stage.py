@@ -18,6 +18,7 @@ from scenes.cabinet import KVCabinet
 from scenes.camera import VIEWS, Camera, project
 from scenes.labels import emit_hud, emit_part_labels
 from scenes.layout import CABINET_BOX, PARTS, EmitContext
+from scenes.legibility import group_boxes, measure_text, min_text_px, overlapping_pairs
 from scenes.mill import Mill
 from scenes.palette import get_palette
 from scenes.readhead import ReadHead
@@ -27,7 +28,7 @@ from scenes.table import CastIronTable
 from scenes.tape import PaperTape, TypingHead
 from scenes.text_atlas import GlyphAtlas
 from scenes.timeline import Timeline, Timing
-from scenes.tubes import TestTubes
+from scenes.tubes import TestTubes, tube_round_words
 
 # Which part each close-up view is about (its title in the HUD; the exploded view lifts them all).
 VIEW_PART = {"bigdrum": "bigdrum", "readhead": "readhead", "cutaway": "readhead", "smalldrum": "smalldrum",
@@ -103,6 +104,15 @@ class Stage:
         self.label_plates: list[tuple] = []   # last frame's part-name plates: (part, x, y, w, h), target pixels
         self.label_keep_out: list[tuple] = []  # last frame's readout rectangles the plates kept clear of
         self.lane_numbers: list[tuple] = []   # last frame's lane numbers: (lane, x, y, size_px, end_x, end_y), pixels
+        # Text is sized for a picture this many pixels tall (None: the render target's height). The app sets
+        # the window's height: the table gets only part of the window, and its labels must read as the
+        # panels' text does (scenes.legibility).
+        self.text_height: float | None = None
+        # Last frame's legibility: smallest text drawn (px), lines left out as too small, overlapping boxes.
+        self.legibility: dict = {"min_text_px": None, "hidden": [], "overlaps": [], "boxes": []}
+        # What the HUD's first lines say instead of the pass counter (a mode's own activity: the tube
+        # experiment's round, a step-through stop): [(zh, en)]; None = the pass and its phase.
+        self.hud_lines: list[tuple[str, str]] | None = None
         self._reduced_motion = False
         self._rendered = False
         self._explode = 0.0
@@ -269,8 +279,10 @@ class Stage:
         # The mill's readout rides on a screen plate wherever the mill is seen from afar or from in front of
         # the bridge (which hides its base); only its own close-up reads it off the base.
         mill_plate = self.show_labels and self.view != "mill" and drawn("mill")
+        ref = float(self.text_height or out_h) * height / out_h      # text sizes in this frame's pixels
+        min_px = min_text_px(self.text_height or out_h) * height / out_h
         ec = EmitContext(self.palette, right, up, self.language, self.view, self.run,
-                         labelled=wide or mill_plate)
+                         labelled=wide or mill_plate, text_ref=ref, min_px=min_px)
         fb = FrameBuilder(self.atlas)
         offsets = self.offsets()
         for part in self.parts:
@@ -280,6 +292,9 @@ class Stage:
             fb.offset = np.asarray(offsets.get(key, (0.0, 0.0, 0.0)), dtype=np.float64)
             part.emit(fb, state, ec)
         fb.offset = np.zeros(3)
+        # The parts' own words and numbers, measured before any plate is placed: those too small to read are
+        # left out, and the name plates keep off the rest (a plate never covers a readout or the tape).
+        world_min, world_hidden, _, world_boxes = measure_text(fb.text_items, vp, width, height, min_px, "world")
         hud = None
         if self.show_hud:
             part = VIEW_PART.get(self.view)
@@ -287,21 +302,32 @@ class Stage:
             if self.view == "cutaway":
                 title = ("读头剖面", "read head, cut away")
             timing = self.timeline.steps[state.step] if state.step >= 0 else None
-            hud = emit_hud(fb, state, width, height, ec, len(self.traces), title, timing)
+            if self.view == "tubes" and self.tubes.result is not None and self.hud_lines is None:
+                hud = emit_hud(fb, state, width, height, ec, len(self.traces), title, None,
+                               lines=[tube_round_words(self.tubes.result, state.tube_round, self.timeline.speed)])
+            else:
+                hud = emit_hud(fb, state, width, height, ec, len(self.traces), title,
+                               None if self.hud_lines is not None else timing, lines=self.hud_lines)
         self.label_plates = []
         self.lane_numbers = []
         if drawn("readhead"):
             self.lane_numbers = self.readhead.lane_number_spots(vp, width, height, offsets.get("readhead", (0, 0, 0)),
-                                                                cut=self.view == "cutaway")
+                                                                cut=self.view == "cutaway", text_ref=ref,
+                                                                min_px=min_px)
             self.readhead.emit_lane_numbers(fb, state, self.lane_numbers, ec)
         self.label_keep_out = []
         if wide or mill_plate:
-            readouts = {"mill": self.mill.readout_lines(state, ec)}
+            readouts = {"mill": self.mill.readout_lines(state, ec, compact=wide)}
+            # Where even the compact readout finds no free spot, the busy figure alone (the panels name the
+            # device and the model the mill models).
+            shorter = {"mill": self.mill.readout_lines(state, ec, hardware=False)}
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}
             self.label_plates = emit_part_labels(fb, vp, width, height, ec, offsets, hidden,
                                                  exploded=self._explode > 0.5, readouts=readouts,
-                                                 keep_out=([hud] if hud else []) + self.label_keep_out)
+                                                 keep_out=([hud] if hud else []) + self.label_keep_out
+                                                 + [b[1:] for b in world_boxes], shorter=shorter)
+        self._measure(fb, vp, width, height, min_px, out_h / height, (world_min, world_hidden, world_boxes))
 
         target = fbo if fbo is not None else ctx.screen
         frame_fbo = target
@@ -346,6 +372,19 @@ class Stage:
         stats.frame_ms = (time.perf_counter() - t0) * 1000.0
         self.last_stats = stats
         return stats
+
+    def _measure(self, fb, vp, width, height, min_px, k, world) -> None:
+        """The frame's legibility (scenes.legibility), in the target's pixels: `world` is what measuring the
+        parts' own text found (world text smaller than the minimum was left out then); here the plates, the
+        HUD and the chips, and every box for the overlap measure."""
+        world_min, hidden, world_boxes = world
+        screen_min, _, screen_boxes, _ = measure_text(fb.text_items, vp, width, height, min_px, "screen")
+        sizes = [v for v in (world_min, screen_min) if v is not None]
+        scale = lambda b: (b[0], *(v * k for v in b[1:]))  # noqa: E731
+        frames = [scale(b) for b in fb.frames]
+        boxes = group_boxes(frames, [scale(b) for b in screen_boxes]) + [scale(b) for b in world_boxes]
+        self.legibility = {"min_text_px": round(min(sizes) * k, 2) if sizes else None,
+                           "hidden": hidden, "overlaps": overlapping_pairs(boxes), "boxes": boxes}
 
     @property
     def animating(self) -> bool:
