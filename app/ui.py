@@ -6,7 +6,7 @@ lower left.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from imgui_bundle import imgui
 
@@ -18,6 +18,16 @@ FLAGS = (imgui.WindowFlags_.no_title_bar | imgui.WindowFlags_.no_resize | imgui.
 
 
 @dataclass
+class FrameLog:
+    """What a frame's panels drew that the legibility measures need (app/window.py reports them): every text
+    size used, the smallest text of each plot as shown and the overlaps inside it, and table cells whose text
+    did not fit."""
+    sizes: list = field(default_factory=list)
+    plots: dict = field(default_factory=dict)  # name -> (smallest text px, [overlapping pairs], [texts cut off])
+    clipped: list = field(default_factory=list)        # texts cut off by their cell
+
+
+@dataclass
 class Screen:
     """What drawing needs from the window this frame: the framebuffer size, the text size and the ImGui
     renderer (for plot textures). The window fills it in each frame; panels get this, never the window."""
@@ -26,6 +36,7 @@ class Screen:
     h: int = 720
     font_size: float = 18.0
     renderer: object = None
+    log: FrameLog = field(default_factory=FrameLog)
 
     @property
     def colors(self) -> dict:
@@ -34,6 +45,17 @@ class Screen:
     @property
     def t(self):
         return self.ctl.t
+
+
+def push_font(scr: Screen, scale: float = 1.0) -> None:
+    """Text `scale` times the panel size from here to pop_font() (recorded for the smallest-text measure)."""
+    size = scr.font_size * scale
+    scr.log.sizes.append(size)
+    imgui.push_font(None, size)
+
+
+def pop_font() -> None:
+    imgui.pop_font()
 
 
 def bar_h(scr: Screen) -> float:
@@ -62,19 +84,79 @@ def narration_rect(scr):
     return 0.0, scr.h - status_h(scr) - h, scr.w * (1.0 - panel_frac(scr)), h
 
 
-def begin_panel(name: str, rect, bg_alpha: float | None = None) -> bool:
+def begin_panel(name: str, rect, bg_alpha: float | None = None, scroll: bool = True) -> bool:
+    """A fixed panel. scroll=False: a strip (mode bar, status line) whose one row always fits: no scrollbar
+    ever, however the text size is stepped."""
     x, y, w, h = rect
     imgui.set_next_window_pos((x, y))
     imgui.set_next_window_size((w, h))
     if bg_alpha is not None:
         imgui.set_next_window_bg_alpha(bg_alpha)
-    return imgui.begin(name, None, FLAGS)[0]
+    flags = FLAGS
+    if not scroll:
+        flags |= imgui.WindowFlags_.no_scrollbar | imgui.WindowFlags_.no_scroll_with_mouse
+        imgui.push_style_var(imgui.StyleVar_.window_padding, (8.0, max(2.0, (h - imgui.get_frame_height()) / 2)))
+    shown = imgui.begin(name, None, flags)[0]
+    if not scroll:
+        imgui.pop_style_var()
+    return shown
+
+
+# Windows drawn over everything on purpose (help, export progress): not part of the layout measures.
+OVERLAYS = ("##help", "##progress")
+
+
+def window_boxes() -> list[dict]:
+    """Every panel ImGui drew this frame: its rectangle, whether it shows a scrollbar, and whether its content
+    is wider than it (text cut off at its right edge). Read after the panels are drawn."""
+    ctx = imgui.get_current_context()
+    out = []
+    for win in ctx.windows:
+        # ImGui's own implicit "Debug##Default" window is always active but never drawn (nothing goes in it).
+        if not win.active or win.hidden or win.name.startswith(("##Tooltip", "Debug##")) or "/" in win.name:
+            continue
+        inner_w = win.size.x - 2 * win.window_padding.x - (win.scrollbar_sizes.x if win.scrollbar_y else 0)
+        out.append({"name": win.name, "rect": (float(win.pos.x), float(win.pos.y), float(win.size.x),
+                                               float(win.size.y)),
+                    "scrollbar": bool(win.scrollbar_y or win.scrollbar_x),
+                    "too_wide": bool(win.content_size.x > inner_w + 1.0)})
+    return out
+
+
+def measure_frame(scr: Screen, stage_rect, stage_legibility: dict | None) -> dict:
+    """The frame's legibility, as `spectable run --json` reports it (README, "spectable run"):
+    min_text_px: the smallest text drawn anywhere (panels, plots as shown, the table's labels and readouts);
+    overlaps: pairs of boxes that overlap, among the panels, the table's picture and the table's own text
+    boxes (plates, readouts), and the text inside each plot; scrollbars: panels showing one;
+    clipped: panels or table cells whose text is cut off; hidden_labels: table texts left out as too small."""
+    from scenes.legibility import overlapping_pairs
+    wins = [w for w in window_boxes() if w["name"] not in OVERLAYS]
+    sizes = list(scr.log.sizes) + [scr.font_size]
+    sizes += [rep[0] for rep in scr.log.plots.values() if rep[0]]
+    overlaps = [(f"plot {name}: {a}", f"plot {name}: {b}") for name, rep in scr.log.plots.items()
+                for a, b in rep[1]]
+    # The panels and the table's picture: a panel over the table covers the part being explained.
+    boxes = [(w["name"], *w["rect"]) for w in wins]
+    if stage_rect is not None and stage_rect[2] > 0 and stage_rect[3] > 0:
+        boxes.append(("table", *(float(v) for v in stage_rect)))
+    overlaps += overlapping_pairs(boxes)
+    leg = stage_legibility or {}
+    if leg.get("min_text_px"):
+        sizes.append(leg["min_text_px"])
+    overlaps += [(f"table: {a}", f"table: {b}") for a, b in leg.get("overlaps", [])]
+    hidden = len(leg.get("hidden", []))
+    return {"min_text_px": round(min(sizes), 2),
+            "overlaps": [list(p) for p in overlaps],
+            "scrollbars": [w["name"] for w in wins if w["scrollbar"]],
+            "clipped": [w["name"] for w in wins if w["too_wide"]] + list(scr.log.clipped)
+            + [f"plot {name}: {txt}" for name, rep in scr.log.plots.items() for txt in rep[2]],
+            "hidden_labels": hidden}
 
 
 def top_bar(scr) -> None:
     ctl = scr.ctl
     t, s = ctl.t, ctl.settings
-    begin_panel("##bar", (0, 0, scr.w, bar_h(scr)))
+    begin_panel("##bar", (0, 0, scr.w, bar_h(scr)), scroll=False)
     for i, mode in enumerate(MODES):
         if i:
             imgui.same_line()
@@ -109,7 +191,7 @@ def status_line(scr) -> None:
     ctl = scr.ctl
     t = ctl.t
     h = status_h(scr)
-    begin_panel("##status", (0, scr.h - h, scr.w, h))
+    begin_panel("##status", (0, scr.h - h, scr.w, h), scroll=False)
     recent = ctl.recent_messages()
     hint = t("status.keys")
     if ctl.paused:
@@ -133,9 +215,9 @@ def help_overlay(scr) -> None:
     t = scr.t
     w, h = scr.w * 0.5, scr.h * 0.8
     begin_panel("##help", ((scr.w - w) / 2, (scr.h - h) / 2, w, h), bg_alpha=1.0)
-    imgui.push_font(None, scr.font_size * 1.3)
+    push_font(scr, 1.3)
     imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), t("help.title"))
-    imgui.pop_font()
+    pop_font()
     imgui.separator()
     if imgui.begin_table("keys", 2, imgui.TableFlags_.row_bg):
         imgui.table_setup_column("k", imgui.TableColumnFlags_.width_fixed, w * 0.33)
@@ -158,9 +240,23 @@ def progress_overlay(scr, job) -> None:
 
 
 def heading(scr, text: str, scale: float = 1.25) -> None:
-    imgui.push_font(None, scr.font_size * scale)
+    push_font(scr, scale)
     imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), text)
-    imgui.pop_font()
+    pop_font()
+
+
+def cell(scr, text: str, color=None, wrap: bool = True) -> None:
+    """Text in a table cell: wrapped to the column (Chinese between characters), or on one line when `wrap` is
+    off; a line wider than its cell is recorded as clipped (the legibility measure), never silently cut."""
+    if wrap:
+        wrapped(text, color)
+        return
+    if imgui.calc_text_size(text).x > imgui.get_content_region_avail().x + 1.0:
+        scr.log.clipped.append(text)
+    if color is not None:
+        imgui.text_colored(imgui.ImVec4(*color), text)
+    else:
+        imgui.text(text)
 
 
 def facts_table(scr, rows) -> None:
@@ -171,9 +267,9 @@ def facts_table(scr, rows) -> None:
         for label, value in rows:
             imgui.table_next_row()
             imgui.table_next_column()
-            imgui.text_wrapped(label)
+            cell(scr, label)
             imgui.table_next_column()
-            imgui.text(value)
+            cell(scr, value, wrap=False)
         imgui.end_table()
 
 
@@ -205,39 +301,62 @@ class PlotTextures:
         self.ctl = ctl
         self.cache: dict[str, tuple] = {}
 
-    def image(self, scr, name: str, width: float, aspect: float | None = None) -> None:
-        """Draw plot `name` `width` pixels wide; `aspect` (w/h) re-lays the figure out for a wide box."""
+    def image(self, scr, name: str, width: float, aspect: float | None = None, height: float | None = None,
+              overlay=None) -> None:
+        """Draw plot `name` `width` pixels wide and `height` tall (default: the height left in the panel, at most
+        width / 1.6, never under about ten lines of text; `aspect` w/h instead fixes the shape). The figure is
+        laid out at exactly the size it is shown, with text of the panel's size (never under the legibility
+        minimum): a plot is never scaled down into text nobody can read. overlay(draw_list, x, y, w, h, fig_info)
+        draws over the picture (the tube mode marks the round shown)."""
         from app import figures, plots
+        from scenes.legibility import min_text_px
         ctl = self.ctl
-        full_key = (aspect, ctl.session.version, ctl.revision, int(width))
-        entry = self.cache.get(name)
         if name == "tubes" and ctl.tubes() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
             return
+        text_px = max(min_text_px(scr.h), scr.font_size * 0.9)
+        avail_h = imgui.get_content_region_avail().y
+        if aspect:
+            h = width / aspect
+        elif height is not None:
+            h = height
+        else:
+            h = max(min(width / 1.6, avail_h - imgui.get_style().item_spacing.y), text_px * 11)
+        w, h = max(64, int(width)), max(64, int(h))
+        full_key = (w, h, round(text_px, 1), ctl.session.version, ctl.revision)
+        entry = self.cache.get(name)
         if entry is None or entry[0] != full_key:
             try:
-                dpi_w = max(320, int(width))
-                fig = figures.make(ctl, name)
-                if aspect:
-                    inches = max(5.0, dpi_w / 110.0)   # the same text size in pixels, whatever the box
-                    fig.set_size_inches(inches, inches / aspect)
-                    fig.tight_layout()
-                fig.set_dpi(dpi_w / fig.get_figwidth())
+                fig = figures.make(ctl, name, (w, h), text_px)
                 rgba = plots.figure_rgba(fig)
+                report = plots.text_report(fig)
+                info = axes_info(fig)
                 plots.close(fig)
             except Exception as exc:  # noqa: BLE001 - a model still landing must not kill the panel
                 imgui.text_wrapped(f"{name}: {type(exc).__name__}: {exc}")
                 return
             tex_id = scr.renderer.register_rgba(rgba, entry[1] if entry else None)
-            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0])
+            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0], report, info)
             self.cache[name] = entry
-        _, tex_id, w, h = entry
-        # Never taller than the space left: a plot cut off at the panel's edge is no use on a projector.
-        avail_h = imgui.get_content_region_avail().y
-        full_h = width * h / w
-        # Shrink to fit when it nearly fits; when it cannot (a large UI scale), full width and let the panel scroll.
-        shown_w = width if avail_h < 0.6 * full_h else min(width, avail_h * w / h)
-        imgui.image(imgui.ImTextureRef(tex_id), (shown_w, shown_w * h / w))
+        _, tex_id, tw, th, report, info = entry
+        scr.log.plots[name] = report
+        x0, y0 = imgui.get_cursor_screen_pos()
+        imgui.image(imgui.ImTextureRef(tex_id), (tw, th))
+        if overlay is not None:
+            overlay(imgui.get_window_draw_list(), x0, y0, tw, th, info)
+
+
+def axes_info(fig) -> dict:
+    """Where the first axes sit in the picture (pixels from its top-left) and its x mapping, for overlays:
+    {'x0', 'y0', 'x1', 'y1', 'to_px': data x -> pixel x}."""
+    ax = fig.axes[0]
+    bb = ax.get_window_extent()
+    h = fig.bbox.height
+    trans = ax.transData
+
+    def to_px(x: float) -> float:
+        return float(trans.transform((x, 1.0 if ax.get_yscale() == "log" else 0.0))[0])
+    return {"x0": bb.x0, "x1": bb.x1, "y0": h - bb.y1, "y1": h - bb.y0, "to_px": to_px}
 
 
 # ---- line breaking that suits Chinese ------------------------------------------------------------------

@@ -29,6 +29,7 @@ class App:
         self.ctl = ctl
         self.frame = 0
         self._quiet_frames = 0
+        self.legibility: dict = {}       # the last frame's text sizes and overlaps (ui.measure_frame)
         s = ctl.settings
         self._init_display(size or (s.window_w, s.window_h))
         self._init_imgui()
@@ -185,7 +186,7 @@ class App:
             imgui.render()
             return
         rect = ctl.panel.stage_rect(scr)
-        tex = drv.render(rect[2], rect[3])
+        tex = drv.render(rect[2], rect[3], text_height=self.fb_h)
         self.renderer.textures.pop(STAGE_TEXTURE_ID, None)
         self._use_screen()
         self.ctx.clear(*ctl.colors["clear"], viewport=full)
@@ -203,6 +204,8 @@ class App:
             ui.help_overlay(scr)
         if ctl.gif_job is not None:
             ui.progress_overlay(scr, ctl.gif_job)
+        self.legibility = ui.measure_frame(scr, rect if tex is not None else None,
+                                           drv.stage.legibility if tex is not None else None)
         imgui.render()
         self.renderer.render(imgui.get_draw_data(), self.fb_w, self.fb_h)
 
@@ -275,7 +278,7 @@ class App:
 
     def state(self) -> dict:
         """What the run ended on (spectable run --json): the controller's state and the window's own."""
-        return {"frames": self.frame, **self.ctl.state(), "framebuffer": [self.fb_w, self.fb_h]}
+        return {"frames": self.frame, **self.ctl.state(), "framebuffer": [self.fb_w, self.fb_h], **self.legibility}
 
     def close(self) -> None:
         self.ctl.close()

@@ -80,9 +80,9 @@ class LabPanel(Panel):
                 imgui.table_next_row()
                 for label, value in rows[i:i + 2]:
                     imgui.table_next_column()
-                    imgui.text(label)
+                    ui.cell(scr, label)
                     imgui.table_next_column()
-                    imgui.text_colored(imgui.ImVec4(*c["accent"]), value)
+                    ui.cell(scr, value, c["accent"], wrap=False)
             imgui.end_table()
         imgui.end()
 
@@ -109,7 +109,7 @@ class LabPanel(Panel):
         imgui.text_colored(imgui.ImVec4(*c["muted"]), ctl.t("lab.text"))
         w = imgui.get_content_region_avail().x
         x = 0.0
-        imgui.push_font(None, scr.font_size * 1.25)
+        ui.push_font(scr, 1.25)
         pieces = [(pair.display(i), c["muted"]) for i in run.prompt_ids]
         for tr in run.traces:
             for k, tok in enumerate(tr.tokens_written):
@@ -122,4 +122,4 @@ class LabPanel(Panel):
                 x = 0.0
             imgui.text_colored(imgui.ImVec4(*col), text)
             x += tw
-        imgui.pop_font()
+        ui.pop_font()

@@ -107,7 +107,7 @@ class TourPanel(Panel):
                            f"  {st.chapter + 1}/{len(CHAPTERS)} · {st.page + 1}/{len(st.pages())}")
         imgui.separator()
         page = st.page_data()
-        imgui.push_font(None, scr.font_size * 1.2)
+        ui.push_font(scr, 1.2)
         ui.wrapped(fill(page[lang], f))
         action = page.action
         # A reveal's words wait until the table has finished showing it (the animation is the answer).
@@ -118,7 +118,7 @@ class TourPanel(Panel):
             self.draw_checkpoint(f, revealed=shown)
         elif st.acted and action is not None and action.text.get(lang):
             ui.wrapped(fill(action.text[lang], f), colors["accent"])
-        imgui.pop_font()
+        ui.pop_font()
         cue = t("tour.cue_action") if (action and not st.acted) else t("tour.cue_next")
         imgui.set_cursor_pos_y(imgui.get_window_height() - scr.font_size * 2.2)
         if imgui.button(" ◀ "):          # the same beats as PageUp / PageDown, for a mouse

@@ -88,7 +88,5 @@ class TubesPanel(Panel):
         imgui.text(t("tubes.chi2", left=f"{res.chi2_p_left:.3g}", right=f"{res.chi2_p_right:.3g}"))
         imgui.spacing()
         # The plot takes the height that is left (a flatter figure rather than one that scrolls out of sight).
-        avail = imgui.get_content_region_avail()
-        aspect = avail.x / max(avail.y - imgui.get_style().item_spacing.y, 1.0)
-        self.plots.image(scr, "tubes", avail.x, aspect=round(min(3.5, aspect), 1) if aspect > 1.6 else None)
+        self.plots.image(scr, "tubes", imgui.get_content_region_avail().x)
         imgui.end()
