@@ -14,7 +14,8 @@ def register(sub) -> None:
     p.add_argument("--frames", type=int, default=None, help="run this many frames, then exit (fixed 1/30 s steps)")
     p.add_argument("--screenshot", type=Path, default=None, help="save the last frame as PNG")
     p.add_argument("--script", type=Path, default=None, help="key presses, one per line (see README.md, 'The program')")
-    p.add_argument("--mode", choices=("tour", "lab", "step", "tubes", "exploded", "hardware"), default=None)
+    from app.settings import MODES
+    p.add_argument("--mode", choices=MODES, default=None, help="start in this mode")
     p.add_argument("--chapter", type=int, default=None, help="tour chapter to start at (1-12)")
     p.add_argument("--size", default=None, help="window size WxH (default: last used, 1280x720)")
     p.add_argument("--lang", choices=("zh", "en"), default=None)

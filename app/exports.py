@@ -194,3 +194,35 @@ class GifJob:
                 pass    # the GIF is written; a failing encoder costs only the optional MP4
         self.frames = []
         self.done = True
+
+
+QUIZ_COLUMNS = ("number", "question_id", "chapter", "chapter_title", "computed", "question", "choice",
+                "choice_text", "right", "right_text", "correct", "language")
+
+
+def quiz_rows(panel) -> list[dict]:
+    """One row per question of the quiz, answered or not, in the language shown."""
+    from app.quiz import LETTERS
+    from app.tour import CHAPTERS, narration
+    lang = panel.ctl.settings.language
+    rows = []
+    for n, q in enumerate(panel.questions(), 1):
+        k = panel.choices.get(q.id)
+        rows.append({"number": n, "question_id": q.id, "chapter": q.chapter + 1,
+                     "chapter_title": narration(CHAPTERS[q.chapter].slug).title[lang],
+                     "computed": "yes" if q.computed else "no", "question": q.prompt,
+                     "choice": LETTERS[k] if k is not None else "", "choice_text": q.options[k] if k is not None else "",
+                     "right": LETTERS[q.right], "right_text": q.options[q.right],
+                     "correct": "" if k is None else int(k == q.right), "language": lang})
+    return rows
+
+
+def export_quiz(panel, path: Path | None = None) -> Path:
+    """The quiz's answers as CSV (UTF-8 with a BOM), written atomically."""
+    return _atomic_bytes(path or panel.ctl.out_dir() / stamp("quiz", "csv"), csv_bytes(QUIZ_COLUMNS, quiz_rows(panel)))
+
+
+def export_handout(ctl) -> list[Path]:
+    """The one-page student handout (app/handout.py) as PNG and PDF, in the language shown."""
+    from app import handout
+    return handout.write(ctl, ctl.out_dir(), stamp("handout", "png").rsplit(".", 1)[0])

@@ -56,7 +56,7 @@ class App:
                                 (pygame.GL_CONTEXT_PROFILE_MASK, pygame.GL_CONTEXT_PROFILE_CORE),
                                 (pygame.GL_CONTEXT_FORWARD_COMPATIBLE_FLAG, 1), (pygame.GL_DOUBLEBUFFER, 1)):
                 pygame.display.gl_set_attribute(attr, value)
-            pygame.display.set_caption("铸铁台 spectable")
+            pygame.display.set_caption("铸铁台 · spectable")
             self.windowed_size = tuple(size)
             self.vsync = not self.offscreen
             flags = pygame.OPENGL | pygame.DOUBLEBUF | pygame.RESIZABLE
@@ -121,8 +121,9 @@ class App:
 
     def screen(self) -> ui.Screen:
         """What panels draw with this frame; text size follows the framebuffer height (HiDPI, projectors)."""
-        base = max(14.0, min(48.0, self.fb_h / 40.0))
-        return ui.Screen(self.ctl, self.fb_w, self.fb_h, round(base * self.ctl.settings.ui_scale), self.renderer)
+        ratio = ui.em_ratio(resolve_font())
+        return ui.Screen(self.ctl, self.fb_w, self.fb_h, ui.panel_font_size(self.fb_h, self.ctl.settings.ui_scale, ratio),
+                         self.renderer, em_ratio=ratio)
 
     # ---- window-only actions -------------------------------------------------------------------------
     def toggle_fullscreen(self) -> None:
@@ -164,7 +165,7 @@ class App:
             if ev.key == pg.K_q and (pg.key.get_mods() | getattr(ev, "mod", 0)) & pg.KMOD_CTRL:
                 ctl.quit = True
                 return
-            action = keys.action_for(ev.key, getattr(ev, "unicode", ""))
+            action = keys.action_for(ev.key, getattr(ev, "unicode", ""), ctl.mode)
             if action:
                 ctl.do(action)
 
@@ -186,7 +187,8 @@ class App:
             imgui.render()
             return
         rect = ctl.panel.stage_rect(scr)
-        tex = drv.render(rect[2], rect[3], text_height=self.fb_h)
+        # A mode that gives the table no room (the quiz's class mode) draws none.
+        tex = drv.render(rect[2], rect[3], text_height=self.fb_h) if rect[2] >= 1 and rect[3] >= 1 else None
         self.renderer.textures.pop(STAGE_TEXTURE_ID, None)
         self._use_screen()
         self.ctx.clear(*ctl.colors["clear"], viewport=full)
