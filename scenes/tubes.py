@@ -160,8 +160,8 @@ class TestTubes:
                                      scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
                 # Character under the tube, cumulative frequency over it.
                 label = display(self.chars[j]) if j < N_CHARS else ("other" if ec.language == "en" else "其他")
-                fb.text(label, (x, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, 0.42 if j < N_CHARS else 0.25,
-                        pal.label, anchor="center")
+                size = 0.42 if j < N_CHARS else min(0.25, SPACING * 0.92 / max(fb.atlas.advance(label), 1e-6))
+                fb.text(label, (x, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, size, pal.label, anchor="center")
                 fb.text(freq_text(freq[j]), (x, TUBE_Y0 + TUBE_H + 0.2, z), right, READ_UP, FREQ_SIZE, pal.label,
                         anchor="center")
         for kind, mat in (("steel", pal.steel), ("copper", pal.bead_copper), ("red", pal.bead_red)):
