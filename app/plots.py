@@ -60,6 +60,14 @@ def _figure(pal: dict, size_px=(640, 400), text_px: float = 16.0):
     return fig, ax
 
 
+def _tight(fig) -> None:
+    """tight_layout, quietly: in a very small window the margins cannot fit, and the plot is drawn as it is."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
+
+
 def _small(fig) -> float:
     """The figure's smallest text size, in points."""
     return points(fig.text_px)
@@ -100,11 +108,11 @@ def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best
     fig, ax = _figure(pal, size_px, text_px)
     # Bright, distinct hues that stay readable on the dark and the projector's black background.
     hues = ("#8da0cb", "#66c2a5", "#a6d854", "#ffd92f", "#e78ac3")
+    ends = []
     for j, (alpha, ys) in enumerate(curves.items()):
         col = hues[j % len(hues)]
         ax.plot(gammas, ys, color=col, lw=1.6, ls="--")
-        ax.annotate(f"α={alpha:.1f}", (gammas[-1], ys[-1]), xytext=(4, 0), textcoords="offset points",
-                    color=col, fontsize=_small(fig), va="center")
+        ends.append((f"α={alpha:.1f}", ys[-1], col))
     mine = ax.plot(gammas, toy_curve, color=_hex(pal["accent"]), lw=3,
                    label=t("plot.toy_alpha", alpha=f"{toy_alpha:.3f}"))
     bi = list(gammas).index(best_gamma) if best_gamma in gammas else None
@@ -117,8 +125,29 @@ def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best
     ax.set_ylabel(t("plot.speedup"))
     ax.set_title(t("plot.speedup_title", c=f"{c:g}"))
     _legend(ax, pal, handles=mine, loc="upper left")
-    fig.tight_layout()
+    _tight(fig)
+    _end_labels(ax, gammas[-1], ends)       # after the layout: the gaps are in the final pixels
     return fig
+
+
+def _end_labels(ax, x, ends) -> None:
+    """Name each curve at its right end, nudged apart vertically so that no two names overlap."""
+    fig = ax.figure
+    ax.autoscale_view()
+    gap = fig.text_px * 1.2
+    ys = [float(ax.transData.transform((x, y))[1]) for _, y, _ in ends]
+    order = sorted(range(len(ends)), key=lambda k: ys[k])
+    placed = {}
+    for k in order:
+        want = ys[k]
+        below = [placed[j] for j in placed]
+        if below and want < max(below) + gap:
+            want = max(below) + gap
+        placed[k] = want
+    for k, (text, y, col) in enumerate(ends):
+        dy = (placed[k] - ys[k]) * 72.0 / fig.dpi
+        ax.annotate(text, (x, y), xytext=(4, dy), textcoords="offset points", color=col, fontsize=_small(fig),
+                    va="center", annotation_clip=False)
 
 
 def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes: int, size_px=(640, 400),
@@ -131,7 +160,7 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes:
     ax.set_ylabel(t("plot.tokens_per_pass"))
     ax.set_title(t("plot.tpp_title"))
     _legend(ax, pal)
-    fig.tight_layout()
+    _tight(fig)
     return fig
 
 
@@ -153,7 +182,7 @@ def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device:
     ax.set_title(t("plot.roofline_title", device=device, model=model, context=context))
     lines = ax.get_lines()[:1] + ax2.get_lines()
     _legend(ax, pal, handles=lines, loc="upper left")
-    fig.tight_layout()
+    _tight(fig)
     return fig
 
 
@@ -168,7 +197,7 @@ def tubes_plot(t, pal, draws, tv_left, tv_right, rule_label: str, size_px=(640, 
     ax.set_ylabel(t("plot.tv"))
     ax.set_title(t("plot.tubes_title", rule=rule_label))
     _legend(ax, pal)
-    fig.tight_layout()
+    _tight(fig)
     return fig
 
 

@@ -7,6 +7,7 @@ lower left.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from imgui_bundle import imgui
 
@@ -37,6 +38,13 @@ class Screen:
     font_size: float = 18.0
     renderer: object = None
     log: FrameLog = field(default_factory=FrameLog)
+    # ImGui sizes a font by its line (ascender to descender), not its em: the shipped font's em is 1/1.448 of
+    # that. Text heights are reported as em heights, as the table's and the plots' are (scenes.legibility).
+    em_ratio: float = 1.0
+
+    def em(self, size: float | None = None) -> float:
+        """The em height in pixels of ImGui text of `size` (default: the panel's text)."""
+        return (self.font_size if size is None else size) * self.em_ratio
 
     @property
     def colors(self) -> dict:
@@ -45,6 +53,31 @@ class Screen:
     @property
     def t(self):
         return self.ctl.t
+
+
+PANEL_EM_FRACTION = 1 / 44.0     # panel text: an em of 1/44 of the window's height (16.4 px at 720p)
+MAX_EM = 40.0
+
+
+def em_ratio(font_path) -> float:
+    """units per em ÷ (ascender − descender) of a font: ImGui's font size times this is the em in pixels."""
+    return _em_ratio(str(font_path))
+
+
+@lru_cache(maxsize=4)
+def _em_ratio(path: str) -> float:
+    import freetype
+    face = freetype.Face(path)
+    return face.units_per_EM / float(face.ascender - face.descender)
+
+
+def panel_font_size(height: int, ui_scale: float, ratio: float) -> int:
+    """The ImGui font size whose em is 1/44 of the window's height times the UI scale (never under the
+    legibility minimum at the default scale, never under 14 px at any)."""
+    from scenes.legibility import FLOOR_PX, min_text_px
+    em = max(min_text_px(height), height * PANEL_EM_FRACTION)
+    em = min(MAX_EM, max(FLOOR_PX, em * ui_scale))
+    return int(round(em / ratio))
 
 
 def push_font(scr: Screen, scale: float = 1.0) -> None:
@@ -59,11 +92,12 @@ def pop_font() -> None:
 
 
 def bar_h(scr: Screen) -> float:
-    return scr.font_size * 2.0
+    """The mode bar: one row of buttons (a line plus the button's and the strip's padding)."""
+    return scr.font_size * 1.6
 
 
 def status_h(scr) -> float:
-    return scr.font_size * 1.7
+    return scr.font_size * 1.5
 
 
 def panel_frac(scr) -> float:
@@ -79,8 +113,8 @@ def panel_rect(scr):
 
 
 def narration_rect(scr):
-    """Lower-left narration box of the tour."""
-    h = scr.h * 0.30
+    """Lower-left narration box of the tour (the lab's results, the hardware mode's roofline)."""
+    h = scr.h * getattr(scr.ctl.panel, "narration_frac", 0.30)
     return 0.0, scr.h - status_h(scr) - h, scr.w * (1.0 - panel_frac(scr)), h
 
 
@@ -131,7 +165,7 @@ def measure_frame(scr: Screen, stage_rect, stage_legibility: dict | None) -> dic
     clipped: panels or table cells whose text is cut off; hidden_labels: table texts left out as too small."""
     from scenes.legibility import overlapping_pairs
     wins = [w for w in window_boxes() if w["name"] not in OVERLAYS]
-    sizes = list(scr.log.sizes) + [scr.font_size]
+    sizes = [scr.em(s) for s in [*scr.log.sizes, scr.font_size]]
     sizes += [rep[0] for rep in scr.log.plots.values() if rep[0]]
     overlaps = [(f"plot {name}: {a}", f"plot {name}: {b}") for name, rep in scr.log.plots.items()
                 for a, b in rep[1]]
@@ -193,11 +227,15 @@ def status_line(scr) -> None:
     h = status_h(scr)
     begin_panel("##status", (0, scr.h - h, scr.w, h), scroll=False)
     recent = ctl.recent_messages()
-    hint = t("status.keys")
+    hint = t("status.keys_quiz" if ctl.mode == "quiz" else "status.keys")
     if ctl.paused:
         hint = t("status.paused") + "   " + hint
     if ctl.driver.stage is None and ctl.driver.stage_error:
         hint = t("status.no_stage") + "   " + hint
+    if ctl.quiz_return is not None:         # the quiz's "show me" jumped here: the way back, always in sight
+        if imgui.small_button("← " + t("quiz.back")):
+            ctl.back_to_quiz()
+        imgui.same_line()
     imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), recent[-1] if recent else hint)
     imgui.end()
 
@@ -206,7 +244,8 @@ HELP_ROWS = (
     ("PageDown / Space / →", "help.next"), ("PageUp / ←", "help.prev"), ("B / .", "help.blank"),
     ("F11", "help.fullscreen"), ("L", "help.language"), ("H / ?", "help.help"), ("P", "help.pause"),
     ("F9", "help.palette"), ("+ / -", "help.scale"), ("M", "help.motion"), ("X", "help.cutaway"),
-    ("1 – 6", "help.modes"), ("F12", "help.screenshot"), ("E", "help.plots"), ("C", "help.log"),
+    ("1 – 7", "help.modes"), ("A – D", "help.answer"), ("R S T W Backspace", "help.quiz"),
+    ("[ / ]", "help.speed"), ("F12", "help.screenshot"), ("E", "help.plots"), ("C", "help.log"),
     ("G", "help.gif"), ("Esc", "help.close"), ("Ctrl+Q", "help.quit"),
 )
 
@@ -314,7 +353,7 @@ class PlotTextures:
         if name == "tubes" and ctl.tubes() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
             return
-        text_px = max(min_text_px(scr.h), scr.font_size * 0.9)
+        text_px = max(min_text_px(scr.h), scr.em() * 0.95)
         avail_h = imgui.get_content_region_avail().y
         if aspect:
             h = width / aspect

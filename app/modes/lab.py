@@ -9,6 +9,7 @@ from app.modes.base import Panel
 
 class LabPanel(Panel):
     view = "table"
+    narration_frac = 0.34       # the results box under the table: four rows of figures and the text
 
     def __init__(self, ctl, driver):
         super().__init__(ctl, driver)
@@ -34,25 +35,27 @@ class LabPanel(Panel):
         _, c_ = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
         _, temp = imgui.slider_float(t("lab.temperature"), s.temperature, 0.0, 2.0, "%.2f")
         new["c"], new["temperature"] = round(c_, 4), round(temp, 4)
-        _, new["top_k"] = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
-        _, top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
-        new["top_p"] = round(top_p, 4)
         _, new["seed"] = imgui.input_int(t("lab.seed"), s.seed)
         _, new["steps"] = imgui.slider_int(t("lab.steps"), s.steps, 1, 60)
         _, new["lanes"] = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512, flags=imgui.SliderFlags_.logarithmic)
         _, new["context"] = imgui.slider_int(t("lab.context"), s.context, 1, 131072,
                                              flags=imgui.SliderFlags_.logarithmic)
-        if imgui.radio_button(t("lab.char"), s.tokens == "char"):
-            new["tokens"] = "char"
-        imgui.same_line()
-        if imgui.radio_button(t("lab.word"), s.tokens == "word"):
-            new["tokens"] = "word"
         devices = self.devices()
         if devices and imgui.begin_combo(t("lab.device"), s.device):
             for d in devices:
                 if imgui.selectable(d, d == s.device)[0]:
                     new["device"] = d
             imgui.end_combo()
+        # Sampling details and the tokenizer, folded away: the panel's first screen fits a projector at 720p.
+        if imgui.collapsing_header(t("lab.more")):
+            _, new["top_k"] = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
+            _, top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
+            new["top_p"] = round(top_p, 4)
+            if imgui.radio_button(t("lab.char"), s.tokens == "char"):
+                new["tokens"] = "char"
+            imgui.same_line()
+            if imgui.radio_button(t("lab.word"), s.tokens == "word"):
+                new["tokens"] = "word"
         imgui.pop_item_width()
         ctl.adjust(**new)
         imgui.separator()
@@ -72,7 +75,7 @@ class LabPanel(Panel):
                 (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
                 (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}"),
                 (t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
-                (t("fact.busy_spec"), f["busy_spec"]), (t("fact.bytes_per_step"), f["bytes_per_step"])]
+                (t("fact.busy_spec"), f["busy_spec"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for name, weight in (("a", 2.2), ("av", 1.0), ("b", 2.2), ("bv", 1.0)):
                 imgui.table_setup_column(name, imgui.TableColumnFlags_.width_stretch, weight)

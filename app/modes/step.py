@@ -13,7 +13,7 @@ from imgui_bundle import imgui
 from app import ui
 from app.modes.base import Panel
 
-RESIDUAL_BARS = 8
+RESIDUAL_BARS = 6
 
 
 @dataclass(frozen=True)
@@ -137,7 +137,7 @@ class StepPanel(Panel):
             ui.pop_font()
             imgui.end()
             return
-        ui.push_font(scr, 1.6)
+        ui.push_font(scr, 1.35)
         imgui.text(t("step.guess"))
         imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*c["accent"]), ex["guess"])
