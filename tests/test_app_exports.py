@@ -89,7 +89,7 @@ def test_exports_are_valid_files(capsys, tmp_path):
                 assert im.size == (1920, 1080)          # a slide's size, not the panel's
                 corner = np.asarray(im.convert("RGB"))[5, 5]
             # The print theme is dark ink on white; the screen theme keeps the panel's dark background.
-            assert (corner.min() > 240) == p.rsplit(".", 1)[0].endswith("-print"), p
+            assert (corner.min() > 240) == ("-print-" in p), p
     for p in files["svg"]:
         assert ET.parse(p).getroot().tag.endswith("svg")
     with Image.open(files["gif"][0]) as im:
