@@ -29,7 +29,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     p.add_argument("--gamma", type=int, default=4, help="guesses per step γ (default 4)")
     p.add_argument("--prefix", default="孔乙己", help="text the run starts from (default 孔乙己)")
-    p.add_argument("--tokens", default="char", choices=("char", "word"), help="character or jieba word tokens")
+    from app.cli_core import add_tokens_kind
+    add_tokens_kind(p)
     p.add_argument("--batch", type=int, default=1, help="sequences batched: lanes x batch, one drawer each")
     p.add_argument("--device", default="h100-sxm", help="hardware the mill models (default h100-sxm)")
     p.add_argument("--palette", default="default", help="default | projector")
@@ -75,12 +76,12 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     from scenes.stage import Stage
 
     get_device(args.device)
-    pair = NGramPair.load(tokens=args.tokens)
+    pair = NGramPair.load(tokens=args.tokens_kind)
     settings = SamplerSettings(gamma=args.gamma, seed=args.seed)
     sampler = SpeculativeSampler(pair, settings)
     sampler.reset(pair.encode(args.prefix))
     traces = [sampler.step() for _ in range(max(steps, 1))]
-    tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1) if args.tokens == "char" else None
+    tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1) if args.tokens_kind == "char" else None
     stage = Stage(ctx, palette=args.palette)
     stage.language = args.lang
     stage.samples = args.msaa
