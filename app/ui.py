@@ -303,6 +303,11 @@ def facts_table(scr, rows) -> None:
     if not rows:
         return
     if imgui.begin_table("facts", 2, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
+        # Names are long and values short: the names get the room, so most stay on one line.
+        widest = max(imgui.calc_text_size(v).x for _, v in rows) + 2 * imgui.get_style().cell_padding.x
+        widest = min(widest, imgui.get_content_region_avail().x * 0.55)
+        imgui.table_setup_column("name", imgui.TableColumnFlags_.width_stretch)
+        imgui.table_setup_column("value", imgui.TableColumnFlags_.width_fixed, widest)
         for label, value in rows:
             imgui.table_next_row()
             imgui.table_next_column()
@@ -341,9 +346,10 @@ class PlotTextures:
         self.cache: dict[str, tuple] = {}
 
     def image(self, scr, name: str, width: float, aspect: float | None = None, height: float | None = None,
-              overlay=None) -> None:
+              overlay=None, reserve: float = 0.0) -> None:
         """Draw plot `name` `width` pixels wide and `height` tall (default: the height left in the panel, at most
-        width / 1.6, never under about ten lines of text; `aspect` w/h instead fixes the shape). The figure is
+        width / 1.6, never under about nine lines of text; `reserve` pixels are kept for what follows it; `aspect`
+        w/h instead fixes the shape). The figure is
         laid out at exactly the size it is shown, with text of the panel's size (never under the legibility
         minimum): a plot is never scaled down into text nobody can read. overlay(draw_list, x, y, w, h, fig_info)
         draws over the picture (the tube mode marks the round shown)."""
@@ -354,13 +360,13 @@ class PlotTextures:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
             return
         text_px = max(min_text_px(scr.h), scr.em() * 0.95)
-        avail_h = imgui.get_content_region_avail().y
+        avail_h = imgui.get_content_region_avail().y - reserve
         if aspect:
             h = width / aspect
         elif height is not None:
             h = height
         else:
-            h = max(min(width / 1.6, avail_h - imgui.get_style().item_spacing.y), text_px * 11)
+            h = max(min(width / 1.6, avail_h - imgui.get_style().item_spacing.y), text_px * 9)
         w, h = max(64, int(width)), max(64, int(h))
         full_key = (w, h, round(text_px, 1), ctl.session.version, ctl.revision)
         entry = self.cache.get(name)

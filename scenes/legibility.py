@@ -63,11 +63,11 @@ def measure_text(items, viewproj, width: int, height: int, min_px: float, which:
     """Project every line of text a frame laid (scenes.renderer.TextItem) and leave out the world-space ones
     drawn smaller than `min_px` of em height (seen from afar, or nearly edge-on). Returns
     (smallest em height drawn in px or None, [texts left out], [(text, x, y, w, h) screen lines],
-    [(text, x, y, w, h) world lines]); lines wholly off screen are neither drawn nor counted. which: 'world'
-    or 'screen' to measure only those (the stage measures the world's lines before it places the plates, which
-    keep off them, and the plates' own lines after)."""
+    [(text, x, y, w, h) world lines], [(item, em px) of those world lines]); lines wholly off screen are neither
+    drawn nor counted. which: 'world' or 'screen' to measure only those (the stage measures the world's lines
+    before it places the plates, which keep off them, and the plates' own lines after)."""
     smallest = None
-    hidden, screen_boxes, world_boxes = [], [], []
+    hidden, screen_boxes, world_boxes, world_items = [], [], [], []
     # The ink of a line: its advance less the side bearings, from just below the baseline to the cap height
     # (a Chinese character's ink spans about -0.1 to 0.8 em).
     corners = np.array([[0.04, -0.12], [0.96, -0.12], [0.04, 0.8], [0.96, 0.8]])
@@ -99,4 +99,23 @@ def measure_text(items, viewproj, width: int, height: int, min_px: float, which:
         smallest = em if smallest is None else min(smallest, em)
         (screen_boxes if it.screen else world_boxes).append((it.text, float(x0), float(y0), float(x1 - x0),
                                                              float(y1 - y0)))
-    return smallest, hidden, screen_boxes, world_boxes
+        if not it.screen:
+            world_items.append((it, em))
+    return smallest, hidden, screen_boxes, world_boxes, world_items
+
+
+def clear_of(rect, boxes, entries, hidden: list):
+    """Leave out the world lines whose boxes the screen rectangle (x, y, w, h) would cover (a part's readout
+    under the HUD is no readout); returns the boxes and entries kept and their smallest em height."""
+    keep_boxes, keep_entries = [], []
+    for box, (item, em) in zip(boxes, entries):
+        b = box[1:]
+        if rect is not None and b[0] < rect[0] + rect[2] and rect[0] < b[0] + b[2] \
+                and b[1] < rect[1] + rect[3] and rect[1] < b[1] + b[3]:
+            item.hide()
+            hidden.append(item.text)
+            continue
+        keep_boxes.append(box)
+        keep_entries.append((item, em))
+    smallest = min((em for _, em in keep_entries), default=None)
+    return keep_boxes, keep_entries, smallest

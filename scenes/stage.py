@@ -17,8 +17,8 @@ from scenes.bridge import MeterBridge
 from scenes.cabinet import KVCabinet
 from scenes.camera import VIEWS, Camera, project
 from scenes.labels import emit_hud, emit_part_labels
-from scenes.layout import CABINET_BOX, PARTS, EmitContext
-from scenes.legibility import group_boxes, measure_text, min_text_px, overlapping_pairs
+from scenes.layout import CABINET_BOX, PARTS, TAPE_DEPTH, TAPE_X, EmitContext, tape_point
+from scenes.legibility import clear_of, group_boxes, measure_text, min_text_px, overlapping_pairs
 from scenes.mill import Mill
 from scenes.palette import get_palette
 from scenes.readhead import ReadHead
@@ -237,6 +237,10 @@ class Stage:
         if seen("cabinet"):
             (cx0, cx1), (cy0, cy1), (cz0, cz1) = CABINET_BOX
             boxes.append(("cabinet", (cx0, cy0, cz0), (cx1, cy1, cz1)))
+        if seen("tape"):
+            # The paper's writing strip (the text the class reads), not the board or the spools.
+            corners = np.array([tape_point(x, v) for x in TAPE_X for v in (-TAPE_DEPTH / 2, TAPE_DEPTH / 2)])
+            boxes.append(("tape", tuple(corners.min(0)), tuple(corners.max(0))))
         rects = []
         for part, lo, hi in boxes:
             off = np.asarray(offsets.get(part, (0.0, 0.0, 0.0)))
@@ -294,7 +298,8 @@ class Stage:
         fb.offset = np.zeros(3)
         # The parts' own words and numbers, measured before any plate is placed: those too small to read are
         # left out, and the name plates keep off the rest (a plate never covers a readout or the tape).
-        world_min, world_hidden, _, world_boxes = measure_text(fb.text_items, vp, width, height, min_px, "world")
+        _, world_hidden, _, world_boxes, world_items = measure_text(fb.text_items, vp, width, height, min_px,
+                                                                    "world")
         hud = None
         if self.show_hud:
             part = VIEW_PART.get(self.view)
@@ -308,12 +313,15 @@ class Stage:
             else:
                 hud = emit_hud(fb, state, width, height, ec, len(self.traces), title,
                                None if self.hud_lines is not None else timing, lines=self.hud_lines)
+        # Nothing is read through the HUD: a part's words under it (a rack of tubes behind it in the tape's
+        # view) are left out rather than covered.
+        world_boxes, world_items, world_min = clear_of(hud, world_boxes, world_items, world_hidden)
         self.label_plates = []
         self.lane_numbers = []
         if drawn("readhead"):
             self.lane_numbers = self.readhead.lane_number_spots(vp, width, height, offsets.get("readhead", (0, 0, 0)),
                                                                 cut=self.view == "cutaway", text_ref=ref,
-                                                                min_px=min_px)
+                                                                min_px=min_px, keep_out=hud)
             self.readhead.emit_lane_numbers(fb, state, self.lane_numbers, ec)
         self.label_keep_out = []
         if wide or mill_plate:
@@ -378,7 +386,7 @@ class Stage:
         parts' own text found (world text smaller than the minimum was left out then); here the plates, the
         HUD and the chips, and every box for the overlap measure."""
         world_min, hidden, world_boxes = world
-        screen_min, _, screen_boxes, _ = measure_text(fb.text_items, vp, width, height, min_px, "screen")
+        screen_min, _, screen_boxes, _, _ = measure_text(fb.text_items, vp, width, height, min_px, "screen")
         sizes = [v for v in (world_min, screen_min) if v is not None]
         scale = lambda b: (b[0], *(v * k for v in b[1:]))  # noqa: E731
         frames = [scale(b) for b in fb.frames]
