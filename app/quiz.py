@@ -53,7 +53,16 @@ class Snapshot:
 
 
 def snapshot(ctl) -> Snapshot:
-    return Snapshot(pair=ctl.session.pair(), run=ctl.session.ensure(), lab=ctl.lab())
+    """The lab's run and values now. While the tour has put the lab's values aside (its chapters run their own
+    γ, lanes, decoder...), the lab's run is made from the lab's values, not taken from the table."""
+    lab = ctl.lab()
+    if ctl.lab_values is None:
+        return Snapshot(pair=ctl.session.pair(), run=ctl.session.ensure(), lab=lab)
+    from dataclasses import replace
+
+    from app.session import Session
+    session = Session(replace(ctl.settings, **lab))
+    return Snapshot(pair=session.pair(), run=session.ensure(), lab=lab)
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -90,6 +99,17 @@ def _pick(right: str, candidates, n: int = 3) -> list[str]:
         if len(out) == n:
             break
     return out
+
+
+def _numbers(right: float, wrong, decimals: int = 2) -> tuple[str, list[str], int]:
+    """The right value and the wrong ones as options, with as many decimals (2 to 4) as it takes for the right
+    one and three wrong ones to read differently: (right, wrong, decimals)."""
+    for d in range(decimals, 5):
+        r = _num(right, d)
+        w = _pick(r, [_num(v, d) for v in wrong])
+        if len(w) == 3:
+            return r, w, d
+    return _num(right, 4), [_num(v, 4) for v in wrong], 4
 
 
 def _row(pair, text: str):
@@ -189,11 +209,14 @@ def q_bonus(t, snap):
 
 
 def _gamble(run, want_less: bool):
-    """The first tested guess of the run with p < q (want_less) or p >= q."""
-    for k, i, tr in _tested(run):
-        if (tr.ratios[i] < 1.0) == want_less:
+    """A tested guess of the run with p < q (want_less) or p >= q: the first whose p and q are large enough to
+    read at a glance (both at least 0.02), else the first at all."""
+    hits = [(k, i, tr) for k, i, tr in _tested(run) if (tr.ratios[i] < 1.0) == want_less]
+    for k, i, tr in hits:
+        g = tr.guesses[i]
+        if min(tr.p_rows[i][g], tr.q_rows[i][g]) >= 0.02:
             return k, i, tr
-    return None
+    return hits[0] if hits else None
 
 
 def q_keep_prob(t, snap):
@@ -204,11 +227,12 @@ def q_keep_prob(t, snap):
     g = int(tr.guesses[i])
     p, q = float(tr.p_rows[i][g]), float(tr.q_rows[i][g])
     ratio = p / q
-    right = _num(ratio)
+    right, wrong, d = _numbers(ratio, [p, 1 - ratio, q - p, q, 1 - p, p * q])
     return dict(chapter=4, computed=True,
                 prompt=t("quiz.keep_prob.q", guess=snap.pair.display(g), q=f"{q:.4f}", p=f"{p:.4f}"),
-                right=right, wrong=[_num(p), _num(1 - ratio), _num(q - p), _num(q)],
-                why=t("quiz.keep_prob.why", p=f"{p:.4f}", q=f"{q:.4f}", right=right, pp=_num(p), inv=_num(1 - ratio)),
+                right=right, wrong=wrong,
+                why=t("quiz.keep_prob.why", p=f"{p:.4f}", q=f"{q:.4f}", right=right, pp=_num(p, d),
+                      inv=_num(1 - ratio, d)),
                 show=ShowMe("step", stop=(k, i, "test")), values={"p": p, "q": q, "right": ratio})
 
 
@@ -221,8 +245,8 @@ def q_keep_sure(t, snap):
     p, q = float(tr.p_rows[i][g]), float(tr.q_rows[i][g])
     return dict(chapter=4, computed=True,
                 prompt=t("quiz.keep_prob.q", guess=snap.pair.display(g), q=f"{q:.4f}", p=f"{p:.4f}"),
-                right=t("quiz.always"), wrong=[_num(q / p), _num(p), _num(1 - q / p), _num(q)],
-                why=t("quiz.keep_sure.why", ratio=_num(p / q), qp=_num(q / p)),
+                right=t("quiz.always"), wrong=_numbers(1.0, [q / p, p, 1 - q / p, q])[1],
+                why=t("quiz.keep_sure.why", ratio=_num(p / q), qp=_numbers(1.0, [q / p, p, 1 - q / p, q])[1][0]),
                 show=ShowMe("step", stop=(k, i, "test")), values={"p": p, "q": q, "right": 1.0})
 
 

@@ -77,7 +77,8 @@ def panel_font_size(height: int, ui_scale: float, ratio: float) -> int:
     from scenes.legibility import FLOOR_PX, min_text_px
     em = max(min_text_px(height), height * PANEL_EM_FRACTION)
     em = min(MAX_EM, max(FLOOR_PX, em * ui_scale))
-    return int(round(em / ratio))
+    import math
+    return int(math.ceil(em / ratio - 1e-9))      # never a hair under the em asked for
 
 
 def push_font(scr: Screen, scale: float = 1.0) -> None:
@@ -280,7 +281,7 @@ def progress_overlay(scr, job) -> None:
 
 def heading(scr, text: str, scale: float = 1.25) -> None:
     push_font(scr, scale)
-    imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), text)
+    wrapped(text, scr.colors["accent"])
     pop_font()
 
 

@@ -93,9 +93,11 @@ class App:
             raise InputError(f"OpenGL 3.3 is not available: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         self._set_size(pygame.display.get_window_size())
 
-    @staticmethod
-    def desktop_size(pg) -> tuple[int, int]:
-        """The display the window is on (the first one): no window is opened or saved larger than it."""
+    def desktop_size(self, pg) -> tuple[int, int]:
+        """The display the window is on (the first one): no window is opened or saved larger than it. SDL's
+        offscreen driver has no display (it reports a nominal 1024x768): any size goes there."""
+        if os.environ.get("SDL_VIDEODRIVER", "") == "offscreen":
+            return (8192, 8192)
         try:
             sizes = pg.display.get_desktop_sizes()
         except pg.error:

@@ -197,6 +197,7 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
             out.append((zh, big, pal.label))
         if ec.language in ("en", "both"):
             out.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
+    fb.hud_text = [text for text, _, _ in out]
     if out:
         x0, y0 = height * 0.025, height * 0.025
         w, h = _plate(fb, x0, y0, out, pal, anchor="left", name="hud")

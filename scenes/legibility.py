@@ -63,7 +63,7 @@ def measure_text(items, viewproj, width: int, height: int, min_px: float, which:
     """Project every line of text a frame laid (scenes.renderer.TextItem) and leave out the world-space ones
     drawn smaller than `min_px` of em height (seen from afar, or nearly edge-on). Returns
     (smallest em height drawn in px or None, [texts left out], [(text, x, y, w, h) screen lines],
-    [(text, x, y, w, h) world lines], [(item, em px) of those world lines]); lines wholly off screen are neither
+    [(text, x, y, w, h) world lines], [(item, em px, depth) of those world lines]); lines wholly off screen are neither
     drawn nor counted. which: 'world' or 'screen' to measure only those (the stage measures the world's lines
     before it places the plates, which keep off them, and the plates' own lines after)."""
     smallest = None
@@ -88,6 +88,7 @@ def measure_text(items, viewproj, width: int, height: int, min_px: float, which:
             px = np.c_[(ndc[:, 0] * 0.5 + 0.5) * width, (0.5 - ndc[:, 1] * 0.5) * height]
             xy = px[:4]
             em = float(np.linalg.norm(px[5] - px[4]))
+            depth = float(ndc[4, 2])
         x0, y0 = xy.min(axis=0)
         x1, y1 = xy.max(axis=0)
         if x1 < 0 or y1 < 0 or x0 > width or y0 > height:
@@ -100,7 +101,7 @@ def measure_text(items, viewproj, width: int, height: int, min_px: float, which:
         (screen_boxes if it.screen else world_boxes).append((it.text, float(x0), float(y0), float(x1 - x0),
                                                              float(y1 - y0)))
         if not it.screen:
-            world_items.append((it, em))
+            world_items.append((it, em, depth))
     return smallest, hidden, screen_boxes, world_boxes, world_items
 
 
@@ -108,7 +109,7 @@ def clear_of(rect, boxes, entries, hidden: list):
     """Leave out the world lines whose boxes the screen rectangle (x, y, w, h) would cover (a part's readout
     under the HUD is no readout); returns the boxes and entries kept and their smallest em height."""
     keep_boxes, keep_entries = [], []
-    for box, (item, em) in zip(boxes, entries):
+    for box, (item, em, depth) in zip(boxes, entries):
         b = box[1:]
         if rect is not None and b[0] < rect[0] + rect[2] and rect[0] < b[0] + b[2] \
                 and b[1] < rect[1] + rect[3] and rect[1] < b[1] + b[3]:
@@ -116,6 +117,26 @@ def clear_of(rect, boxes, entries, hidden: list):
             hidden.append(item.text)
             continue
         keep_boxes.append(box)
-        keep_entries.append((item, em))
-    smallest = min((em for _, em in keep_entries), default=None)
+        keep_entries.append((item, em, depth))
+    smallest = min((e[1] for e in keep_entries), default=None)
     return keep_boxes, keep_entries, smallest
+
+
+def _hit(a, b, tolerance: float = 1.0) -> bool:
+    ix = min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1])
+    iy = min(a[2] + a[4], b[2] + b[4]) - max(a[2], b[2])
+    return ix > tolerance and iy > tolerance
+
+
+def nearest_wins(boxes, entries, hidden: list):
+    """Where two of the parts' lines fall on one another on screen, the nearer one is what the class sees (the
+    farther stands on a part behind, mostly hidden by the nearer part itself): leave the farther out."""
+    kept: list[int] = []
+    for k in sorted(range(len(boxes)), key=lambda k: entries[k][2]):
+        if any(_hit(boxes[k], boxes[j]) for j in kept):
+            entries[k][0].hide()
+            hidden.append(entries[k][0].text)
+        else:
+            kept.append(k)
+    kept.sort()
+    return [boxes[k] for k in kept], [entries[k] for k in kept]

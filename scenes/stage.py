@@ -18,7 +18,7 @@ from scenes.cabinet import KVCabinet
 from scenes.camera import VIEWS, Camera, project
 from scenes.labels import emit_hud, emit_part_labels
 from scenes.layout import CABINET_BOX, PARTS, TAPE_DEPTH, TAPE_X, EmitContext, tape_point
-from scenes.legibility import clear_of, group_boxes, measure_text, min_text_px, overlapping_pairs
+from scenes.legibility import clear_of, group_boxes, measure_text, min_text_px, nearest_wins, overlapping_pairs
 from scenes.mill import Mill
 from scenes.palette import get_palette
 from scenes.readhead import ReadHead
@@ -113,6 +113,7 @@ class Stage:
         # What the HUD's first lines say instead of the pass counter (a mode's own activity: the tube
         # experiment's round, a step-through stop): [(zh, en)]; None = the pass and its phase.
         self.hud_lines: list[tuple[str, str]] | None = None
+        self.hud_text: list[str] = []         # the lines the HUD showed in the last frame
         self._reduced_motion = False
         self._rendered = False
         self._explode = 0.0
@@ -315,6 +316,7 @@ class Stage:
                                None if self.hud_lines is not None else timing, lines=self.hud_lines)
         # Nothing is read through the HUD: a part's words under it (a rack of tubes behind it in the tape's
         # view) are left out rather than covered.
+        world_boxes, world_items = nearest_wins(world_boxes, world_items, world_hidden)
         world_boxes, world_items, world_min = clear_of(hud, world_boxes, world_items, world_hidden)
         self.label_plates = []
         self.lane_numbers = []
@@ -336,6 +338,7 @@ class Stage:
                                                  keep_out=([hud] if hud else []) + self.label_keep_out
                                                  + [b[1:] for b in world_boxes], shorter=shorter)
         self._measure(fb, vp, width, height, min_px, out_h / height, (world_min, world_hidden, world_boxes))
+        self.hud_text = list(getattr(fb, "hud_text", []))
 
         target = fbo if fbo is not None else ctx.screen
         frame_fbo = target

@@ -77,8 +77,14 @@ class LabPanel(Panel):
                 (t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
                 (t("fact.busy_spec"), f["busy_spec"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
-            for name, weight in (("a", 2.2), ("av", 1.0), ("b", 2.2), ("bv", 1.0)):
-                imgui.table_setup_column(name, imgui.TableColumnFlags_.width_stretch, weight)
+            # Each value column as wide as its widest value (never cut); the names share the rest and wrap.
+            pad = 2 * imgui.get_style().cell_padding.x
+            for k, name in enumerate(("a", "av", "b", "bv")):
+                if k % 2:
+                    widest = max(imgui.calc_text_size(v).x for _, v in rows[k // 2::2]) + pad
+                    imgui.table_setup_column(name, imgui.TableColumnFlags_.width_fixed, widest)
+                else:
+                    imgui.table_setup_column(name, imgui.TableColumnFlags_.width_stretch)
             for i in range(0, len(rows), 2):
                 imgui.table_next_row()
                 for label, value in rows[i:i + 2]:

@@ -126,6 +126,9 @@ class QuizPanel(Panel):
             self.goto(self.index - 1)
 
     def enter(self) -> None:
+        # A quiz not yet begun follows the lab as it is now; one under way keeps the numbers it was asked with.
+        if self.snap is not None and not self.choices and self.snap.lab != self.ctl.lab():
+            self.restart()
         self.questions()
         super().enter()
         self._follow()
