@@ -60,7 +60,9 @@ class Mill:
             lines.append((("arithmetic " if ec.language == "both" else "") + en,
                           "sub" if ec.language == "both" else "main"))
         # The device and the model on lines of their own: a narrow plate leaves the cabinet beside it visible.
-        parts = hardware_parts(state, ec) if hardware else []
+        parts = hardware_parts(state, ec)
+        if not hardware:
+            parts = parts[2:]            # the context alone (after device and model): the busy figure moves most with it
         if compact and len(parts) > 2:
             parts = [" · ".join(parts[:-1]), parts[-1]]
         lines += [(part, "sub") for part in parts]

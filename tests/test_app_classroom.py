@@ -80,45 +80,6 @@ def test_tube_speed_from_the_keyboard(capsys, tmp_path):
     assert st["tube_speed"] == "x1"
 
 
-def test_render_tubes_step_is_the_round(capsys, tmp_path):
-    from app.cli import main
-    assert main(["render", "--view", "tubes", "--step", "200", "--lang", "en", "--msaa", "0",
-                 "--out", str(tmp_path / "t.png"), "--json"]) == 0
-    capsys.readouterr()
-    from app.cli_scene import build_stage
-    from scenes.offscreen import Offscreen
-    from tests.scene_helpers import gl_context
-    args = argparse.Namespace(tokens_kind="char", seed=0, gamma=4, prefix="孔乙己", palette="default", lang="en",
-                              msaa=0, view="tubes", step=200, phase="write", device="h100-sxm", batch=1)
-    st = build_stage(gl_context(), args, 1, 200)
-    from app.cli_scene import _moment
-    st.timeline.seek(_moment(st, args))
-    off = Offscreen(gl_context(), 960, 540)
-    try:
-        st.render(off.fbo, 960, 540)
-        texts = st.hud_text
-        assert "round 200 of 200 · 50 draws a tube" in texts and not any(t.startswith("pass ") for t in texts)
-    finally:
-        off.release()
-        st.release()
-
-
-def test_the_hud_names_the_pass_not_a_bare_fraction():
-    from tests.scene_helpers import Shooter, make_stage
-    st = make_stage()
-    st.show_hud = True
-    st.language = "zh"
-    sh = Shooter(960, 540)
-    try:
-        st.set_view("table")
-        st.timeline.seek(st.timeline.step_moment(1, "write"))
-        sh.shoot(st)
-        assert any(t.startswith("第 2 步（共 6 步）") for t in st.hud_text)
-    finally:
-        sh.release()
-        st.release()
-
-
 # ---- the window ---------------------------------------------------------------------------------------
 def test_window_title_and_icon():
     import pygame

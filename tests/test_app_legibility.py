@@ -117,29 +117,6 @@ def test_panel_text_is_measured_by_its_em():
     assert ui.panel_font_size(1080, 1.0, ratio) * ratio >= 24
 
 
-def test_small_world_text_is_left_out_not_drawn_small():
-    """In the wide table view at 640x360 the tube numbers would be a few pixels tall: they are not drawn
-    (their pixels match a frame with the tubes' text removed), and everything drawn meets the minimum."""
-    from tests.scene_helpers import Shooter, make_stage
-    st = make_stage()
-    sh = Shooter(640, 360)
-    try:
-        st.set_view("table")
-        st.timeline.seek(st.timeline.step_moment(1, "write"))
-        sh.shoot(st)
-        leg = st.legibility
-        assert leg["min_text_px"] >= min_text_px(360) - 1e-6
-        assert any(h.startswith(".") for h in leg["hidden"])            # the tubes' ".28" readouts
-        st.set_view("tubes")
-        sh.shoot(st)
-        shown = [b[0] for b in st.legibility["boxes"]]
-        assert any(s.startswith(".") for s in shown)                    # close up they are drawn
-        assert st.legibility["min_text_px"] >= min_text_px(360) - 1e-6
-    finally:
-        sh.release()
-        st.release()
-
-
 @pytest.mark.parametrize("view", ["table", "bigdrum", "readhead", "cutaway", "smalldrum", "tape", "bridge", "mill",
                                   "cabinet", "tubes", "exploded"])
 def test_render_reports_min_text_and_overlaps(capsys, tmp_path, view):
