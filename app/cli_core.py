@@ -6,6 +6,7 @@ import json
 import math
 import sys
 
+from app.cli_numbers import SEED, number, whole, whole_list
 from corpus.errors import InputError
 
 
@@ -47,16 +48,45 @@ def _add_model_args(p, prefix_default: str | None = "慢慢") -> None:
 
 def _add_shaping_args(p) -> None:
     """Temperature, top-k and top-p: applied alike to q and p before anything is drawn."""
-    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1)")
-    p.add_argument("--top-k", dest="top_k", type=int, default=0, help="0 = off")
-    p.add_argument("--top-p", dest="top_p", type=float, default=1.0, help="1 = off")
+    p.add_argument("--temperature", type=number(0, 1000), default=1.0, help="0 = greedy (default 1)")
+    p.add_argument("--top-k", dest="top_k", type=whole(0, 1_000_000), default=0, help="0 = off")
+    p.add_argument("--top-p", dest="top_p", type=number(0, 1, lo_open=True), default=1.0, help="1 = off")
 
 
 def _add_sampling_args(p, seed_default: int = 1) -> None:
-    p.add_argument("--gamma", type=int, default=4, help="guesses per target pass (1..64, default 4)")
+    p.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per target pass (1..64, default 4)")
     _add_shaping_args(p)
-    p.add_argument("--seed", type=int, default=seed_default, help=f"random seed: the same seed, the same run (default {seed_default})")
-    p.add_argument("--lenience", type=float, default=1.0, help="< 1: the paper's lenient rule, NOT exact")
+    p.add_argument("--seed", type=SEED, default=seed_default,
+                   help=f"random seed: the same seed, the same run (default {seed_default})")
+    p.add_argument("--lenience", type=number(0, 1, lo_open=True), default=1.0,
+                   help="< 1: the paper's lenient rule, NOT exact")
+
+
+def _add_drafter_args(p) -> None:
+    """Who proposes the guesses (models.drafters) and the tree's shape; checked by _drafter()."""
+    p.add_argument("--drafter", choices=("chain", "lookup", "heads", "tree"), default="chain",
+                   help="chain: the bigram draft (default); lookup: copy from the text; heads: Medusa-style heads "
+                        "on the target's features; tree: several candidates per position")
+    p.add_argument("--tree-width", dest="tree_width", type=whole(1, 16), default=None,
+                   help="tree: children per node at every depth (default 2)")
+    p.add_argument("--tree-depth", dest="tree_depth", type=whole(1, 64), default=None, help="tree: depth (default γ)")
+    p.add_argument("--tree-widths", dest="tree_widths", type=whole_list(1, 16, 64), default=None, metavar="K1,K2,...",
+                   help="tree: children per node at each depth, e.g. 3,2,1,1 (sets the depth)")
+    p.add_argument("--tree-from", dest="tree_from", choices=("chain", "heads"), default=None,
+                   help="tree: who proposes the candidates (default chain)")
+    p.add_argument("--tree-sampling", dest="tree_sampling", choices=("iid", "distinct"), default=None,
+                   help="tree: candidates i.i.d. (SpecInfer, default) or without replacement (corrected q)")
+
+
+def _drafter(args, pair):
+    from models.drafters import make_drafter
+    tree_opts = {k: getattr(args, k) for k in ("tree_width", "tree_depth", "tree_widths", "tree_from",
+                                               "tree_sampling") if getattr(args, k) is not None}
+    if args.drafter != "tree" and tree_opts:
+        raise InputError(f"--{next(iter(tree_opts)).replace('_', '-')} applies to --drafter tree only")
+    if "tree_widths" in tree_opts and ("tree_width" in tree_opts or "tree_depth" in tree_opts):
+        raise InputError("give either --tree-widths or --tree-width/--tree-depth, not both")
+    return make_drafter(args.drafter, pair, **tree_opts)
 
 
 def _load_pair(args):
@@ -94,13 +124,17 @@ def _top(pair, row, n: int) -> dict:
 
 # ---- corpus --------------------------------------------------------------------------------------
 def _cmd_corpus_build(args) -> int:
-    from corpus.build import build_and_save
-    t = build_and_save(args.sources, args.out, args.pieces, args.tokens_kind)
+    from corpus.build import build_and_save, build_and_save_heads
+    if args.heads is not None:
+        t = build_and_save_heads(args.sources, args.out, args.pieces, args.tokens_kind, args.heads)
+    else:
+        t = build_and_save(args.sources, args.out, args.pieces, args.tokens_kind)
     info = _table_info(t.manifest, args.out)
     if args.json:
         _emit_json(info)
     else:
-        print(f"wrote {args.out}: {info['N']} tokens, vocabulary {info['V']}, "
+        what = f"heads 2..{args.heads}, " if args.heads is not None else ""
+        print(f"wrote {args.out}: {what}{info['N']} tokens, vocabulary {info['V']}, "
               f"{len(info['pieces'])} piece{'' if len(info['pieces']) == 1 else 's'} ({info['tokens']} tokenizer)")
     return 0
 
@@ -109,7 +143,7 @@ def _table_info(manifest: dict, path) -> dict:
     return {"path": str(path), "tokens": manifest.get("tokens"), "N": manifest.get("N"),
             "V": manifest.get("V"), "pieces": manifest.get("pieces", []),
             "normalisation": manifest.get("normalisation"), "command": manifest.get("command"),
-            "format": manifest.get("format")}
+            "format": manifest.get("format")} | ({"heads": manifest["heads"]} if "heads" in manifest else {})
 
 
 def _cmd_corpus_info(args) -> int:
@@ -141,8 +175,6 @@ def _cmd_corpus_info(args) -> int:
 def _cmd_probs(args) -> int:
     import numpy as np
     from models.sampler import shape_row
-    if args.top < 1:
-        raise InputError("--top must be >= 1")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
     from models.sampler import SamplerSettings
@@ -175,13 +207,10 @@ def _cmd_probs(args) -> int:
 # ---- generate ------------------------------------------------------------------------------------
 def _cmd_generate(args) -> int:
     from models.sampler import SpeculativeSampler
-    if args.tokens < 1:
-        raise InputError("--tokens must be >= 1")
-    if args.tokens > 1_000_000:
-        raise InputError("--tokens must be <= 1000000")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
-    sampler = SpeculativeSampler(pair, _settings(args))
+    drafter = _drafter(args, pair)
+    sampler = SpeculativeSampler(pair, _settings(args), drafter=drafter)
     sampler.reset(ids)
     traces = sampler.run_tokens(args.tokens)
     marks = []     # one mark per written token: '.' accepted guess, '◆' written by the target
@@ -189,13 +218,15 @@ def _cmd_generate(args) -> int:
         marks += ["."] * t.n_accepted + ["◆"]
     written = sampler.written
     n_acc = sum(t.n_accepted for t in traces)
-    tested = sum(t.tested for t in traces)
+    # Candidates checked: a tree checks several per position (its trace lists every check).
+    tested = sum(len(t.tree.checks) if t.tree is not None else t.tested for t in traces)
     out = {"prefix": args.prefix, "text": pair.decode(written), "tokens": [pair.vocab[i] for i in written],
            "marks": "".join(marks), "passes": len(traces), "tokens_written": len(written),
            "tokens_per_pass": len(written) / len(traces), "accepted": n_acc, "tested": tested,
            "acceptance_rate": n_acc / tested if tested else None, "bonus": sum(t.final_kind == "bonus" for t in traces),
            "replacements": sum(t.final_kind == "replacement" for t in traces),
-           "gamma": args.gamma, "seed": args.seed, "exact": sampler.settings.exact}
+           "gamma": args.gamma, "seed": args.seed, "exact": sampler.settings.exact,
+           "lanes_per_pass": sum(t.lanes_lit for t in traces) / len(traces)} | drafter.describe()
     if args.json:
         _emit_json(out)
         return 0
@@ -209,7 +240,8 @@ def _cmd_generate(args) -> int:
         print("  " + "".join(disp[k:k + width]))
         print("  " + "".join(m.ljust(_width(d)) for m, d in zip(marks[k:k + width], disp[k:k + width])))
     print(f"{len(written)} tokens in {len(traces)} target passes: {out['tokens_per_pass']:.2f} tokens per pass "
-          f"(γ = {args.gamma}); {n_acc}/{tested} guesses accepted")
+          f"(γ = {args.gamma}, drafter {drafter.name}, {out['lanes_per_pass']:.2f} lanes per pass); "
+          f"{n_acc}/{tested} guesses accepted")
     print("marks: . accepted guess   ◆ written by the target (replacement or bonus)")
     return 0
 
@@ -232,6 +264,28 @@ _WORDS = {
         "backoff_p": "  Note: the target has never seen the two-character context at position(s) {pos}: p = q there.",
         "backoff_q": "  Note: the draft has never seen the context at position(s) {pos}: q = the unigram floor there.",
         "inexact": "NOTE: lenience < 1 — NOT the exact rule.",
+        "pass_lookup": "Pass {k}: no draft model; {g} guesses copied from the text; the big drum turns once with "
+                       "{l} lanes lit.",
+        "lookup_span": "Copied 「{copy}」 (positions {c0}..{c1}) from after the earlier 「{match}」 at {a}..{b}: the "
+                       "last {n} token(s) of the text occurred there. q is one-hot: a guess is kept with "
+                       "probability p; a rejection draws from p with that token removed.",
+        "lookup_none": "No earlier occurrence of the text's last token: nothing to copy, a plain target step "
+                       "(1 lane).",
+        "pass_heads": "Pass {k}: no draft model; heads 2..{h} on the big drum read the features before 「{y}」 "
+                      "and guess {g} tokens at once; the big drum turns once with {l} lanes lit.",
+        "head_of": "  (head {h})",
+        "plain": "  The target writes 「{x}」 alone, drawn from p; its largest entries: {top}",
+        "backoff_heads": "  Note: the heads' features at position(s) {pos} hold one token or an unseen pair: "
+                         "those heads backed off to a shorter history.",
+        "pass_tree": "Pass {k}: a tree of {n} candidates (widths {w}, from {base}, {sampling}); the big drum turns "
+                     "once with {l} lanes lit (every node at once).",
+        "tree_check": "  Depth {d}, candidate {j} 「{x}」 after 「{path}」: p = {p:.4f}  q = {q:.4f}  p/q = {ratio:.4f}  "
+                      "r = {r:.4f}  ->  {verdict}",
+        "tree_kept": "kept; its children are checked next",
+        "tree_rej": "rejected; p becomes norm(max(0, p − q)): {top}",
+        "tree_repl": "  Every candidate at depth {d} rejected: 「{x}」 drawn from the last residual; its largest "
+                     "entries: {top}",
+        "tree_bonus": "  A leaf was kept: bonus token 「{x}」 drawn from p after it; its largest entries: {top}",
     },
     "zh": {
         "pass": "第 {k} 轮：小鼓转 {g} 次；大鼓转一次，亮 {l} 条道。",
@@ -249,6 +303,21 @@ _WORDS = {
         "backoff_p": "  注意：大模型没见过位置 {pos} 的前两个字，那里 p = q。",
         "backoff_q": "  注意：小模型没见过位置 {pos} 的前一个字，那里 q 用一元底线。",
         "inexact": "注意：lenience < 1，不是精确规则。",
+        "pass_lookup": "第 {k} 轮：没有小模型；从已写的文字里抄来 {g} 个猜测；大鼓转一次，亮 {l} 条道。",
+        "lookup_span": "抄的是「{copy}」（位置 {c0}..{c1}），它跟在前面的「{match}」（位置 {a}..{b}）后面：文字最后 {n} 个词元"
+                       "在那里出现过。q 是单点分布：猜测以概率 p 留下；不通过就从去掉这个词元后的 p 里抽取。",
+        "lookup_none": "文字最后一个词元前面没出现过：没有可抄的，这一轮是大模型单独写一个（1 条道）。",
+        "pass_heads": "第 {k} 轮：没有小模型；大鼓上的 2..{h} 号头读「{y}」之前的特征，一次猜 {g} 个；大鼓转一次，亮 {l} 条道。",
+        "head_of": "  （{h} 号头）",
+        "plain": "  大模型单独写「{x}」，从 p 抽取；其中最大的几项：{top}",
+        "backoff_heads": "  注意：位置 {pos} 的头读到的特征只有一个词元或没见过的两个字，那些头退回到更短的历史。",
+        "pass_tree": "第 {k} 轮：一棵 {n} 个候选的树（每层宽 {w}，来自 {base}，{sampling}）；大鼓转一次，亮 {l} 条道（所有节点一起算）。",
+        "tree_check": "  第 {d} 层，第 {j} 个候选「{x}」（接在「{path}」后）：p = {p:.4f}  q = {q:.4f}  p/q = {ratio:.4f}  "
+                      "r = {r:.4f}  →  {verdict}",
+        "tree_kept": "留下；接着检查它的子节点",
+        "tree_rej": "不通过；p 换成 norm(max(0, p − q))：{top}",
+        "tree_repl": "  第 {d} 层的候选全部不通过：从最后的剩余分布抽取「{x}」；其中最大的几项：{top}",
+        "tree_bonus": "  留下了一片叶子：从它后面的 p 抽取奖励词元「{x}」；其中最大的几项：{top}",
     },
 }
 
@@ -266,30 +335,77 @@ def _trace_json(pair, t) -> dict:
             "final_row_top": _top(pair, t.final_row, 5), "residual_fallback": bool(t.residual_fallback),
             "tokens_written": [pair.display(x) for x in t.tokens_written], "lanes_lit": t.lanes_lit,
             "draft_backed_off": [bool(b) for b in t.draft_backed_off],
-            "target_backed_off": [bool(b) for b in t.target_backed_off], "exact": bool(t.exact)}
+            "target_backed_off": [bool(b) for b in t.target_backed_off], "exact": bool(t.exact)} \
+        | _drafter_json(pair, t)
+
+
+def _drafter_json(pair, t) -> dict:
+    """The drafter's part of a step: where lookup copied from, which head guessed, the tree and its checks."""
+    out: dict = {"drafter": t.drafter}
+    if t.drafter == "lookup":
+        span = t.source_span
+        out["source_span"] = None if span is None else dict(span) | {
+            "matched": "".join(pair.display(i) for i in t.context[span["match"][0]:span["match"][1]]),
+            "copied": "".join(pair.display(i) for i in t.context[span["copy"][0]:span["copy"][1]])}
+    if t.heads is not None:
+        out["heads"] = list(t.heads)
+    if t.tree is not None:
+        tr = t.tree
+        nodes = [{"id": n.id, "parent": n.parent, "token": pair.display(n.token), "depth": n.depth,
+                  "q": float(tr.q_rows[n.q_row][n.token]), "head": n.head} for n in tr.nodes]
+        checks = []
+        for c in tr.checks:
+            node = tr.nodes[c.node]
+            checks.append({"node": c.node, "token": pair.display(node.token), "depth": node.depth, "round": c.round,
+                           "p": c.p_x, "q": c.q_x, "ratio": c.ratio, "r": c.r,
+                           "verdict": "accepted" if c.accepted else "rejected", "fallback": bool(c.fallback),
+                           "residual_top": None if c.residual_row is None
+                           else _top(pair, tr.target_rows[c.residual_row], 3)})
+        out["tree"] = {"base": tr.base, "sampling": tr.sampling, "widths": list(tr.widths), "nodes": nodes,
+                       "checks": checks, "accepted_path": list(tr.accepted_path), "lanes_lit": tr.lanes_lit}
+    return out
 
 
 def _cmd_step(args) -> int:
     from models.sampler import SpeculativeSampler
-    if not 1 <= args.steps <= 10_000:
-        raise InputError("--steps must be between 1 and 10000")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
-    sampler = SpeculativeSampler(pair, _settings(args))
+    drafter = _drafter(args, pair)
+    sampler = SpeculativeSampler(pair, _settings(args), drafter=drafter)
     sampler.reset(ids)
     traces = [sampler.step() for _ in range(args.steps)]
     if args.json:
         _emit_json({"prefix": args.prefix, "gamma": args.gamma, "seed": args.seed,
-                    "steps": [_trace_json(pair, t) for t in traces], "text": pair.decode(sampler.written)})
+                    "steps": [_trace_json(pair, t) for t in traces], "text": pair.decode(sampler.written)}
+                   | drafter.describe())
         return 0
     w = _WORDS[args.lang]
-    fmt_top = lambda row: "  ".join(f"{k} {v:.3f}" for k, v in _top(pair, row, 4).items())  # noqa: E731
+    fmt_top = lambda row, n=4: "  ".join(f"{k} {v:.3f}" for k, v in _top(pair, row, n).items())  # noqa: E731
     if not sampler.settings.exact:
         print(w["inexact"])
     for t in traces:
-        print(w["pass"].format(k=t.step_index + 1, g=t.gamma, l=t.lanes_lit))
+        if t.drafter == "tree":
+            _print_tree_step(pair, t, w, fmt_top, args)
+            continue
+        if t.drafter == "lookup":
+            print(w["pass_lookup"].format(k=t.step_index + 1, g=t.gamma, l=t.lanes_lit))
+        elif t.drafter == "heads":
+            y = pair.display(t.context[-1]) if t.context else "↵"
+            print(w["pass_heads"].format(k=t.step_index + 1, h=t.gamma + 1, y=y, g=t.gamma, l=t.lanes_lit))
+        else:
+            print(w["pass"].format(k=t.step_index + 1, g=t.gamma, l=t.lanes_lit))
         print(w["ctx"].format(ctx="".join(pair.display(i) for i in t.context[-20:])))
-        print(w["guesses"].format(g=" ".join(f"「{pair.display(x)}」" for x in t.guesses)))
+        if t.drafter == "lookup":
+            span = t.source_span
+            if span is None:
+                print(w["lookup_none"])
+            else:
+                text = lambda a, b: "".join(pair.display(i) for i in t.context[a:b])  # noqa: E731
+                print(w["lookup_span"].format(copy=text(*span["copy"]), c0=span["copy"][0], c1=span["copy"][1] - 1,
+                                              match=text(*span["match"]), a=span["match"][0],
+                                              b=span["match"][1] - 1, n=span["ngram"]))
+        if t.guesses:
+            print(w["guesses"].format(g=" ".join(f"「{pair.display(x)}」" for x in t.guesses)))
         for i, x in enumerate(t.guesses):
             if i >= t.tested:
                 print(w["untested"].format(i=i + 1, x=pair.display(x)))
@@ -299,11 +415,14 @@ def _cmd_step(args) -> int:
                 verdict = w["acc_sure"] if q <= p else w["acc"]
             else:
                 verdict = w["rej"]
-            print(w["test"].format(i=i + 1, x=pair.display(x), p=p, q=q, ratio=t.ratios[i], r=t.r[i], verdict=verdict))
+            print(w["test"].format(i=i + 1, x=pair.display(x), p=p, q=q, ratio=t.ratios[i], r=t.r[i], verdict=verdict)
+                  + (w["head_of"].format(h=t.heads[i]) if t.heads else ""))
         if t.final_kind == "replacement":
             print(w["repl"].format(x=pair.display(t.final_token), top=fmt_top(t.final_row)))
             if t.residual_fallback:
                 print(w["fallback"])
+        elif not t.guesses:
+            print(w["plain"].format(x=pair.display(t.final_token), top=fmt_top(t.final_row)))
         else:
             print(w["bonus"].format(g=t.gamma, x=pair.display(t.final_token), pos=t.gamma + 1, top=fmt_top(t.final_row)))
         bp = [str(i + 1) for i, b in enumerate(t.target_backed_off) if b]
@@ -311,7 +430,7 @@ def _cmd_step(args) -> int:
         if bp:
             print(w["backoff_p"].format(pos=", ".join(bp)))
         if bq:
-            print(w["backoff_q"].format(pos=", ".join(bq)))
+            print(w["backoff_heads" if t.drafter == "heads" else "backoff_q"].format(pos=", ".join(bq)))
         n = len(t.tokens_written)
         print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=n, s="" if n == 1 else "s"))
         if args.pause and sys.stdin.isatty() and t is not traces[-1]:
@@ -319,49 +438,113 @@ def _cmd_step(args) -> int:
     return 0
 
 
+def _print_tree_step(pair, t, w, fmt_top, args) -> None:
+    """One tree pass in words: the tree, then every check in the order the bridge ran them."""
+    tr = t.tree
+    print(w["pass_tree"].format(k=t.step_index + 1, n=len(tr.nodes), w=",".join(map(str, tr.widths)), base=tr.base,
+                                sampling=tr.sampling, l=tr.lanes_lit))
+    print(w["ctx"].format(ctx="".join(pair.display(i) for i in t.context[-20:])))
+
+    def path(node: int) -> str:
+        """The text a candidate follows: the context's last token, then the tree path to its parent."""
+        toks = []
+        while node >= 0:
+            toks.append(pair.display(tr.nodes[node].token))
+            node = tr.nodes[node].parent
+        tail = "…" + pair.display(t.context[-1]) if t.context else ""
+        return tail + "".join(reversed(toks))
+    for c in tr.checks:
+        node = tr.nodes[c.node]
+        verdict = w["tree_kept"] if c.accepted else w["tree_rej"].format(top=fmt_top(tr.target_rows[c.residual_row], 3))
+        print(w["tree_check"].format(d=node.depth, j=c.round, x=pair.display(node.token), path=path(node.parent),
+                                     p=c.p_x, q=c.q_x, ratio=c.ratio, r=c.r, verdict=verdict))
+    if t.final_kind == "replacement":
+        depth = tr.nodes[tr.checks[-1].node].depth
+        print(w["tree_repl"].format(d=depth, x=pair.display(t.final_token), top=fmt_top(t.final_row)))
+    else:
+        print(w["tree_bonus"].format(x=pair.display(t.final_token), top=fmt_top(t.final_row)))
+    print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=len(t.tokens_written)))
+    if args.pause and sys.stdin.isatty():
+        input()
+
+
 # ---- alpha ---------------------------------------------------------------------------------------
 def _cmd_alpha(args) -> int:
     from models import analytics as an
     from models.sampler import SamplerSettings
-    if not (args.c >= 0 and math.isfinite(args.c)):
-        raise InputError(f"--c must be a finite number >= 0, got {args.c}")
+    from models.hardware import roofline
+    roofline(args.device, args.model, 1, args.context)      # a bad device, model or context fails before the run
     pair = _load_pair(args)
+    drafter = _drafter(args, pair)
     s = SamplerSettings(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                         seed=args.seed)
+    drafter.validate(s.gamma)
+    fast_chain = drafter.name == "chain"
     chars = args.chars
     if chars is None:
-        # Shaped rows need the SpeculativeSampler itself (~7,000 tokens/s): a shorter default run.
-        chars = 20_000 if s.shapes_rows else 200_000
-    if not 1 <= chars <= 10_000_000:
-        raise InputError("--chars must be between 1 and 10000000")
-    a_corpus = an.alpha_corpus(pair, s)
-    run = an.alpha_generated(pair, s, chars=chars)
-    a = run.alpha
-    table = an.speedup_table(a, args.c, range(1, 9))
-    best = an.best_gamma(a, args.c)
-    out = {"alpha_corpus": a_corpus, "alpha_generated": a, "alpha_generated_expected": run.alpha_expected,
-           "gamma": args.gamma, "c": args.c, "chars": run.tokens, "passes": run.passes, "seed": args.seed,
-           "tokens_per_pass_formula": an.tokens_per_pass_formula(a, args.gamma),
-           "tokens_per_pass_counted": run.tokens_per_pass,
-           "speedup": {str(g): v for g, v in table.items()}, "best_gamma": best,
-           "best_speedup": an.speedup(a, best, args.c), "method": run.method,
-           "extra_arithmetic": an.extra_arithmetic(a, args.gamma)}
+        # Shaped rows, and every drafter but the chain, need the SpeculativeSampler itself: a shorter default run.
+        chars = 20_000 if s.shapes_rows or not fast_chain else 200_000
+    if fast_chain:
+        a_corpus = an.alpha_corpus(pair, s)
+        run = an.alpha_generated(pair, s, chars=chars)
+        a, tpp, lanes, expected = run.alpha, run.tokens_per_pass, float(s.gamma + 1), run.alpha_expected
+        n_tokens, passes, acc, tested, method = run.tokens, run.passes, run.accepted, run.tested, run.method
+        per_position, proposing = a, 1.0
+    else:
+        from models.drafter_analytics import drafter_generated
+        # Σ min(p, q) over the corpus is the bigram draft's overlap: it says nothing about other drafters.
+        a_corpus, expected = None, float("nan")
+        dr = drafter_generated(pair, s, drafter, chars=chars)
+        a, tpp, lanes = dr.alpha, dr.tokens_per_pass, dr.lanes_per_pass
+        n_tokens, passes, acc, tested, method = dr.tokens, dr.passes, dr.accepted, dr.tested, dr.method
+        per_position, proposing = dr.alpha_per_position, dr.proposing_share
+    from models.drafter_analytics import speedup_model
+    model_fig = speedup_model(tpp, lanes, drafter.cost(s.gamma), args.device, args.model, args.context, args.c)
+    # The formulas (tokens per pass, speedup vs γ, best γ, extra arithmetic) are the chain's: null for the others.
+    table = an.speedup_table(a, args.c, range(1, 9)) if fast_chain else None
+    best = an.best_gamma(a, args.c) if fast_chain else None
+    out = {"alpha_corpus": a_corpus, "alpha_generated": a, "alpha_generated_expected": expected,
+           "gamma": args.gamma, "c": args.c, "chars": n_tokens, "passes": passes, "seed": args.seed,
+           "tokens_per_pass_formula": an.tokens_per_pass_formula(a, args.gamma) if fast_chain else None,
+           "tokens_per_pass_counted": tpp,
+           "speedup": {str(g): v for g, v in table.items()} if fast_chain else None, "best_gamma": best,
+           "best_speedup": an.speedup(a, best, args.c) if fast_chain else None, "method": method,
+           "extra_arithmetic": an.extra_arithmetic(a, args.gamma) if fast_chain else None,
+           "arithmetic_per_token": lanes / tpp,
+           "lanes_per_pass": lanes, "alpha_per_position": per_position, "proposing_share": proposing,
+           "speedup_model": model_fig["speedup_model"], "speedup_model_c0": model_fig["speedup_model_c0"],
+           "cost_model": {k: v for k, v in model_fig.items() if k not in ("speedup_model", "speedup_model_c0")}} \
+        | drafter.describe()
     if args.json:
-        out["alpha_generated_expected"] = _finite(run.alpha_expected)
+        out["alpha_generated_expected"] = _finite(expected)
+        out["alpha_generated"] = _finite(a)
+        out["alpha_per_position"] = _finite(per_position)
         _emit_json(out)
         return 0
-    print(f"α over the corpus's own positions   {a_corpus:.4f}   (mean Σ min(p, q); held-in text)")
-    print(f"α over generated text               {a:.4f}   ({run.accepted}/{run.tested} guesses accepted in "
-          f"{run.tokens} tokens, seed {args.seed})")
-    print(f"tokens per target pass at γ = {args.gamma}:  formula (1 - α^(γ+1))/(1 - α) = "
-          f"{out['tokens_per_pass_formula']:.3f}   counted = {run.tokens_per_pass:.3f}")
-    print(f"speedup with c = {args.c}:  (1 - α^(γ+1)) / ((1 - α)(γc + 1))")
-    for g, v in table.items():
-        print(f"  γ = {g}:  {v:.3f}×{'   <- best' if g == best else ''}")
-    if best > 8:
-        print(f"  best γ = {best}: {out['best_speedup']:.3f}×")
-    print(f"target arithmetic at γ = {args.gamma}: {out['extra_arithmetic']:.2f}× the target alone "
-          f"(it spends idle arithmetic to save reads)")
+    cm = out["cost_model"]
+    if fast_chain:
+        print(f"α over the corpus's own positions   {a_corpus:.4f}   (mean Σ min(p, q); held-in text)")
+    print(f"α over generated text ({drafter.name})  {a:.4f}   ({acc}/{tested} guesses accepted in "
+          f"{n_tokens} tokens, seed {args.seed})")
+    if fast_chain:
+        print(f"tokens per target pass at γ = {args.gamma}:  formula (1 - α^(γ+1))/(1 - α) = "
+              f"{out['tokens_per_pass_formula']:.3f}   counted = {tpp:.3f}")
+        print(f"speedup with c = {args.c}:  (1 - α^(γ+1)) / ((1 - α)(γc + 1))")
+        for g, v in table.items():
+            print(f"  γ = {g}:  {v:.3f}×{'   <- best' if g == best else ''}")
+        if best > 8:
+            print(f"  best γ = {best}: {out['best_speedup']:.3f}×")
+        print(f"target arithmetic at γ = {args.gamma}: {out['extra_arithmetic']:.2f}× the target alone "
+              f"(it spends idle arithmetic to save reads)")
+    else:
+        print(f"positions filled from the proposal  {per_position:.4f}   passes with a proposal {proposing:.4f}")
+        print(f"tokens per target pass at γ = {args.gamma}: counted = {tpp:.3f}")
+    print(f"lanes per pass (tokens the target computes at once): {lanes:.2f}; target arithmetic per token "
+          f"written: {out['arithmetic_per_token']:.2f}× the target alone")
+    print(f"on paper ({cm['model']} on {cm['device']}, context {cm['context']}): a pass takes {cm['pass_ms']:.3f} ms "
+          f"(read {cm['read_ms']:.3f}, arithmetic {cm['arithmetic_ms']:.3f}, {cm['bound']}-bound; draft "
+          f"{cm['draft_ms']:.3f}) vs {cm['target_step_ms']:.3f} ms a target step -> speedup "
+          f"{out['speedup_model']:.3f}× ({out['speedup_model_c0']:.3f}× with a free draft)")
     return 0
 
 
@@ -370,15 +553,25 @@ def _cmd_tubes(args) -> int:
     from models.sampler import SamplerSettings
     from models.tubes import run_tubes
     pair = _load_pair(args)
+    drafter = _drafter(args, pair)
     s = SamplerSettings(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
+    if args.rule != "typical" and (args.typical_epsilon is not None or args.typical_delta is not None):
+        raise InputError("--typical-epsilon and --typical-delta apply to --rule typical only")
+    typ = {k: v for k, v in (("typical_epsilon", args.typical_epsilon), ("typical_delta", args.typical_delta))
+           if v is not None}
     res = run_tubes(pair, args.prefix, rounds=args.rounds, draws=args.draws, seed=args.seed, rule=args.rule,
-                    settings=s)
+                    settings=s, drafter=drafter, **typ)
     if args.json:
         _emit_json(res.to_json(pair))
         return 0
     n = res.rounds * res.draws
-    print(f"after 「{args.prefix}」: {res.rounds} rounds × {res.draws} draws per tube; rule: {res.rule}"
+    print(f"after 「{args.prefix}」: {res.rounds} rounds × {res.draws} draws per tube; drafter {res.drafter}"
+          + (f" ({res.width} candidates)" if res.width > 1 else "") + f"; rule: {res.rule}"
           + ("" if res.rule == "exact" else "  (a WRONG rule)"))
+    if not res.proposed:
+        print(f"  the {res.drafter} drafter proposes nothing after this prefix: every right-tube draw is the target's own")
+    if res.typical_threshold is not None:
+        print(f"  typical acceptance keeps a guess x when p(x) > {res.typical_threshold:.4f} = min(ε, δ·exp(−H(p)))")
     print(f"  {'token':<6} {'p':>7} {'q':>7} {'left':>8} {'right':>8} {'copper':>7} {'red':>6}")
     lc, rc, ac, rp = res.left_counts, res.right_counts, res.right_accepted, res.right_replaced
     for i in res.top_ids(10):
@@ -395,8 +588,6 @@ def _cmd_roofline(args) -> int:
     from models.hardware import busy_fraction, roofline
     r = roofline(args.device, args.model, args.batch, args.context)
     if args.lanes is not None:
-        if args.lanes < 1:
-            raise InputError("--lanes must be at least 1")
         r["lanes"] = args.lanes
         r["lanes_busy"] = busy_fraction(args.device, args.model, args.lanes)
     if args.json:
@@ -423,6 +614,8 @@ def register(sub) -> None:
     b.add_argument("sources", nargs="+", metavar="DIR_OR_FILE", help="text files, or folders of *.txt files (in name order)")
     b.add_argument("--pieces", nargs="+", default=None, help="pieces to use, by number (02), stem or file name")
     add_tokens_kind(b, help_text="count characters or jieba words (default char)")
+    b.add_argument("--heads", type=whole(2, 65), default=None, metavar="K",
+                   help="write the heads drafter's table instead (heads 2..K; name it X-heads.npz beside X.npz)")
     b.add_argument("--out", required=True, help="table file to write (.npz); its manifest .json goes beside it")
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=_cmd_corpus_build)
@@ -435,52 +628,65 @@ def register(sub) -> None:
 
     p = sub.add_parser("probs", help="q and p for the next token after a prefix, and their overlap")
     _add_model_args(p)
-    p.add_argument("--top", type=int, default=10, help="how many of the most likely tokens to list (default 10)")
+    p.add_argument("--top", type=whole(1, 100_000), default=10, help="how many of the most likely tokens to list (default 10)")
     _add_shaping_args(p)
     p.set_defaults(func=_cmd_probs)
 
     g = sub.add_parser("generate", help="speculative decoding on the n-gram pair, with tape marks")
     _add_model_args(g, "孔乙")
-    g.add_argument("--tokens", type=int, default=200,
+    g.add_argument("--tokens", type=whole(1, 1_000_000), default=200,
                    help="how many tokens to write, at least (whole passes; default 200)")
     _add_sampling_args(g)
+    _add_drafter_args(g)
     g.set_defaults(func=_cmd_generate)
 
     st = sub.add_parser("step", help="terminal step-through: each acceptance test in words")
     _add_model_args(st, "孔乙")
     _add_sampling_args(st)
-    st.add_argument("--steps", type=int, default=1, help="target passes to show (default 1)")
+    st.add_argument("--steps", type=whole(1, 10_000), default=1, help="target passes to show (default 1)")
     st.add_argument("--lang", choices=("zh", "en"), default="zh", help="language of the explanation (default zh)")
     st.add_argument("--pause", action="store_true", help="wait for Enter between passes (terminal only)")
+    _add_drafter_args(st)
     st.set_defaults(func=_cmd_step)
 
     a = sub.add_parser("alpha", help="acceptance rate α (corpus and generated), tokens per pass, speedup, best γ")
     _add_model_args(a, None)
-    a.add_argument("--c", type=float, default=0.1, help="draft cost / target cost (default 0.1)")
-    a.add_argument("--gamma", type=int, default=4, help="guesses per pass for the formula lines (default 4)")
-    a.add_argument("--chars", type=int, default=None,
+    a.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
+    a.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per pass for the formula lines (default 4)")
+    a.add_argument("--chars", type=whole(1, 10_000_000), default=None,
                    help="length of the generated run (default 200000; 20000 with temperature/top-k/top-p)")
-    a.add_argument("--seed", type=int, default=0, help="seed of the generated run (default 0)")
+    a.add_argument("--seed", type=SEED, default=0, help="seed of the generated run (default 0)")
     _add_shaping_args(a)
+    _add_drafter_args(a)
+    a.add_argument("--device", default="h100-sxm", help="device for speedup_model (default h100-sxm)")
+    a.add_argument("--model", default="llama-3.1-8b", help="model shape for speedup_model (default llama-3.1-8b)")
+    a.add_argument("--context", type=whole(0, 10_000_000), default=0,
+                   help="KV-cache tokens per pass for speedup_model (default 0)")
     a.set_defaults(func=_cmd_alpha)
 
     tb = sub.add_parser("tubes", help="the test-tube experiment: target alone vs speculative, against p")
     _add_model_args(tb)
-    tb.add_argument("--rounds", type=int, default=200, help="rounds of the experiment (default 200)")
-    tb.add_argument("--draws", type=int, default=50, help="draws per tube each round (default 50)")
-    tb.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "draft_only"), default="exact",
-                    help="draft_only: the target never writes a token (wrong); the three non-exact rules are biased")
+    tb.add_argument("--rounds", type=whole(1, 1_000_000), default=200, help="rounds of the experiment (default 200)")
+    tb.add_argument("--draws", type=whole(1, 5_000_000), default=50, help="draws per tube each round (default 50)")
+    tb.add_argument("--seed", type=SEED, default=1, help="random seed (default 1)")
+    tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "draft_only", "typical"),
+                    default="exact", help="draft_only: the target never writes a token (wrong); typical: Medusa's "
+                                          "typical acceptance (not exact); every non-exact rule is biased")
+    tb.add_argument("--typical-epsilon", dest="typical_epsilon", type=number(0, 1, lo_open=True), default=None,
+                    help="typical acceptance's hard threshold ε (default 0.09, Medusa's)")
+    tb.add_argument("--typical-delta", dest="typical_delta", type=number(0, 1000, lo_open=True), default=None,
+                    help="typical acceptance's entropy factor δ (default 0.3, Medusa's)")
     _add_shaping_args(tb)
+    _add_drafter_args(tb)
     tb.set_defaults(func=_cmd_tubes)
 
     rf = sub.add_parser("roofline", help="on-paper decoding figures for a device and a model")
     rf.add_argument("--device", default="h100-sxm",
                     help="a data-sheet device (h100-sxm, h200, a100-80gb) or a measured one (default h100-sxm)")
     rf.add_argument("--model", default="llama-3.1-8b", help="llama-3.1-8b or llama-3.2-1b (default llama-3.1-8b)")
-    rf.add_argument("--batch", type=int, default=1, help="sequences written at once (default 1)")
-    rf.add_argument("--context", type=int, default=0,
+    rf.add_argument("--batch", type=whole(1, 1_000_000), default=1, help="sequences written at once (default 1)")
+    rf.add_argument("--context", type=whole(0, 10_000_000), default=0,
                     help="tokens of KV cache each sequence reads per step (default 0: the weights alone)")
-    rf.add_argument("--lanes", type=int, default=None, help="also: arithmetic busy with this many lanes lit")
+    rf.add_argument("--lanes", type=whole(1, 1_000_000), default=None, help="also: arithmetic busy with this many lanes lit")
     rf.add_argument("--json", action="store_true", help="print one JSON object")
     rf.set_defaults(func=_cmd_roofline)

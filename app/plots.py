@@ -1,4 +1,4 @@
-"""Matplotlib (Agg) figures for the panels and for export: speedup vs γ, tokens per pass, roofline, tubes.
+"""Matplotlib (Agg) figures for the panels and for export: speedup vs γ, tokens per pass, roofline, tubes, drafters.
 
 Each plot takes plain numbers already computed by models/ (never computes physics itself) and the
 current strings and palette; figure_rgba() turns it into a texture, save_figure() into PNG/SVG.
@@ -197,6 +197,54 @@ def tubes_plot(t, pal, draws, tv_left, tv_right, rule_label: str, size_px=(640, 
     ax.set_ylabel(t("plot.tv"))
     ax.set_title(t("plot.tubes_title", rule=rule_label))
     _legend(ax, pal)
+    _tight(fig)
+    return fig
+
+
+def drafter_label(t, point: dict, gamma: int) -> str:
+    """A drafter's name in the current language; a tree says its widths and what proposes its candidates."""
+    name = point["drafter"]
+    if name != "tree":
+        return t(f"drafter.{name}")
+    opts = point.get("options", {})
+    if opts.get("tree_widths"):
+        widths = ",".join(str(k) for k in opts["tree_widths"])
+    else:
+        widths = f"{opts.get('tree_width', 2)}×{opts.get('tree_depth') or gamma}"
+    base = opts.get("tree_from", "chain")
+    return t("drafter.tree", widths=widths, base=t(f"drafter.{base}"))
+
+
+def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, size_px=(1000, 440), text_px: float = 16.0):
+    """Tokens per pass against lanes per pass for every drafter on the same prompts (the data:
+    models.drafter_analytics.compare_drafters): up is what a drafter buys, right what it costs the target."""
+    fig, ax = _figure(pal, size_px, text_px)
+    hues = {"chain": _hex(pal["draft"]), "lookup": "#ffd92f", "heads": _hex(pal["target"]), "tree": _hex(pal["accent"])}
+    markers = ("o", "s", "D", "^", "v", "P", "X")
+    ax.plot([1], [1], "o", color=pal["mpl_fg"], ms=9, label=t("plot.target_alone"))
+    for j, pt in enumerate(points):
+        ax.plot([pt["lanes_per_pass"]], [pt["tokens_per_pass"]], markers[j % len(markers)], ms=11,
+                color=hues.get(pt["drafter"], pal["mpl_fg"]), markeredgecolor=pal["mpl_fg"],
+                label=t("plot.drafter_point", label=drafter_label(t, pt, gamma), speedup=f"{pt['speedup_model']:.2f}"))
+    top = max([pt["tokens_per_pass"] for pt in points] + [1.0])
+    right = max([pt["lanes_per_pass"] for pt in points] + [2.0])
+    xs = np.geomspace(1, right * 1.5, 50)
+    ax.plot(xs, xs, ":", color=pal["mpl_fg"], lw=1, label=t("plot.lanes_ceiling"))
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=2))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(0.8, right * 1.5)
+    ax.set_ylim(0.8, top + 0.6)
+    ax.set_xlabel(t("plot.lanes_per_pass"))
+    ax.set_ylabel(t("plot.tokens_per_pass_counted"))
+    ax.set_title(t("plot.drafters_title", gamma=gamma, device=device))
+    # Beside the axes, so no point is ever hidden behind it.
+    leg = ax.legend(fontsize=_small(fig), loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.85,
+                    facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])
+    for text in leg.get_texts():
+        text.set_color(pal["mpl_fg"])
     _tight(fig)
     return fig
 

@@ -1,8 +1,10 @@
 """The samplers: speculative decoding on the n-gram pair (Leviathan et al., Algorithm 1) and the target alone.
 
 Both draw every random number from one numpy Generator seeded at reset(), a fixed number per step
-(speculative: γ uniforms for the guesses, γ for the tests, 1 for the final token; target alone: 1),
-so the same (seed, settings, prefix) replays the same run. The rule itself is models.acceptance.verify.
+(speculative: n uniforms for the guesses, n for the tests, 1 for the final token, n = the drafter's
+guess_uniforms(γ): γ for a chain, the node count for a tree; target alone: 1), so the same (seed, settings,
+prefix, drafter) replays the same run. Who proposes is a drafter (models.drafters; default the bigram chain,
+whose runs are unchanged); the rule is models.acceptance.verify, or models.multi_candidate.verify_tree for a tree.
 Temperature, top-k and top-p shape both models' rows before anything is drawn: q in a trace is exactly
 the distribution its guess came from, p exactly the one the output follows.
 """
@@ -15,7 +17,9 @@ import numpy as np
 
 from corpus.errors import InputError
 from models.acceptance import sample_index, verify
-from models.trace import StepTrace
+from models.drafters import ChainDrafter, TreeProposal
+from models.multi_candidate import verify_tree
+from models.trace import StepTrace, TreeNode, TreeTrace
 
 MAX_GAMMA = 64
 
@@ -93,10 +97,33 @@ def shape_row(row: np.ndarray, temperature: float = 1.0, top_k: int = 0, top_p: 
     return out / out.sum()
 
 
-class _Base:
+class Rows:
+    """The rows a drafter proposes from and the rule checks against: the pair's q and p (and any other proposal row,
+    through shape()) after the settings' temperature / top-k / top-p. The samplers are Rows; the test tubes make one."""
+
     def __init__(self, pair, settings: SamplerSettings | None = None):
         self.pair = pair
         self.settings = settings or SamplerSettings()
+
+    def shape(self, row):
+        s = self.settings
+        return shape_row(row, s.temperature, s.top_k, s.top_p) if s.shapes_rows else row
+
+    def draft_row(self, ctx):
+        row, backed = self.pair.draft_row(ctx)
+        return self.shape(row), backed
+
+    def target_row(self, ctx):
+        row, backed = self.pair.target_row(ctx)
+        return self.shape(row), backed
+
+    _q = draft_row
+    _p = target_row
+
+
+class _Base(Rows):
+    def __init__(self, pair, settings: SamplerSettings | None = None):
+        super().__init__(pair, settings)
         self.reset([])
 
     def reset(self, prefix_ids=()) -> None:
@@ -109,16 +136,6 @@ class _Base:
         self.prefix_len = len(ids)
         self.rng = np.random.default_rng(self.settings.seed)
         self.step_index = 0
-
-    def _q(self, ctx):
-        row, backed = self.pair.draft_row(ctx)
-        s = self.settings
-        return (shape_row(row, s.temperature, s.top_k, s.top_p) if s.shapes_rows else row), backed
-
-    def _p(self, ctx):
-        row, backed = self.pair.target_row(ctx)
-        s = self.settings
-        return (shape_row(row, s.temperature, s.top_k, s.top_p) if s.shapes_rows else row), backed
 
     @property
     def written(self) -> list[int]:
@@ -138,52 +155,113 @@ class _Base:
 
 
 class SpeculativeSampler(_Base):
-    """γ guesses from q (small drum), one target pass computing p at γ+1 positions (big drum), the exact rule."""
+    """Guesses from a drafter (default: γ from q, the small drum), one target pass computing p where they need it
+    (the big drum), the exact rule."""
+
+    def __init__(self, pair, settings: SamplerSettings | None = None, drafter=None):
+        self.drafter = drafter if drafter is not None else ChainDrafter()
+        super().__init__(pair, settings)
+
+    def reset(self, prefix_ids=()) -> None:
+        super().reset(prefix_ids)
+        self.drafter.reset()
 
     def step(self) -> StepTrace:
         return self._advance(record=True)
 
     def _advance(self, record: bool):
-        """One pass. record=False skips building the trace (long analytics runs) and returns the Verdicts."""
+        """One pass. record=False skips building a chain's trace (long analytics runs) and returns the Verdicts."""
         s = self.settings
         s.validate()
-        gamma = s.gamma
-        ctx = self.tokens
-        tail = ctx[-2:]                              # the models see at most two tokens back
-        u = self.rng.random(2 * gamma + 1)           # fixed draw count per step: replayable
-        u_guess, r, u_final = u[:gamma], u[gamma:2 * gamma], float(u[-1])
-        V = self.pair.V
-        guesses: list[int] = []
-        q_rows = np.empty((gamma, V))
-        p_rows = np.empty((gamma + 1, V))
-        draft_bo, target_bo = [], []
-        for i in range(gamma):
-            # The small drum turns: guess i is drawn from exactly the row stored in the trace.
-            q, bo = self._q(tail + guesses)
-            q_rows[i] = q
-            draft_bo.append(bo)
-            guesses.append(sample_index(q, u_guess[i]))
-        for i in range(gamma + 1):
-            # One turn of the big drum, γ+1 lanes lit: p after the prefix and after each guess.
-            p, bo = self._p(tail + guesses[:i])
-            p_rows[i] = p
-            target_bo.append(bo)
-        v = verify(guesses, q_rows, p_rows, r, u_final, lenience=s.lenience)
-        written = guesses[:v.n_accepted] + [v.final_token]
-        trace = None
-        if record:
-            trace = StepTrace(
-                step_index=self.step_index, context=list(ctx), gamma=gamma, guesses=guesses,
-                q_rows=q_rows, p_rows=p_rows, ratios=[float(x) for x in v.ratios], r=[float(x) for x in r],
-                tested=min(v.n_accepted + 1, gamma), accepted=[bool(a) for a in v.accepted],
-                n_accepted=v.n_accepted, final_token=v.final_token, final_kind=v.final_kind,
-                final_row=v.final_row, residual_fallback=v.residual_fallback, tokens_written=written,
-                draft_backed_off=draft_bo, target_backed_off=target_bo, lanes_lit=gamma + 1,
-                exact=s.exact, extra={"u_guess": [float(x) for x in u_guess], "u_final": u_final,
-                                      "sampler": "speculative"})
+        self.drafter.validate(s.gamma)
+        n = self.drafter.guess_uniforms(s.gamma)
+        u = self.rng.random(2 * n + 1)               # fixed draw count per step: replayable
+        out, written = self.pass_from(self.tokens, u[:n], u[n:2 * n], float(u[-1]), record=record)
         self.tokens.extend(written)
         self.step_index += 1
-        return trace if record else v
+        return out
+
+    def pass_from(self, ctx, u_guess, r, u_final: float, record: bool = True):
+        """One pass from the context `ctx` with the given uniforms (pure: nothing in the sampler moves).
+        Returns (StepTrace, or the Verdicts when record is False for a one-guess-per-position drafter, tokens
+        written). The tests enumerate a pass's outcomes through this."""
+        s = self.settings
+        prop = self.drafter.propose(self, ctx, s.gamma, u_guess)
+        if isinstance(prop, TreeProposal):
+            trace = self._tree_pass(ctx, prop, u_guess, r, u_final)
+            return trace, trace.tokens_written
+        guesses, q_rows = prop.guesses, prop.q_rows
+        k = len(guesses)
+        tail = list(ctx[-2:])                        # the models see at most two tokens back
+        p_rows = np.empty((k + 1, self.pair.V))
+        target_bo = []
+        for i in range(k + 1):
+            # One turn of the big drum, k+1 lanes lit: p after the prefix and after each guess.
+            p, bo = self.target_row(tail + guesses[:i])
+            p_rows[i] = p
+            target_bo.append(bo)
+        v = verify(guesses, q_rows, p_rows, r[:k], u_final, lenience=s.lenience)
+        written = guesses[:v.n_accepted] + [v.final_token]
+        if not record:
+            return v, written
+        extra = {"u_guess": [float(x) for x in u_guess], "u_final": u_final, "sampler": "speculative"}
+        if self.drafter.name != "chain":
+            extra["gamma_setting"] = s.gamma
+        trace = StepTrace(
+            step_index=self.step_index, context=list(ctx), gamma=k, guesses=list(guesses),
+            q_rows=q_rows, p_rows=p_rows, ratios=[float(x) for x in v.ratios], r=[float(x) for x in r[:k]],
+            tested=min(v.n_accepted + 1, k), accepted=[bool(a) for a in v.accepted],
+            n_accepted=v.n_accepted, final_token=v.final_token, final_kind=v.final_kind,
+            final_row=v.final_row, residual_fallback=v.residual_fallback, tokens_written=written,
+            draft_backed_off=list(prop.backed_off), target_backed_off=target_bo, lanes_lit=k + 1,
+            exact=s.exact, extra=extra, drafter=self.drafter.name, source_span=prop.source_span,
+            heads=prop.heads)
+        return trace, written
+
+    def _tree_pass(self, ctx, prop, u_guess, r, u_final) -> StepTrace:
+        """Every node computed in one target pass, the multi-candidate rule over the tree."""
+        s = self.settings
+        if not s.exact:
+            raise InputError("lenience < 1 is a rule for one guess per position; the tree runs the exact rule only")
+        n = len(prop.tokens)
+        tail = list(ctx[-2:])
+        p_rows = np.empty((n + 1, self.pair.V))
+        target_bo = []
+        for i in range(n + 1):
+            # p after the context and after every node's path: the whole tree is one pass (tree attention).
+            p, bo = self.target_row(tail if i == 0 else (tail + prop.paths[i - 1])[-2:])
+            p_rows[i] = p
+            target_bo.append(bo)
+        tv = verify_tree(prop.parents, prop.tokens, prop.q_rows, prop.q_of, p_rows, r[:n], u_final)
+        path = tv.accepted_path
+        written = [prop.tokens[i] for i in path] + [tv.final_token]
+        # The chain fields: the walk the rule took (the accepted path, then the last candidate rejected).
+        by_node = {c.node: c for c in tv.checks}         # a node is checked at most once; the last check wins anyway
+        walk = list(path) + ([tv.checks[-1].node] if tv.final_kind == "replacement" else [])
+        checks = [by_node[w] for w in walk]
+        g = len(walk)
+        q_proj = np.array([prop.q_rows[prop.q_of[w]] for w in walk]).reshape(g, self.pair.V)
+        p_proj = np.empty((g + 1, self.pair.V))
+        for i, c in enumerate(checks):
+            p_proj[i] = tv.target_rows[c.target_row]
+        p_proj[g] = p_rows[1 + walk[-1]] if walk else p_rows[0]
+        parent_row = [0] + [1 + w for w in walk]
+        tree = TreeTrace(
+            base=prop.base, sampling=prop.sampling, widths=list(prop.widths),
+            nodes=[TreeNode(i, prop.parents[i], prop.tokens[i], prop.depths[i], prop.q_of[i],
+                            prop.heads[i] if prop.heads else None, prop.backed_off[i]) for i in range(n)],
+            q_rows=prop.q_rows, p_rows=p_rows, checks=list(tv.checks), target_rows=tv.target_rows,
+            accepted_path=list(path), target_backed_off=target_bo)
+        return StepTrace(
+            step_index=self.step_index, context=list(ctx), gamma=g, guesses=[prop.tokens[w] for w in walk],
+            q_rows=q_proj, p_rows=p_proj, ratios=[c.ratio for c in checks], r=[c.r for c in checks], tested=g,
+            accepted=[c.accepted for c in checks], n_accepted=len(path), final_token=tv.final_token,
+            final_kind=tv.final_kind, final_row=tv.final_row, residual_fallback=tv.residual_fallback,
+            tokens_written=written, draft_backed_off=[prop.backed_off[w] for w in walk],
+            target_backed_off=[target_bo[i] for i in parent_row], lanes_lit=n + 1, exact=True,
+            extra={"u_guess": [float(x) for x in u_guess], "u_test": [float(x) for x in r[:n]], "u_final": u_final,
+                   "sampler": "speculative", "gamma_setting": s.gamma},
+            drafter=self.drafter.name, heads=[prop.heads[w] for w in walk] if prop.heads else None, tree=tree)
 
 
 class TargetSampler(_Base):

@@ -2,12 +2,63 @@
 
 The sampler fills it; the scene's timeline, the step-through panel, the CSV log and the CLI read it.
 It holds no references to models or generators.
+
+Every drafter fills the chain fields (guesses … lanes_lit) so a reader written for the chain keeps working:
+  chain, heads   γ guesses, one per position, checked by models.acceptance.verify: the fields mean what they
+                 always meant.
+  lookup         the k <= γ copied guesses (q_rows one-hot); k = 0 (no earlier occurrence) is a plain target step:
+                 gamma 0, no guesses, final_kind 'bonus', lanes_lit 1. source_span says where they were copied from.
+  tree           the chain fields hold the walk the rule took: the accepted path, then the last candidate rejected
+                 where the walk stopped (if any), each with the q row it was drawn from and the running target it
+                 was checked against (p_rows[i]; a residual when earlier siblings were rejected), so
+                 p_rows[i][x] / q_rows[i][x] is ratios[i]; p_rows[-1] is p after the last node of that walk. The
+                 whole tree, every check in order and every residual are in `tree`; lanes_lit = nodes + 1.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from models.multi_candidate import Check
+
+
+@dataclass
+class TreeNode:
+    """One guess in a guess tree."""
+
+    id: int                         # index in TreeTrace.nodes (breadth-first: depth 1 first)
+    parent: int                     # parent node id; -1 = the root (the context before the pass)
+    token: int
+    depth: int                      # 1 = the first position after the context
+    q_row: int                      # index into TreeTrace.q_rows: the row this token was drawn from
+    head: int | None = None         # heads-drafted trees: the head that proposed it (head 1 is the target)
+    backed_off: bool = False        # its proposal row backed off (unseen history)
+
+
+@dataclass
+class TreeTrace:
+    """A guess tree checked in one target pass with the multi-candidate rule (models.multi_candidate)."""
+
+    base: str                       # who proposed the candidates: 'chain' (the bigram draft) | 'heads'
+    sampling: str                   # 'iid' (SpecInfer) | 'distinct' (without replacement, corrected q)
+    widths: list[int]               # children per node at each depth (SpecInfer's expansion configuration)
+    nodes: list[TreeNode]
+    q_rows: np.ndarray              # (R, V) proposal rows; i.i.d. siblings share one, distinct siblings have their own
+    p_rows: np.ndarray              # (nodes + 1, V) target rows: row 0 after the context, row 1 + i after node i's path
+    checks: list[Check]             # every round of the rule, in the order the bridge ran them
+    target_rows: list[np.ndarray]   # running targets the checks index (Check.target_row, .residual_row): each
+                                    # position's p row, then norm(max(0, p_i − q_i)) after each rejection
+    accepted_path: list[int]        # node ids kept, depth 1 first
+    target_backed_off: list[bool]   # (nodes + 1,) per p row
+
+    @property
+    def lanes_lit(self) -> int:
+        return len(self.nodes) + 1
+
+    def children(self, node: int) -> list[int]:
+        """Node ids whose parent is `node` (-1: the root), in the order they were drawn."""
+        return [n.id for n in self.nodes if n.parent == node]
 
 
 @dataclass
@@ -33,6 +84,12 @@ class StepTrace:
     lanes_lit: int                  # tokens computed in the target pass = γ + 1
     exact: bool = True              # False when lenience < 1 (not the exact rule)
     extra: dict = field(default_factory=dict)
+    drafter: str = "chain"          # who proposed the guesses: chain | lookup | heads | tree
+    source_span: dict | None = None  # lookup: {"ngram": n, "match": [a, b], "copy": [c, d]}: context[a:b] is the
+                                    # latest earlier occurrence of the last n tokens, context[c:d] the tokens copied
+    heads: list[int] | None = None  # heads: the head that proposed each guess (guess i: head i + 1; head 1, the
+                                    # target itself, writes the final token)
+    tree: TreeTrace | None = None   # tree: the nodes, the checks in order, the residual updates, the accepted path
 
     @property
     def vocab_size(self) -> int:

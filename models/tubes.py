@@ -19,6 +19,15 @@ Rules for the right tube (the app's "break it" switches; every wrong rule biases
                     (Called 'no_bonus' before; that name is still accepted. Skipping only the bonus token is
                     NOT a wrong rule: the first token a pass writes is unchanged, and the text stays exactly p,
                     it just costs more passes — so it is no tube rule; tests/test_core_exact.py proves it.)
+  typical           Medusa's typical acceptance (Cai et al. 2024): a guess is kept when p(x) > min(ε, δ·exp(−H(p)))
+                    (models.acceptance.typical_threshold); otherwise the target writes its own token, drawn from p.
+                    P(x) = q(x)·[p(x) > θ] + (1 − Σ_{p(y) > θ} q(y))·p(x): plausible tokens the draft likes swell.
+
+The drafter (models.drafters) decides what is proposed at the prefix: chain (a guess from q), lookup (the token
+copied from the prefix's latest earlier occurrence, q one-hot; none: a plain target step), heads (a guess from
+head 2 at the features before the prefix's last token), tree (several candidates from chain or heads, the
+multi-candidate rule of models.multi_candidate; exact and typical only). Whatever the drafter, the exact rule's
+tube converges to p.
 """
 from __future__ import annotations
 
@@ -28,9 +37,12 @@ from functools import cached_property
 import numpy as np
 
 from corpus.errors import InputError
-from models.acceptance import residual
+from models.acceptance import TYPICAL_DELTA, TYPICAL_EPSILON, residual, typical_threshold
 
-RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")
+RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")   # the table's switches (scenes.tubes names each)
+CONTRAST_RULES = ("typical",)          # another method's rule, for contrast; not yet drawn on the table
+ALL_RULES = RULES + CONTRAST_RULES     # what run_tubes accepts
+TREE_RULES = ("exact", "typical")      # rules defined for several candidates at one position
 LEGACY_RULES = {"no_bonus": "draft_only"}   # old name of draft_only (it never was about the bonus alone)
 MAX_DRAWS_TOTAL = 5_000_000       # 4 uniforms a draw: 160 MB at the cap
 MAX_ROUND_CELLS = 40_000_000      # rounds × V cells in a per-round table
@@ -70,6 +82,10 @@ class TubesResult:
     tv_left_series: np.ndarray = field(default=None)    # (rounds,) TV of the cumulative counts after each round
     tv_right_series: np.ndarray = field(default=None)
     attempts: int = 0                    # draft_only: draft guesses made in all (several per bead)
+    drafter: str = "chain"               # who proposed the right tube's guesses (models.drafters)
+    width: int = 1                       # candidates per draw (a tree's first-position width)
+    proposed: bool = True                # False: the drafter had nothing to propose (lookup without a match)
+    typical_threshold: float | None = None   # rule typical: min(ε, δ·exp(−H(p))) at the prefix
 
     # Full-vocabulary views, (rounds, V) or (V,), built on first use from the compact columns and kept
     # (the scene reads them every frame). Treat them as read-only.
@@ -138,7 +154,8 @@ class TubesResult:
                 "right_replaced_total": int(self.right_replaced.sum()),
                 "tv_left": self.tv_left, "tv_right": self.tv_right,
                 "chi2_p_left": self.chi2_p_left, "chi2_p_right": self.chi2_p_right,
-                "exact": self.rule == "exact"}
+                "exact": self.rule == "exact", "drafter": self.drafter, "width": self.width,
+                "proposed": self.proposed, "typical_threshold": self.typical_threshold}
 
 
 def total_variation(counts: np.ndarray, p: np.ndarray) -> float:
@@ -181,12 +198,16 @@ def chi2_pvalue(counts: np.ndarray, p: np.ndarray, min_expected: float = 5.0) ->
 
 
 def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, seed: int = 1, rule: str = "exact",
-              settings=None) -> TubesResult:
+              settings=None, drafter=None, typical_epsilon: float = TYPICAL_EPSILON,
+              typical_delta: float = TYPICAL_DELTA) -> TubesResult:
     """Fill both tubes: rounds × draws next-token draws after `prefix`, from p alone and speculatively.
-    settings (a SamplerSettings) shapes both rows (temperature, top-k, top-p) like the samplers do."""
+    settings (a SamplerSettings) shapes both rows (temperature, top-k, top-p) like the samplers do; drafter
+    (models.drafters; default the chain) proposes the right tube's guesses."""
+    from models.drafters import ChainDrafter
+    from models.sampler import Rows
     rule = LEGACY_RULES.get(rule, rule)
-    if rule not in RULES:
-        raise InputError(f"unknown rule {rule!r} (use one of: {', '.join(RULES)})")
+    if rule not in ALL_RULES:
+        raise InputError(f"unknown rule {rule!r} (use one of: {', '.join(ALL_RULES)})")
     if rounds < 1 or draws < 1:
         raise InputError("rounds and draws must be >= 1")
     if rounds * draws > MAX_DRAWS_TOTAL:
@@ -196,56 +217,53 @@ def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, 
                          "(use more draws per round)")
     if seed < 0:
         raise InputError("seed must be >= 0")
-    ids = pair.encode(prefix)
-    q, _ = pair.draft_row(ids)
-    p, _ = pair.target_row(ids)
-    if settings is not None and settings.shapes_rows:
-        from models.sampler import shape_row
-        q = shape_row(q, settings.temperature, settings.top_k, settings.top_p)
-        p = shape_row(p, settings.temperature, settings.top_k, settings.top_p)
-    p = np.asarray(p, dtype=np.float64)
-    q = np.asarray(q, dtype=np.float64)
     if settings is not None and not settings.exact:
         raise InputError("the test tubes run the exact rule (or a named wrong rule); lenience < 1 is not supported here")
-    if rule == "draft_only" and not np.minimum(p, q).sum() > 0:
+    drafter = drafter or ChainDrafter()
+    ids = pair.encode(prefix)
+    rows = Rows(pair, settings)
+    p = np.asarray(rows.target_row(ids)[0], dtype=np.float64)
+    first = drafter.first_guess(rows, ids)
+    q = first.row
+    if first.width > 1 and rule not in TREE_RULES:
+        raise InputError(f"rule {rule} is defined for one guess per position; with several candidates (a tree) "
+                         f"use one of: {', '.join(TREE_RULES)}")
+    thr = None
+    if rule == "typical":
+        try:
+            thr = typical_threshold(p, typical_epsilon, typical_delta)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    if q is None and rule == "draft_only":
+        raise InputError(f"rule draft_only cannot write anything here: the {drafter.name} drafter proposes nothing "
+                         "after this prefix")
+    if q is not None and rule == "draft_only" and not np.minimum(p, q).sum() > 0:
         # Guessing again until one passes would never end: no token is both proposed and kept.
         raise InputError("rule draft_only cannot write anything here: the draft and the target share no token "
                          "(Σ min(p, q) = 0, e.g. greedy rows with different top tokens)")
     V = pair.V
     n = rounds * draws
     rng = np.random.default_rng(seed)
-    u = rng.random((4, n))       # left draw; guess; test r; replacement — fixed use, so runs replay
-
-    left = sample_indices(p, u[0])
-    guess = sample_indices(q, u[1])
-    ratio = p[guess] / q[guess]             # acceptance_ratio = p / q (q > 0: the guess came from q)
     attempts = n
-    if rule == "exact":
-        accepted = u[2] < ratio
-        res = residual(p, q)
-        # Σ max(0, p - q) == 0 only when p == q up to rounding; then nothing is rejected in exact arithmetic
-        # and acceptance.verify falls back to p: do the same.
-        fix = sample_indices(res if res.sum() > 0 else p, u[3])
-    elif rule == "resample_from_p":
-        accepted = u[2] < ratio
-        fix = sample_indices(p, u[3])
-    elif rule == "exact_match_only":
-        top = int(np.argmax(p))
-        accepted = guess == top
-        res = residual(p, q)
-        fix = sample_indices(res if res.sum() > 0 else p, u[3])
-    else:  # draft_only: guess again until one passes (rejection sampling: counts ∝ min(p, q))
-        accepted = u[2] < ratio
-        todo = np.flatnonzero(~accepted)
-        while todo.size:
-            g2 = sample_indices(q, rng.random(todo.size))
-            ok = rng.random(todo.size) < p[g2] / q[g2]
-            attempts += todo.size
-            guess[todo[ok]] = g2[ok]
-            todo = todo[~ok]
-        accepted = np.ones(n, dtype=bool)
-        fix = guess
-    right = np.where(accepted, guess, fix)
+    if q is None:
+        # Nothing to propose (lookup without an earlier occurrence): every pass is a plain target step.
+        u = rng.random((2, n))
+        left = sample_indices(p, u[0])
+        right = sample_indices(p, u[1])
+        accepted = np.zeros(n, dtype=bool)
+        attempts = 0
+        q_show = np.zeros(V)
+    elif first.width == 1:
+        q_show = q
+        u = rng.random((4, n))       # left draw; guess; test r; replacement — fixed use, so runs replay
+        left = sample_indices(p, u[0])
+        right, accepted, attempts = _one_guess(p, q, u, rule, rng, thr)
+    else:
+        q_show = q
+        u = rng.random((2 + 2 * first.width, n))     # left; final; then (guess, r) per candidate
+        left = sample_indices(p, u[0])
+        right, accepted = _candidates(p, q, u, first.width, first.sampling, rule, thr)
+        attempts = n * first.width
 
     # Count per round over the columns actually hit (a few hundred of V), then place them in (rounds, V).
     cols = np.unique(np.concatenate((left, right)))
@@ -265,10 +283,94 @@ def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, 
     lc = np.zeros(V, dtype=np.int64)
     rc = np.zeros(V, dtype=np.int64)
     lc[cols], rc[cols] = left_c.sum(axis=0), right_c.sum(axis=0)
-    return TubesResult(prefix=prefix, rule=rule, rounds=rounds, draws=draws, seed=seed, target_p=p, draft_q=q,
+    return TubesResult(prefix=prefix, rule=rule, rounds=rounds, draws=draws, seed=seed, target_p=p, draft_q=q_show,
                        columns=cols, left_round_c=left_c, right_round_c=right_c, right_accepted_round_c=acc_c,
-                       alpha=float(np.minimum(p, q).sum()),
+                       alpha=float(np.minimum(p, q_show).sum()),
                        tv_left=total_variation(lc, p), tv_right=total_variation(rc, p),
                        chi2_p_left=chi2_pvalue(lc, p), chi2_p_right=chi2_pvalue(rc, p),
                        tv_left_series=tv_series(left_c, p, cols), tv_right_series=tv_series(right_c, p, cols),
-                       attempts=attempts)
+                       attempts=attempts, drafter=drafter.name, width=first.width, proposed=q is not None,
+                       typical_threshold=thr)
+
+
+def _one_guess(p, q, u, rule, rng, thr):
+    """The right tube with one guess x ~ q per draw (q one-hot for a copied guess): (tokens, kept, guesses made)."""
+    n = u.shape[1]
+    guess = sample_indices(q, u[1])
+    ratio = p[guess] / q[guess]             # acceptance_ratio = p / q (q > 0: the guess came from q)
+    attempts = n
+    if rule == "exact":
+        accepted = u[2] < ratio
+        res = residual(p, q)
+        # Σ max(0, p - q) == 0 only when p == q up to rounding; then nothing is rejected in exact arithmetic
+        # and acceptance.verify falls back to p: do the same.
+        fix = sample_indices(res if res.sum() > 0 else p, u[3])
+    elif rule == "resample_from_p":
+        accepted = u[2] < ratio
+        fix = sample_indices(p, u[3])
+    elif rule == "exact_match_only":
+        top = int(np.argmax(p))
+        accepted = guess == top
+        res = residual(p, q)
+        fix = sample_indices(res if res.sum() > 0 else p, u[3])
+    elif rule == "typical":
+        # Kept when plausible under p, whatever q says; otherwise the target writes its own token from p.
+        accepted = p[guess] > thr
+        fix = sample_indices(p, u[3])
+    else:  # draft_only: guess again until one passes (rejection sampling: counts ∝ min(p, q))
+        accepted = u[2] < ratio
+        todo = np.flatnonzero(~accepted)
+        while todo.size:
+            g2 = sample_indices(q, rng.random(todo.size))
+            ok = rng.random(todo.size) < p[g2] / q[g2]
+            attempts += todo.size
+            guess[todo[ok]] = g2[ok]
+            todo = todo[~ok]
+        accepted = np.ones(n, dtype=bool)
+        fix = guess
+    return np.where(accepted, guess, fix), accepted, attempts
+
+
+def _candidates(p, q, u, width, sampling, rule, thr):
+    """The right tube with `width` candidates per draw (a tree's first position): u[0] the left tube, u[1] the final
+    draw, u[2 + 2j] / u[3 + 2j] candidate j's draw and test. i.i.d. candidates are vectorised (the residuals do not
+    depend on which tokens were drawn); distinct ones run models.multi_candidate.verify_position draw by draw."""
+    from models.acceptance import sample_index
+    from models.drafters.tree import draw_children
+    from models.multi_candidate import verify_position
+    n = u.shape[1]
+    right = np.empty(n, dtype=np.int64)
+    accepted = np.zeros(n, dtype=bool)
+    if sampling == "iid":
+        pending = np.ones(n, dtype=bool)
+        target, last = p, None
+        for j in range(width):
+            g = sample_indices(q, u[2 + 2 * j])
+            if rule == "typical":
+                ok = pending & (p[g] > thr)
+            else:
+                # SpecInfer's round j: keep iff r < p_j(x)/q(x); then p_{j+1} = norm(max(0, p_j − q)).
+                ok = pending & (u[3 + 2 * j] < target[g] / q[g])
+                res = residual(target, q)
+                total = res.sum()
+                if not total > 0.0:
+                    res, total = target, target.sum()      # as verify_position: p_j = q up to rounding
+                last, target = res, res / total
+            right[ok] = g[ok]
+            accepted |= ok
+            pending &= ~ok
+        k = np.flatnonzero(pending)
+        right[k] = sample_indices(p if rule == "typical" else last, u[1][k])
+        return right, accepted
+    for i in range(n):
+        cands = draw_children(q, width, "distinct", u[2::2, i])
+        toks = [c[0] for c in cands]
+        if rule == "typical":
+            kept = next((j for j, x in enumerate(toks) if p[x] > thr), None)
+            right[i] = toks[kept] if kept is not None else sample_index(p, u[1, i])
+        else:
+            pv = verify_position(toks, np.array([c[1] for c in cands]), p, u[3::2, i])
+            kept = pv.kept
+            right[i] = toks[kept] if kept is not None else sample_index(pv.last_residual, u[1, i])
+        accepted[i] = kept is not None
+    return right, accepted

@@ -50,3 +50,17 @@ class TablePair:
             return [self.vocab.index(c) for c in text]
         except ValueError:
             raise InputError("unknown") from None
+
+
+class TableHeads:
+    """Synthetic heads for the heads drafter: head k's row depends on the last token of the features only,
+    tables[k][feats[-1]] (row 0 for empty features); head 1 is the pair's target. The HeadModels interface."""
+
+    def __init__(self, pair: TablePair, tables: dict):
+        self.pair, self.tables = pair, tables
+        self.last_head = max(tables)
+
+    def row(self, k, ctx):
+        if k == 1:
+            return self.pair.target_row(ctx)
+        return self.tables[k][ctx[-1] if len(ctx) else 0], False
