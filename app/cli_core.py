@@ -463,7 +463,8 @@ def _print_tree_step(pair, t, w, fmt_top, args) -> None:
         print(w["tree_repl"].format(d=depth, x=pair.display(t.final_token), top=fmt_top(t.final_row)))
     else:
         print(w["tree_bonus"].format(x=pair.display(t.final_token), top=fmt_top(t.final_row)))
-    print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=len(t.tokens_written)))
+    n = len(t.tokens_written)
+    print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=n, s="" if n == 1 else "s"))
     if args.pause and sys.stdin.isatty():
         input()
 
