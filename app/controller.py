@@ -17,7 +17,7 @@ from app import exports
 from app.driver import TableDriver
 from app.i18n import Strings
 from app.palette import colors
-from app.session import Session, TubeWorker
+from app.session import LongRunWorker, Session, TubeWorker
 from app.settings import FIELDS, LAB_FIELDS, AppSettings, check_type, check_value, clamp_value, save_settings
 from app.tour import CHAPTERS, TourState
 from corpus.atomic import remove_stale_temps
@@ -42,6 +42,7 @@ class Controller:
         self.gif_options = gif_options or {}
         self.session = Session(self.settings)
         self.tube_worker = TubeWorker(self.session)
+        self.long_worker = LongRunWorker(self.session)
         self.tour = TourState(self.settings.chapter)
         self.mode: str | None = None
         self.lab_values: dict | None = None  # the lab's own values, kept aside while the tour sets its own
@@ -292,6 +293,11 @@ class Controller:
         """The test tubes for the current rule: waited for in a scripted run, else None until the worker is done."""
         return self.tube_worker.get() if self.scripted else self.tube_worker.ready()
 
+    def long_run(self, wait: bool = False):
+        """The pair's long-run facts (models.analytics.PairFacts) for the settings now: computed at once in a
+        scripted run or when `wait` (exports), else None until the worker thread has them."""
+        return self.long_worker.get() if (self.scripted or wait) else self.long_worker.ready()
+
     def facts(self):
         """facts.facts(), recomputed only when the run, a setting or the tubes' readiness changed."""
         from app.facts import facts
@@ -302,10 +308,14 @@ class Controller:
             self._facts_key, self._facts = key, facts(self)
         return self._facts
 
-    def state(self) -> dict:
-        """What the program is doing, as plain data (spectable run --json; tests read it)."""
+    def state(self, scr=None) -> dict:
+        """What the program is doing, as plain data (spectable run --json; tests read it). `scr`: the window's
+        Screen, for where the panels cover the table (the tour's `beat`); without one, the saved window size."""
         run = self.session.run
         s = self.settings
+        if scr is None:
+            from app.ui import screen_for
+            scr = screen_for(self, s.window_w, s.window_h)
         return {
             "mode": self.mode, "language": s.language, "palette": s.palette, "ui_scale": s.ui_scale,
             "fullscreen": s.fullscreen, "blank": self.blank, "help": self.help, "paused": self.paused,
@@ -324,9 +334,12 @@ class Controller:
             "quiz": self.modes["quiz"].json() if "quiz" in self.modes else None,
             "quiz_return": self.quiz_return is not None,
             "tube_speed": self.modes["tubes"].speed_name() if "tubes" in self.modes else None,
+            "beat": self.panel.beat(scr) if self.mode == "tour" else None,
+            "facts": self.panel.facts_shown(),
         }
 
     def close(self) -> None:
         self.save()
         self.tube_worker.close()
+        self.long_worker.close()
 

@@ -29,7 +29,7 @@ def facts(snap) -> dict:
     from app import derived, quiz
     from models import analytics
     lab = snap.lab
-    alpha = float(derived.toy_alpha(snap.run, snap.pair))
+    alpha = float(quiz._alpha(snap))
     g, c = int(lab["gamma"]), float(lab["c"])
     best, best_sp = derived.best_gamma(alpha, c)
     r1 = derived.roofline(lab["device"], lab["model"], 1, 1)

@@ -164,7 +164,7 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes:
     return fig
 
 
-def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device: str, model: str, context: int,
+def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device: str, model: str, context: str,
                   size_px=(640, 400), text_px: float = 16.0):
     fig, ax = _figure(pal, size_px, text_px)
     ax.plot(lanes, tokens_per_s, color=_hex(pal["target"]), lw=2.5, label=t("plot.tokens_per_s"))

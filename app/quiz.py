@@ -48,8 +48,19 @@ class Question:
 class Snapshot:
     """What the questions are computed from: frozen when the quiz starts."""
     pair: object
-    run: object                      # app.session.Run
+    run: object                      # app.session.Run: the short run on the table (its guesses, its rejections)
     lab: dict                        # the lab's values (prompt, gamma, c, device, model, seed...)
+    facts: object = None             # models.analytics.PairFacts: the pair's long run at the lab's γ (its α)
+
+
+def long_run(pair, lab: dict):
+    """The pair's long-run facts at the lab's γ and row shaping (models.analytics.pair_facts, seed 0: the run the
+    panels and `spectable alpha` report; cached, about 0.6 s the first time)."""
+    from models import analytics
+    from models.sampler import SamplerSettings
+    st = SamplerSettings(gamma=int(lab["gamma"]), temperature=float(lab["temperature"]), top_k=int(lab["top_k"]),
+                         top_p=float(lab["top_p"]), seed=0)
+    return analytics.pair_facts(pair, int(lab["gamma"]), st, seed=0)
 
 
 def snapshot(ctl) -> Snapshot:
@@ -57,12 +68,14 @@ def snapshot(ctl) -> Snapshot:
     γ, lanes, decoder...), the lab's run is made from the lab's values, not taken from the table."""
     lab = ctl.lab()
     if ctl.lab_values is None:
-        return Snapshot(pair=ctl.session.pair(), run=ctl.session.ensure(), lab=lab)
-    from dataclasses import replace
+        pair, run = ctl.session.pair(), ctl.session.ensure()
+    else:
+        from dataclasses import replace
 
-    from app.session import Session
-    session = Session(replace(ctl.settings, **lab))
-    return Snapshot(pair=session.pair(), run=session.ensure(), lab=lab)
+        from app.session import Session
+        session = Session(replace(ctl.settings, **lab))
+        pair, run = session.pair(), session.ensure()
+    return Snapshot(pair=pair, run=run, lab=lab, facts=long_run(pair, lab))
 
 
 # ---- helpers -----------------------------------------------------------------------------------
@@ -319,8 +332,8 @@ def q_overlap(t, snap):
 
 
 def _alpha(snap) -> float:
-    from app import derived
-    return float(derived.toy_alpha(snap.run, snap.pair))
+    """The pair's acceptance rate: from its long run (a short run's count speaks for that run only)."""
+    return float((snap.facts or long_run(snap.pair, snap.lab)).alpha)
 
 
 def q_tokens_per_pass(t, snap):

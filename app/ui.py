@@ -92,6 +92,24 @@ def pop_font() -> None:
     imgui.pop_font()
 
 
+def screen_for(ctl, w: int, h: int, renderer=None) -> Screen:
+    """The Screen of a w x h framebuffer: the panels' em follows its height (HiDPI, projectors) times the UI
+    scale (panel_font_size)."""
+    from app.paths import resolve_font
+    ratio = em_ratio(resolve_font())
+    return Screen(ctl, int(w), int(h), panel_font_size(int(h), ctl.settings.ui_scale, ratio), renderer,
+                  em_ratio=ratio)
+
+
+def ui_rects(scr: Screen) -> list[tuple[float, float, float, float]]:
+    """The rectangles (x0, y0, x1, y1) the mode's UI covers: the mode bar, the status line, the panel and, in
+    the tour and the lab, the lower-left box."""
+    rects = [(0.0, 0.0, scr.w, bar_h(scr)), (0.0, scr.h - status_h(scr), scr.w, scr.h)]
+    for x, y, w, h in (panel_rect(scr), narration_rect(scr)):
+        rects.append((x, y, x + w, y + h))
+    return rects
+
+
 def bar_h(scr: Screen) -> float:
     """The mode bar: one row of buttons (a line plus the button's and the strip's padding)."""
     return scr.font_size * 1.6
@@ -359,6 +377,9 @@ class PlotTextures:
         ctl = self.ctl
         if name == "tubes" and ctl.tubes() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
+            return
+        if name in figures.LONG_RUN_PLOTS and ctl.long_run() is None:
+            imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("plot.computing_long"))
             return
         text_px = max(min_text_px(scr.h), scr.em() * 0.95)
         avail_h = imgui.get_content_region_avail().y - reserve

@@ -141,9 +141,7 @@ class App:
 
     def screen(self) -> ui.Screen:
         """What panels draw with this frame; text size follows the framebuffer height (HiDPI, projectors)."""
-        ratio = ui.em_ratio(resolve_font())
-        return ui.Screen(self.ctl, self.fb_w, self.fb_h, ui.panel_font_size(self.fb_h, self.ctl.settings.ui_scale, ratio),
-                         self.renderer, em_ratio=ratio)
+        return ui.screen_for(self.ctl, self.fb_w, self.fb_h, self.renderer)
 
     # ---- window-only actions -------------------------------------------------------------------------
     def toggle_fullscreen(self) -> None:
@@ -330,7 +328,7 @@ class App:
             pos = list(self.pg.display.get_window_position())
         except self.pg.error:
             pos = None
-        return {"frames": self.frame, **self.ctl.state(), "framebuffer": [self.fb_w, self.fb_h],
+        return {"frames": self.frame, **self.ctl.state(self.screen()), "framebuffer": [self.fb_w, self.fb_h],
                 "window_position": pos, **self.legibility}
 
     def close(self) -> None:

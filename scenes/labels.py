@@ -12,21 +12,24 @@ from scenes.layout import PARTS, EmitContext
 
 PHASES = {
     "idle": ("准备", "ready"),
-    "draft": ("小鼓猜词", "the draft guesses"),
-    "verify": ("大鼓转一圈，一起验证", "one turn of the target checks every guess"),
-    "check": ("逐个比较 p/q 与 r", "each guess: p/q against r"),
-    "write": ("留下对的，换掉错的", "keep the right ones, replace the wrong one"),
+    "draft": ("小滚筒转：草稿在猜", "the small drum turns: the draft guesses"),
+    "verify": ("大滚筒转一圈，一起检查所有猜测", "one turn of the big drum checks every guess"),
+    "check": ("逐个比较 p/q 和 r", "each guess: p/q against r"),
+    "write": ("留下通过的，换掉被拒的", "keep the accepted, replace the rejected"),
     "scroll": ("纸带前进", "the tape moves on"),
     "done": ("写完了", "finished"),
 }
+# The write phase of a pass that kept every guess: no replacement, the bonus token instead.
+WRITE_BONUS = ("全部通过，再白送一个奖励词元", "all accepted, and a bonus token")
 # A pass of the target alone (TargetSampler, γ = 0): no guesses to check, one token per lane per turn.
 TARGET_PHASES = dict(PHASES, **{
-    "draft": ("大鼓单独写", "the target writes alone"),
-    "verify": ("大鼓转一圈，每条通道写一个词元", "one turn of the target: one token per lane"),
-    "check": ("没有猜测，不用检验", "no guesses, nothing to test"),
-    "write": ("打字头印下大鼓的词元", "the typing head inks the target's token"),
+    "draft": ("大模型单独写", "the target writes alone"),
+    "verify": ("大滚筒转一圈，每条通道写一个词元", "one turn of the big drum: one token per lane"),
+    "check": ("没有猜测，不用检查", "no guesses, nothing to test"),
+    "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
-TARGET_MODE = ("目标单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+TARGET_MODE = ("大模型单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
 
 
 def label_sizes(ec: EmitContext, height: float) -> tuple[float, float]:
@@ -37,7 +40,12 @@ def label_sizes(ec: EmitContext, height: float) -> tuple[float, float]:
 
 
 def _plate_size(fb, lines) -> tuple[float, float]:
-    widths = [fb.atlas.advance(t) * sz for t, sz, _ in lines]
+    return plate_size(fb.atlas, lines)
+
+
+def plate_size(atlas, lines) -> tuple[float, float]:
+    """(width, height) in pixels of a plate of text lines [(text, size_px, colour)]."""
+    widths = [atlas.advance(t) * sz for t, sz, _ in lines]
     return max(widths) + 0.9 * lines[0][1], sum(sz * 1.22 for _, sz, _ in lines) + 0.45 * lines[0][1]
 
 
@@ -99,22 +107,26 @@ def _place(wanted, width, height, keep_out=(), pad: float = 4.0):
 
 def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set,
                      exploded: bool = False, readouts: dict | None = None, keep_out=(),
-                     shorter: dict | None = None) -> list[tuple]:
+                     anchors: dict | None = None, shorter: dict | None = None) -> list[tuple]:
     """Name plates over the parts; `readouts` {part: [(text, 'main'|'sub')]} adds lines to a part's plate
     (the mill's busy fraction in the wide views); `shorter` {part: lines} is the readout to fall back to
-    when the full one finds no free spot. Plates never overlap each other or `keep_out` where there is room.
+    when the full one finds no free spot; `anchors` {part: world point} moves a plate's anchor (a framed beat
+    puts it over the part of the part it shows). Plates never overlap each other or `keep_out` where there is
+    room.
     Returns the plates drawn as (part, x, y, w, h) in pixels."""
     readouts = dict(readouts or {})
     drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                         draw=not shorter)
+                         anchors, draw=not shorter)
     if shorter:
         failed = [name for name, *_, ok in drawn if not ok and name in shorter]
         readouts.update({name: shorter[name] for name in failed})
-        drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out)
+        drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
+                             anchors)
     return [d[:5] for d in drawn]
 
 
-def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, draw=True):
+def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, anchors=None,
+                 draw=True):
     pal = ec.palette
     big, small = label_sizes(ec, height)
     wanted, names, all_lines = [], [], []
@@ -123,6 +135,8 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
             continue
         off = offsets.get(name, (0, 0, 0))
         base = info.exploded_anchor if exploded and info.exploded_anchor else info.anchor
+        if anchors and name in anchors:
+            base, off = anchors[name], (0, 0, 0)
         a = tuple(base[i] + off[i] for i in range(3))
         x, y, depth = project(viewproj, a, width, height)
         if not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
@@ -159,53 +173,95 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
     return drawn
 
 
-def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
-             timing=None, lines: list[tuple[str, str]] | None = None) -> tuple | None:
-    """Top-left: what the table is doing now. By default where we are in the run (pass k of n, γ, lanes lit),
-    the phase in words and a strip of the pass's phases; `lines` [(zh, en)] replace the pass counter and
-    the phase with a mode's own activity (the tube experiment's round, say)."""
+def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamma: int, lanes_true: int,
+              target_only: bool, phase: tuple[str, str], activity: list[tuple[str, str]] | None = None) -> list[tuple]:
+    """The HUD's text lines [(text, size_px, colour)]: the part's title, where we are in the run, the phase;
+    `activity` [(zh, en)] replaces the pass and its phase with a mode's own (the tube experiment's round)."""
     pal = ec.palette
     # Sized for the picture the text is sized for (the window, in the app), with a floor: the table gets only
     # part of the window, and the HUD must still read from the back of a classroom.
     ref = ec.text_ref or height
     big = max(ref / 30.0, 1.5 * ec.min_px)
     small = max(ref / 46.0, 1.125 * ec.min_px)
-    target_only = bool(state.extra.get("target_only"))
-    zh, en = (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
-    out = []
+    zh, en = phase
+    lines = []
     if title:
-        out.append((ec.say(*title), big, pal.label))
-    if lines is not None:
-        for k, (lz, le) in enumerate(lines):
+        lines.append((ec.say(*title), big, pal.label))
+    if activity is not None:
+        for k, (lz, le) in enumerate(activity):
             if ec.language in ("zh", "both"):
-                out.append((lz, big if k == 0 and not title else small, pal.label_sub if title else pal.label))
+                lines.append((lz, big if k == 0 and not title else small, pal.label_sub if title else pal.label))
             if ec.language in ("en", "both"):
-                out.append((le, small, pal.label_sub))
-        timing = None
-    elif state.step >= 0:
-        step = ec.say(f"第 {state.step + 1} 步（共 {n_steps} 步）", f"pass {state.step + 1} of {n_steps}")
-        n = state.lanes_true
+                lines.append((le, small, pal.label_sub))
+    elif step >= 0:
+        # "第 1/12 步" read as chapter 1 of 12: the count says what it counts.
+        step_words = ec.say(f"第 {step + 1} 步（共 {n_steps} 步）", f"pass {step + 1} of {n_steps}")
+        n = lanes_true
         lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
+        if n > DRAWN_LANES:       # the figures count them all; the read head draws nine
+            lanes += ec.say(f"（台上画 {DRAWN_LANES} 条）", f" ({DRAWN_LANES} drawn)")
         # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);
         # with both languages the line keeps to "target alone" and the phase line says the rest.
         if target_only:
-            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "目标单独写  target alone"
+            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "大模型单独写  target alone"
         else:
-            mode = f"γ = {state.gamma}"
-        out.append(("  ·  ".join(s for s in (step, mode, lanes) if s), small, pal.label_sub))
+            mode = f"γ = {gamma}"
+        lines.append(("  ·  ".join(s for s in (step_words, mode, lanes) if s), small, pal.label_sub))
         if ec.language in ("zh", "both"):
-            out.append((zh, big, pal.label))
+            lines.append((zh, big, pal.label))
         if ec.language in ("en", "both"):
-            out.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
-    fb.hud_text = [text for text, _, _ in out]
-    if out:
-        x0, y0 = height * 0.025, height * 0.025
-        w, h = _plate(fb, x0, y0, out, pal, anchor="left", name="hud")
+            lines.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
+    return lines
+
+
+def hud_origin(height: int) -> tuple[float, float]:
+    return height * 0.025, height * 0.025
+
+
+def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
+             timing=None, passes: bool = True, activity: list[tuple[str, str]] | None = None) -> tuple | None:
+    """Top-left: where we are in the run and what is happening now, and a strip of the pass's phases
+    (`passes` False: no pass counter, for a view of the test tubes, which run rounds of their own;
+    `activity` [(zh, en)]: what the mode is doing instead, the tubes' round)."""
+    pal = ec.palette
+    target_only = bool(state.extra.get("target_only"))
+    phase = (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
+    if state.phase == "write" and not target_only and kept_all(state):
+        phase = WRITE_BONUS
+    step = state.step if passes else -1
+    timing = timing if passes and activity is None else None
+    lines = hud_lines(ec, height, n_steps, title, step, state.gamma, state.lanes_true, target_only, phase, activity)
+    fb.hud_text = [text for text, _, _ in lines]
+    if lines:
+        x0, y0 = hud_origin(height)
+        w, h = _plate(fb, x0, y0, lines, pal, anchor="left", name="hud")
         if timing is not None:
             _phase_strip(fb, state, timing, x0, y0 + h + height * 0.006, w, height * 0.012, pal)
             h += height * 0.024
         return (x0, y0, w, h)           # the HUD's rectangle: part labels keep out of it
     return None
+
+
+def hud_extent(atlas, height: int, ec: EmitContext, n_steps: int, title, gamma: int, lanes_true: int,
+               target_only: bool, passes: bool = True,
+               activity: list[tuple[str, str]] | None = None) -> tuple[float, float, float, float]:
+    """The largest HUD rectangle (x, y, w, h) any moment of this run can show (every phase's words, the phase
+    strip): the camera frames the parts it names clear of it, and keeps that frame while the pass plays."""
+    phases = list((TARGET_PHASES if target_only else PHASES).values()) + ([] if target_only else [WRITE_BONUS])
+    step = max(n_steps - 1, 0) if passes else -1
+    w = h = 0.0
+    for phase in phases:
+        lines = hud_lines(ec, height, n_steps, title, step, gamma, lanes_true, target_only, phase, activity)
+        if lines:
+            pw, ph = plate_size(atlas, lines)
+            w, h = max(w, pw), max(h, ph + (height * 0.024 if passes else 0.0))
+    x0, y0 = hud_origin(height)
+    return (x0, y0, w, h)
+
+
+def kept_all(state) -> bool:
+    """The current pass kept all γ guesses (every meter passed), so its last token is the bonus."""
+    return bool(state.meters) and len(state.meters) == state.gamma and all(m.verdict == "pass" for m in state.meters)
 
 
 def _phase_strip(fb, state, st, x, y, w, h, pal) -> None:

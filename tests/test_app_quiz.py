@@ -73,7 +73,7 @@ def test_computed_answers_are_the_models_numbers():
     assert f"“{pair.display(int(tr.guesses[i]))}”" in q.options
     # Tokens per pass at the run's α and the lab's γ, and forgetting the bonus as a distractor.
     q = qs["tokens_per_pass"]
-    a, gam = run.alpha_generated, lab["gamma"]
+    a, gam = snap.facts.alpha, lab["gamma"]          # the pair's long-run α, as the panels show it
     assert q.options[q.right] == f"{analytics.tokens_per_pass_formula(a, gam):.2f}"
     assert f"{analytics.tokens_per_pass_formula(a, gam) - a ** gam:.2f}" in q.options
     q = qs["best_gamma"]
@@ -223,7 +223,7 @@ def test_handout_numbers_are_the_models():
     from models import analytics
     ctl, snap = _snap()
     f = handout.facts(snap)
-    a = snap.run.alpha_generated
+    a = snap.facts.alpha
     assert f["alpha"] == f"{a:.3f}" and f["tpp"] == f"{analytics.tokens_per_pass_formula(a, snap.lab['gamma']):.2f}"
     text = " ".join(t for _, t in handout.blocks(snap, "en"))
     assert f["tps1"] in text and f["overlap"] in text

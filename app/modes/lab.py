@@ -95,6 +95,11 @@ class LabPanel(Panel):
             imgui.end_table()
         imgui.end()
 
+    def facts_shown(self) -> dict[str, str]:
+        f = self.ctl.facts()
+        return {k: f[k] for k in ("alpha", "tpp_counted", "tpp_formula", "speedup_now", "best_gamma", "best_speedup",
+                                  "tokens_per_s", "busy", "busy_spec", "bytes_per_step")}
+
     def stage_rect(self, scr):
         x, y, w, h = ui.narration_rect(scr)
         top = ui.bar_h(scr)

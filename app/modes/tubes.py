@@ -106,13 +106,63 @@ class TubesPanel(Panel):
         dl.add_rect_filled((x + xn + 1, y + info["y0"] + 1), (x + info["x1"] - 1, y + info["y1"] - 1), u32(col))
         dl.add_line((x + xn, y + info["y0"]), (x + xn, y + info["y1"]), u32((0.86, 0.26, 0.22, 1.0)), 2.0)
 
-    def skip_bonus_note(self) -> str:
-        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the run's α."""
+    def skip_bonus_note(self) -> str | None:
+        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the pair's
+        long-run α (None while the long run is still being counted)."""
         ctl, s = self.ctl, self.ctl.settings
-        alpha = derived.toy_alpha(ctl.session.ensure(), ctl.session.pair())
+        pf = ctl.long_run()
+        if pf is None:
+            return None
+        alpha = float(pf.alpha)
         with_b, without_b = derived.tokens_per_pass_bonus(alpha, s.gamma)
         return ctl.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
                      without_bonus=f"{without_b:.2f}")
+
+    def counts_shown(self, res):
+        """(round shown, cumulative left counts, cumulative right counts) up to and including that round."""
+        rnd = self.round_shown(res)
+        return rnd, np.asarray(res.left_cumulative[rnd], float), np.asarray(res.right_cumulative[rnd], float)
+
+    def rows(self, res) -> list[tuple[str, str, str, str, bool]]:
+        """The table's rows, the rack's tubes left to right (its characters, then everything else) at the round
+        the table shows: (token, p, left tube, right tube, right tube more than 3 standard errors from p)."""
+        pair = self.ctl.session.pair()
+        p = np.asarray(res.target_p, float)
+        _, cum_l, cum_r = self.counts_shown(res)
+        ids = chosen_characters(res)
+        raw = [(pair.display(j), p[j], cum_l[j], cum_r[j]) for j in ids]
+        raw.append((self.ctl.t("tubes.other"), 1.0 - p[ids].sum(), cum_l.sum() - cum_l[ids].sum(),
+                    cum_r.sum() - cum_r[ids].sum()))
+        n_l, n_r = max(cum_l.sum(), 1), max(cum_r.sum(), 1)
+        out = []
+        for label, pj, lj, rj in raw:
+            bad = abs(rj / n_r - pj) > 3 * np.sqrt(max(pj * (1 - pj), 1e-9) / n_r)
+            out.append((label, f"{pj:.3f}", f"{lj / n_l:.3f}", f"{rj / n_r:.3f}", bool(bad)))
+        return out
+
+    def chi2_shown(self, res) -> tuple[float, float]:
+        from models.tubes import chi2_pvalue
+        p = np.asarray(res.target_p, float)
+        _, cum_l, cum_r = self.counts_shown(res)
+        return chi2_pvalue(cum_l, p), chi2_pvalue(cum_r, p)
+
+    def facts_shown(self) -> dict[str, str]:
+        """The table's p and tube frequencies per token and the chi-square p-values (at the round shown), and
+        the skip-bonus note's α and tokens per pass when it is shown."""
+        ctl, s = self.ctl, self.ctl.settings
+        out = {}
+        if s.skip_bonus:
+            pf = ctl.long_run()
+            if pf is not None:
+                with_b, without_b = derived.tokens_per_pass_bonus(float(pf.alpha), s.gamma)
+                out.update(alpha=f"{pf.alpha:.3f}", tpp_with_bonus=f"{with_b:.2f}", tpp_without_bonus=f"{without_b:.2f}")
+        res = ctl.tubes()
+        if res is not None:
+            for char, p, left, right, _ in self.rows(res):
+                out.update({f"p[{char}]": p, f"left[{char}]": left, f"right[{char}]": right})
+            left, right = self.chi2_shown(res)
+            out.update(chi2_p_left=f"{left:.3g}", chi2_p_right=f"{right:.3g}")
+        return out
 
     def draw(self, scr) -> None:
         ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
@@ -129,7 +179,7 @@ class TubesPanel(Panel):
         if changed:
             ctl.update(skip_bonus=skip)        # saved at once (a classroom switch)
         if s.skip_bonus:
-            ui.wrapped(self.skip_bonus_note(), c["muted"])
+            ui.wrapped(self.skip_bonus_note() or t("plot.computing_long"), c["muted"])
         try:
             res = ctl.tubes()
         except Exception as exc:  # noqa: BLE001 - the tube model may still be landing
@@ -141,34 +191,21 @@ class TubesPanel(Panel):
             imgui.end()
             return
         self.draw_speed(scr, res)
-        pair = ctl.session.pair()
-        p = np.asarray(res.target_p, float)
         rnd = self.round_shown(res)
-        cum_l = np.asarray(res.left_cumulative[rnd], float)
-        cum_r = np.asarray(res.right_cumulative[rnd], float)
-        # The rows are the rack's tubes, left to right: its characters, then everything else.
-        rows = [(pair.display(j), p[j], cum_l[j], cum_r[j]) for j in chosen_characters(res)]
-        ids = chosen_characters(res)
-        rows.append((t("tubes.other"), 1.0 - p[ids].sum(), cum_l.sum() - cum_l[ids].sum(), cum_r.sum() - cum_r[ids].sum()))
-        n_l, n_r = max(cum_l.sum(), 1), max(cum_r.sum(), 1)
         if imgui.begin_table("tubes", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for h in ("tubes.token", "tubes.p", "tubes.left", "tubes.right"):
                 imgui.table_setup_column(t(h))
             imgui.table_headers_row()
-            for label, pj, lj, rj in rows:
+            for char, p, left, right, bad in self.rows(res):
                 imgui.table_next_row()
+                for value in (char, p, left):
+                    imgui.table_next_column()
+                    imgui.text(value)
                 imgui.table_next_column()
-                imgui.text(label)
-                imgui.table_next_column()
-                imgui.text(f"{pj:.3f}")
-                imgui.table_next_column()
-                imgui.text(f"{lj / n_l:.3f}")
-                imgui.table_next_column()
-                bad = abs(rj / n_r - pj) > 3 * np.sqrt(max(pj * (1 - pj), 1e-9) / n_r)
-                imgui.text_colored(imgui.ImVec4(*(c["reject"] if bad else c["text"])), f"{rj / n_r:.3f}")
+                imgui.text_colored(imgui.ImVec4(*(c["reject"] if bad else c["text"])), right)
             imgui.end_table()
-        from models.tubes import chi2_pvalue
-        imgui.text(t("tubes.chi2", left=f"{chi2_pvalue(cum_l, p):.3g}", right=f"{chi2_pvalue(cum_r, p):.3g}"))
+        left, right = self.chi2_shown(res)
+        imgui.text(t("tubes.chi2", left=f"{left:.3g}", right=f"{right:.3g}"))
         imgui.end()
         # The distance to p against the draws so far gets the wide box under the table.
         draws = (rnd + 1) * int(res.draws)
