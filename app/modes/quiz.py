@@ -134,10 +134,11 @@ class QuizPanel(Panel):
         self._follow()
 
     def _follow(self) -> None:
-        """The table shows the question's chapter view (student mode)."""
+        """The table frames what the question's chapter first shows (student mode): its first beat's parts."""
         q = self.current()
         if q is not None and self.ctl.mode == "quiz":
-            self.ctl.set_view(CHAPTERS[q.chapter].view)
+            page = narration(CHAPTERS[q.chapter].slug).pages[0]
+            self.driver.set_focus(page.parts, page.view)
 
     def show_me(self) -> None:
         q = self.current()

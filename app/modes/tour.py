@@ -209,7 +209,9 @@ class TourPanel(Panel):
         # The box grows (the table above it shrinks) until the page's words clear the buttons: nothing is
         # drawn over them or cut off at the bottom.
         buttons = scr.font_size * 2.2
-        need = (imgui.get_cursor_pos_y() + buttons + imgui.get_style().item_spacing.y) / scr.h
+        style = imgui.get_style()
+        need = (imgui.get_cursor_pos_y() + buttons + style.item_spacing.y + style.window_padding.y
+                + scr.font_size * 0.5) / scr.h       # a half-line spare: a scrollbar would narrow the text
         self._fit[self._fit_key(scr)] = need
         imgui.set_cursor_pos_y(max(imgui.get_cursor_pos_y(), imgui.get_window_height() - buttons))
         if imgui.button(" ◀ "):          # the same beats as PageUp / PageDown, for a mouse
