@@ -36,15 +36,15 @@ def register(sub) -> None:
     p.add_argument("--tokens", type=whole(1, 1_000_000), required=True, help="new tokens to write")
     p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--temperature", type=number(0, 1000), default=0.0, help="0 = greedy (default); > 0 samples")
-    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the draws (default 0)")
     p.add_argument("--plain", action="store_true", help="plain decoding even when a draft is given")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to run (default cpu)")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"], help="weights' number format (default fp32)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(func=cmd_llm_generate)
 
     p = sub.add_parser("bench", help="measure the Llama pair on a device; each figure beside its on-paper value")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to measure (default cpu)")
     p.add_argument("--target", default=None, help="named target config (default llama-3.1-8b: the full "
                    "bench with random weights), or a checkpoint folder / .gguf file (the pair measurement)")
     p.add_argument("--draft", default=None, help="named draft config (default llama-3.2-1b), or a "
@@ -58,14 +58,14 @@ def register(sub) -> None:
     p.add_argument("--dtype", default=None, choices=["bf16", "fp32", "fp16"],
                    help="default bf16 for the full bench, fp32 for a checkpoint pair (faster on a CPU without "
                         "bf16 arithmetic for a model this small)")
-    p.add_argument("--gamma", type=whole(1, 64), default=4)
+    p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--batch", type=whole_list(1, 1 << 20, 64), default=[1, 4, 16, 64],
                    help="batch sizes of the sweep, comma-separated")
     p.add_argument("--context", type=whole(1, 1 << 24), default=4096, help="KV context of the batch sweep (tokens)")
     p.add_argument("--tokens", type=whole(2, 1_000_000), default=128, help="tokens written in the end-to-end runs")
     p.add_argument("--checkpoint", metavar="DIR", help="target weights instead of random ones")
     p.add_argument("--draft-checkpoint", metavar="DIR", help="draft weights instead of random ones")
-    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the random weights and draws (default 0)")
     p.add_argument("--prompt-len", type=whole(1, 1 << 20), default=32,
                    help="prompt length; batch-1 figures are taken there")
     p.add_argument("--reps", type=whole(0, 100_000), default=0, help="timed repetitions (0: 50 on CUDA, 5 on CPU)")

@@ -46,6 +46,13 @@ class HardwarePanel(Panel):
                 return e
         return meas[0] if meas else None
 
+    def stage_rect(self, scr):
+        """Above the roofline plot, which takes the wide box under the table: the plot never covers the read
+        head's lanes."""
+        x, y, w, h = ui.narration_rect(scr)
+        top = ui.bar_h(scr)
+        return 0.0, top, w, y - top
+
     def draw(self, scr) -> None:
         ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
         c = ctl.colors
@@ -67,7 +74,7 @@ class HardwarePanel(Panel):
             ui.wrapped(f"{type(exc).__name__}: {exc}")
         imgui.spacing()
         ui.heading(scr, t("hw.measured"), 1.1)
-        self._draw_measurement(t, s, c, muted)
+        self._draw_measurement(scr, t, s, c, muted)
         if not ctl.session.neural:
             imgui.spacing()
             ui.heading(scr, t("hw.toy"), 1.1)
@@ -77,7 +84,7 @@ class HardwarePanel(Panel):
         # The roofline gets the wide box under the table, where it can be read from the back row.
         ui.begin_panel("##hwplot", ui.narration_rect(scr), bg_alpha=0.9)
         avail = imgui.get_content_region_avail()
-        self.plots.image(scr, "roofline", avail.x, aspect=avail.x / max(avail.y, 1))
+        self.plots.image(scr, "roofline", avail.x, height=avail.y)
         imgui.end()
 
     # ---- the neural pair measured live on this machine (app.session.BenchWorker) --------------------------
@@ -119,13 +126,13 @@ class HardwarePanel(Panel):
             return
         for line in view["meta"]:
             ui.wrapped(line, color=c["muted"])
-        self._rows_table("hwlive", view["rows"], t)
+        self._rows_table(scr, "hwlive", view["rows"], t)
         for note in view["notes"]:
             ui.wrapped(note, color=c["muted"])
         if imgui.button(t("hw.live_again")):
             self.ctl.bench_worker.start()
 
-    def _rows_table(self, name: str, rows, t) -> None:
+    def _rows_table(self, scr, name: str, rows, t) -> None:
         flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h
         if rows and imgui.begin_table(name, 3, flags):
             imgui.table_setup_column(t("hw.col_figure"))
@@ -135,15 +142,15 @@ class HardwarePanel(Panel):
             for label, measured, paper, method in rows:
                 imgui.table_next_row()
                 imgui.table_next_column()
-                imgui.text_wrapped(label)
+                ui.cell(scr, label)
                 if method and imgui.is_item_hovered():
                     imgui.set_tooltip(method)
                 imgui.table_next_column()
-                imgui.text(measured)
+                ui.cell(scr, measured, wrap=False)
                 if method and imgui.is_item_hovered():
                     imgui.set_tooltip(method)
                 imgui.table_next_column()
-                imgui.text_wrapped(paper)
+                ui.cell(scr, paper)
             imgui.end_table()
 
     def paper_rows(self) -> dict[str, str]:
@@ -178,7 +185,7 @@ class HardwarePanel(Panel):
         return [(t(vocab if k == "vocab" else f"fact.{k}"), f[k]) for k in ("vocab", "alpha", "tpp_formula",
                                                                               "tpp_counted")]
 
-    def _draw_measurement(self, t, s, c, muted) -> None:
+    def _draw_measurement(self, scr, t, s, c, muted) -> None:
         meas = self.measurements()
         entry = self.current()
         if entry is None:
@@ -210,7 +217,7 @@ class HardwarePanel(Panel):
         if view.get("note"):
             imgui.text_colored(imgui.ImVec4(*c["accent"]), view["note"])
         rows = view["rows"]
-        self._rows_table("hwmeas", rows, t)
+        self._rows_table(scr, "hwmeas", rows, t)
         if view.get("scaled"):
             ui.wrapped(view["scaled"], color=c["accent"])
         for note in view["notes"]:
