@@ -109,7 +109,9 @@ def inside_checkpoint(folder: Path, name, where: str) -> Path:
     """folder/name, refused unless its name stays inside the folder: no absolute path, no '..', no folder on the
     way that links out. The file itself may be a link to a regular file anywhere: that is the Hugging Face cache's
     layout (hub/models--*/snapshots/<rev>/model.safetensors -> ../../blobs/<sha256>), and the user chose the
-    folder; a link to a folder, or a name that leaves the folder, is what stays refused."""
+    folder; a link to a folder, or a name that leaves the folder, is what stays refused, and so is anything that is
+    not a regular file (a folder, a FIFO, a device), linked or not. A name that does not exist is returned: the
+    caller says what is missing."""
     if not isinstance(name, str) or not name:
         raise InputError(f"{where} names a file as {type_name(name)} {short(name)}, not a file name")
     rel = Path(name)
@@ -124,10 +126,16 @@ def inside_checkpoint(folder: Path, name, where: str) -> Path:
         raise InputError(f"{path} cannot be resolved: {exc}") from None
     if not parent.is_relative_to(root):
         raise InputError(f"{path} lies in {parent}, a folder linked from outside the checkpoint folder {folder}")
-    if real.is_relative_to(root) or (path.is_symlink() and real.is_file()):
-        return path
-    raise InputError(f"{path} is a link to {real}, which is not a file inside the checkpoint folder "
-                     "(a link may point at a file, as the Hugging Face cache's do, never at a folder)")
+    if path.is_symlink():
+        if real.is_file():
+            return path
+    elif real.exists() and not real.is_file():
+        # a folder, a FIFO (reading it would wait forever), a device: never a checkpoint's file
+        raise InputError(f"{path} is not a regular file (a folder, a FIFO or a device)")
+    else:
+        return path                     # a regular file, or nothing: the caller says what is missing
+    raise InputError(f"{path} is a link to {real}, which is not a regular file (a link may point at a file "
+                     "anywhere, as the Hugging Face cache's do, never at a folder, a FIFO or nothing)")
 
 
 def shard_names(index, where: str) -> list[str]:

@@ -53,6 +53,8 @@ def resolve(spec) -> Source:
         if p.name == "config.json":
             return Source(s, "hf", p.parent)
         raise InputError(f"{s!r} is a file but not a .gguf checkpoint; give a checkpoint folder or a .gguf file")
+    if p.exists():
+        raise InputError(f"{s!r} is neither a folder nor a regular file (a FIFO or a device?)")
     if s in CONFIGS:
         return Source(s, "named", None)
     raise InputError(f"checkpoint {s!r} does not exist (a folder with config.json, a .gguf file, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -174,3 +175,49 @@ def test_memory_is_estimated_before_loading(ckpts, capsys, monkeypatch):
     monkeypatch.setattr(lc, "load_weights", lambda *a, **k: loaded.append(a))
     rc, out, err = run(["step", "--target", ckpts / "t", "--draft", ckpts / "d"], capsys)
     assert rc == 2 and "need about" in err and "GB free" in err and loaded == []
+
+
+def _hub_snapshot(src: Path, hub: Path, name: str) -> Path:
+    """A copy of checkpoint folder `src` in the Hugging Face cache's layout: every file of
+    hub/models--spectable--<name>/snapshots/<rev>/ is a relative link to ../../blobs/<hash>."""
+    repo = hub / f"models--spectable--{name}"
+    snap = repo / "snapshots" / ("a" * 40)
+    (repo / "blobs").mkdir(parents=True)
+    snap.mkdir(parents=True)
+    for i, f in enumerate(sorted(p for p in src.iterdir() if p.is_file())):
+        blob = repo / "blobs" / f"{i:064x}"
+        shutil.copyfile(f, blob)
+        os.symlink(os.path.relpath(blob, snap), snap / f.name)
+    return snap
+
+
+def test_a_hugging_face_cache_snapshot_drives_the_step_as_its_folder_does(ckpts, tmp_path, capsys):
+    """config.json, tokenizer.json and the weights are links to blobs outside the folder: they load, and the step
+    is the one the plain folders give."""
+    t, d = _hub_snapshot(ckpts / "t", tmp_path / "hub", "t"), _hub_snapshot(ckpts / "d", tmp_path / "hub", "d")
+    assert all((t / n).is_symlink() for n in ("config.json", "tokenizer.json", "model.safetensors"))
+    argv = ["step", "--steps", 2, "--prefix", "孔乙", "--seed", 4]
+    via_links = run_json(argv + ["--target", t, "--draft", d], capsys)
+    plain = run_json(argv + ["--target", ckpts / "t", "--draft", ckpts / "d"], capsys)
+    assert via_links["steps"] == plain["steps"] and via_links["text"] == plain["text"]
+
+
+@pytest.mark.parametrize("odd", ["fifo", "folder", "link_to_fifo", "dangling"])
+def test_other_odd_files_in_a_checkpoint_stay_refused(odd, ckpts, tmp_path, capsys):
+    """Only a regular file, or a link to one, is read: a FIFO (reading it would wait forever), a folder, a link to
+    a FIFO or to nothing is one line and exit 2."""
+    ck = tmp_path / "ck"
+    shutil.copytree(ckpts / "t", ck)
+    (ck / "tokenizer.json").unlink()
+    if odd == "fifo":
+        os.mkfifo(ck / "tokenizer.json")
+    elif odd == "folder":
+        (ck / "tokenizer.json").mkdir()
+    elif odd == "link_to_fifo":
+        os.mkfifo(tmp_path / "pipe")
+        os.symlink(tmp_path / "pipe", ck / "tokenizer.json")
+    else:
+        os.symlink(tmp_path / "nothing.json", ck / "tokenizer.json")
+    rc, out, err = run(["step", "--target", ck, "--draft", ckpts / "d", "--prefix", "孔乙"], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "tokenizer.json" in err and ("not a regular file" in err), err
