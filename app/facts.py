@@ -409,10 +409,13 @@ def pair_rows(r: dict, t) -> list[tuple[str, str, str, str]]:
     row(t("fact.c"), "c", sig)
     row(t("hw.verify_k", k=f"{gamma + 1:.0f}" if gamma is not None else "γ+1"), "verify_ratio", lambda x: f"{x:.2f}×")
     row(t("hw.pair_tpp", gamma=g), "tokens_per_pass", lambda x: f"{x:.2f}")
-    row(t("hw.pair_plain_tps"), "plain_tokens_per_s", lambda x: f"{fmt_tps(x)} tokens/s")
+    row(t("hw.pair_plain_tps"), "plain_tokens_per_s", lambda x: t("hw.tokens_per_s", n=fmt_tps(x)))
     sp = _num(r, "speculative_tokens_per_s")
     if sp is not None:
-        rows.append((t("hw.pair_spec_tps", gamma=g), f"{fmt_tps(sp)} tokens/s", "—", method))
+        # on paper: the roofline's plain rate times its speedup for the same α, γ and shapes
+        pp, ps = _num(paper, "plain_tokens_per_s"), _num(paper, "speedup")
+        rows.append((t("hw.pair_spec_tps", gamma=g), t("hw.tokens_per_s", n=fmt_tps(sp)),
+                     t("hw.tokens_per_s", n=fmt_tps(pp * ps)) if pp is not None and ps is not None else "—", method))
     row(t("hw.pair_speedup"), "speedup", lambda x: f"×{sig(x)}")
     return rows
 

@@ -60,6 +60,21 @@ def test_every_mode_is_legible_at_720p(lang):
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_mode_is_legible_with_the_neural_pair(lang):
+    """The lab's models switch, its note on the loaded pair, the hardware panel's live measurement: legible too."""
+    pytest.importorskip("torch")
+    from app.settings import MODES
+    ctl, app = _app(lang, "lab", pair="neural")
+    try:
+        for mode in MODES:
+            ctl.set_mode(mode)
+            _check(_settle(ctl, app), f"{lang} {mode} neural")
+        assert ctl.modes["hardware"].shown_live["rows"]          # the live measurement was drawn
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
 def test_every_tour_beat_is_legible_at_720p(lang):
     ctl, app = _app(lang, "tour", chapter=0)
     beats = 0

@@ -1,11 +1,12 @@
 """Screenshots of every mode and every tour beat, with each frame's legibility figures, for looking at.
 
     SDL_VIDEODRIVER=offscreen python tools/screenshots.py --out shots/ [--size 1280x720]
-        [--lang zh en] [--palette default projector] [--only modes|tour|quiz]
+        [--lang zh en] [--palette default projector] [--only modes|tour|quiz] [--pair ngram|neural]
 
 Runs the real window in this process (the controller, the table and the panels, as `spectable run` does),
 walks the tour beat by beat (each page, then its action, the table's pass played to its end), opens each
-mode, and takes the quiz start to finish. Writes one PNG per frame, contact sheets of them
+mode, and takes the quiz start to finish. `--pair neural` opens the modes with the shipped neural pair on the
+table (the file names then start with `neural-`; the tour's pages choose their own pair). Writes one PNG per frame, contact sheets of them
 (sheet-<lang>-<palette>-<part>-N.png, 3 x 3 frames each) and summary.json: per frame its name, the smallest
 text drawn, overlapping boxes, scrollbars, clipped panels and the table's labels left out as too small.
 """
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def shoot(out: Path, size, lang: str, palette: str, parts) -> list[dict]:
+def shoot(out: Path, size, lang: str, palette: str, parts, pair: str = "ngram") -> list[dict]:
     from PIL import Image
 
     from app.controller import Controller
@@ -29,7 +30,7 @@ def shoot(out: Path, size, lang: str, palette: str, parts) -> list[dict]:
     from app.settings import AppSettings
     from app.window import FIXED_DT, App
 
-    settings = AppSettings(language=lang, palette=palette, mode="tour", chapter=0)
+    settings = AppSettings(language=lang, palette=palette, mode="tour", chapter=0, pair=pair)
     ctl = Controller(settings, persist=False, scripted=True, export_dir=out / "exports")
     app = App(ctl, size=size)
     rows: list[dict] = []
@@ -41,7 +42,7 @@ def shoot(out: Path, size, lang: str, palette: str, parts) -> list[dict]:
 
     def snap(name: str) -> None:
         settle()
-        path = out / f"{lang}-{palette}-{name}.png"
+        path = out / f"{'neural-' if pair != 'ngram' else ''}{lang}-{palette}-{name}.png"
         save_png(app.read_frame(), path)
         leg = dict(app.legibility)
         rows.append({"name": name, "lang": lang, "palette": palette, "file": path.name, **leg})
@@ -69,6 +70,10 @@ def shoot(out: Path, size, lang: str, palette: str, parts) -> list[dict]:
                     continue
                 ctl.set_mode(mode)
                 snap(f"mode-{mode}")
+                if mode == "lab":               # its folded knobs, the models switch among them
+                    ctl.panel.open_more = True
+                    snap("mode-lab-more")
+                    ctl.panel.open_more = False
         if "quiz" in parts and "quiz" in ctl.modes:
             ctl.set_mode("quiz")
             quiz = ctl.panel
@@ -113,6 +118,7 @@ def main() -> int:
     ap.add_argument("--lang", nargs="+", default=["zh", "en"])
     ap.add_argument("--palette", nargs="+", default=["default", "projector"])
     ap.add_argument("--only", nargs="+", default=["tour", "modes", "quiz"])
+    ap.add_argument("--pair", choices=("ngram", "neural"), default="ngram", help="the models on the table")
     args = ap.parse_args()
     os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")
     os.environ.setdefault("XDG_CONFIG_HOME", str(args.out / "config"))
@@ -121,7 +127,7 @@ def main() -> int:
     rows = []
     for lang in args.lang:
         for palette in args.palette:
-            rows += shoot(args.out, size, lang, palette, args.only)
+            rows += shoot(args.out, size, lang, palette, args.only, args.pair)
     contact_sheets(args.out, rows)
     (args.out / "summary.json").write_text(json.dumps(rows, ensure_ascii=False, indent=1), encoding="utf-8")
     worst = min((r["min_text_px"] for r in rows), default=None)

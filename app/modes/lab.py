@@ -18,6 +18,7 @@ class LabPanel(Panel):
         self.plots = ui.PlotTextures(ctl)
         self.plot = "speedup"
         self.prompt_buf = ctl.settings.prompt
+        self.open_more: bool | None = None     # open or fold "more" on the next frame (None: as the user left it)
 
     def draw(self, scr) -> None:
         ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
@@ -31,14 +32,6 @@ class LabPanel(Panel):
             new["prompt"] = self.prompt_buf
         if ctl.session.error:
             imgui.text_colored(imgui.ImVec4(*c["reject"]), ctl.session.error)
-        # Which models drive the table: the counted n-gram pair, the shipped neural pair, the user's checkpoints.
-        imgui.text(t("lab.pair"))
-        for name in pairs.choices():
-            imgui.same_line()
-            if imgui.radio_button(self.pair_label(name), s.pair == name):
-                new["pair"] = name
-        if s.pair != "ngram":
-            ui.wrapped(self.pair_note(), color=c["muted"])
         # Every widget's value goes through the controller (ctl.adjust: checked and brought into range).
         # ImGui sliders hold float32: round so 0.1 stays 0.1 (not 0.10000000149) in the run key and the file.
         _, new["gamma"] = imgui.slider_int(t("lab.gamma"), s.gamma, 1, 10)
@@ -57,7 +50,18 @@ class LabPanel(Panel):
                     new["device"] = d
             imgui.end_combo()
         # Sampling details and the tokenizer, folded away: the panel's first screen fits a projector at 720p.
+        if self.open_more is not None:         # a screenshot or test opens (or folds) it, as a click would
+            imgui.set_next_item_open(self.open_more)
+            self.open_more = None
         if imgui.collapsing_header(t("lab.more")):
+            # Which models drive the table: the counted n-gram pair, the shipped neural pair, your checkpoints.
+            imgui.text(t("lab.pair"))
+            for name in pairs.choices():
+                imgui.same_line()
+                if imgui.radio_button(self.pair_label(name), s.pair == name):
+                    new["pair"] = name
+            if s.pair != "ngram":
+                ui.wrapped(self.pair_note(), color=c["muted"])
             _, new["top_k"] = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
             _, top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
             new["top_p"] = round(top_p, 4)

@@ -277,9 +277,9 @@ class TourPanel(Panel):
             imgui.table_headers_row()
             for label, measured, paper, _ in view["rows"]:
                 imgui.table_next_row()
-                for value in (label, measured, paper):
+                for value, wrap in ((label, True), (measured, False), (paper, True)):
                     imgui.table_next_column()
-                    imgui.text(value)
+                    ui.cell(scr, value, wrap=wrap)
             imgui.end_table()
 
     # ---- what a class sees: spectable run --json `beat` and `facts` ------------------------------
