@@ -1,0 +1,166 @@
+"""The neural pair in the program: the `pair` setting through the controller, every mode on the shipped Llama pair,
+the hardware panel's live measurement, the tour's neural passage, and `spectable run --pair/--target/--draft`."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from app import pairs  # noqa: E402
+from app.settings import AppSettings  # noqa: E402
+from corpus.errors import InputError  # noqa: E402
+from tests.app_helpers import ROOT, run_app  # noqa: E402
+
+TARGET, DRAFT = (str(ROOT / "assets" / "models" / n) for n in ("nahan-target", "nahan-draft"))
+
+
+def _controller(**settings):
+    from app.controller import Controller
+    return Controller(AppSettings(**{"language": "en", **settings}), persist=False, scripted=True).start()
+
+
+@pytest.fixture(autouse=True)
+def _no_custom_pair():
+    yield
+    pairs._custom = None          # a test's --target never leaks into the next (the loaded pairs stay cached)
+
+
+def test_the_pair_setting_goes_through_the_controller():
+    from models.llm_pair import LlamaPair
+    from models.ngram import NGramPair
+    ctl = _controller(mode="lab")
+    assert isinstance(ctl.session.pair(), NGramPair) and not ctl.session.neural
+    ctl.update(pair="neural")
+    pair = ctl.session.pair()
+    assert isinstance(pair, LlamaPair) and pair.name == "nahan-target + nahan-draft" and ctl.session.neural
+    run = ctl.session.ensure()
+    assert run is not None and ctl.session.error is None
+    assert all(tr.extra.get("pair") == "neural" for tr in run.traces)       # the torch rule wrote these passes
+    assert pair.decode(run.tokens).startswith(ctl.settings.prompt)
+    with pytest.raises(InputError, match="pair must be one of ngram, neural"):
+        ctl.update(pair="custom")                      # offered only when --target named checkpoints
+    assert ctl.settings.pair == "neural"
+    ctl.update(pair="ngram")
+    assert isinstance(ctl.session.pair(), NGramPair)
+
+
+def test_the_step_through_shows_the_neural_pairs_own_p_and_q(capsys, tmp_path):
+    """The step-through's numbers are the networks' rows at the test's context, and the rule's r and residual."""
+    out = run_app(capsys, tmp_path, "--pair", "neural", "--mode", "step", "--lang", "en", "--no-save",
+                  script=["space", "space"])
+    assert out["settings"]["pair"] == "neural" and out["lab"]["pair"] == "neural"
+    st = out["step"]
+    pair = pairs.load("neural")
+    ids = pair.encode(st["context"])
+    assert st["guess_id"] < pair.V and pair.display(st["guess_id"]) == st["guess"]
+    if st["kind"] == "test":
+        p, _ = pair.target_row(ids)
+        q, _ = pair.draft_row(ids)
+        assert st["p"] == pytest.approx(p[st["guess_id"]], rel=1e-4, abs=1e-7)
+        assert st["q"] == pytest.approx(q[st["guess_id"]], rel=1e-4, abs=1e-7)
+        assert st["ratio"] == pytest.approx(st["p"] / st["q"], rel=1e-4)
+        assert st["draft_backed_off"] is False and st["target_backed_off"] is False   # a network never backs off
+        if st["verdict"] == "rejected":
+            resid = np.maximum(p - q, 0)
+            resid /= resid.sum()
+            top = int(np.argmax(resid))
+            assert st["residual"][0][2] == top and st["residual"][0][1] == pytest.approx(resid[top], rel=1e-3)
+    assert out["text"].startswith("慢慢") and out["error"] is None
+
+
+def test_the_tubes_run_on_the_neural_pair():
+    from models.tubes import run_tubes
+    ctl = _controller(mode="tubes", pair="neural")
+    res = ctl.tubes()
+    pair = ctl.session.pair()
+    p, _ = pair.target_row(pair.encode(res.prefix))
+    assert res.target_p.shape == (pair.V,) and np.allclose(res.target_p, p, atol=1e-6)
+    direct = run_tubes(pair, prefix=res.prefix, rounds=res.rounds, draws=res.draws, seed=res.seed, rule=res.rule)
+    assert np.array_equal(direct.right_round_c, res.right_round_c)        # the same experiment, seeded
+
+
+def test_the_lab_shows_the_neural_pair_and_its_long_run():
+    from models import analytics
+    ctl = _controller(mode="lab", pair="neural")
+    shown = ctl.panel.facts_shown()
+    pf = analytics.pair_facts(ctl.session.pair(), ctl.settings.gamma, ctl.session.sampler_settings(), seed=0)
+    assert shown["alpha"] == f"{pf.alpha:.3f}" and pf.tokens >= 2000
+    note = ctl.panel.pair_note()
+    assert "6.02M" in note and "0.68M" in note and "2,443" in note       # from the loaded checkpoints
+
+
+def test_the_hardware_panel_measures_the_pair_live():
+    """The live rows are the BenchWorker's measurement of the pair on the table, each beside the roofline's value
+    for the same shapes, with the method (device, dtype, threads, warm-up, repeats) stated."""
+    ctl = _controller(mode="hardware", pair="neural", gamma=3)
+    panel = ctl.panel
+    view = panel.live()
+    r, err = ctl.bench_worker.result(scripted=True)
+    assert err is None and r is not None and view["rows"]
+    assert r["settings"]["gamma"] == 3 and r["pair"]["name"] == "nahan-target + nahan-draft"
+    for key in ("target_ms", "draft_ms", "c", "tokens_per_pass", "plain_tokens_per_s", "speculative_tokens_per_s",
+                "speedup"):
+        assert np.isfinite(r[key]) and r[key] > 0, key
+    assert r["c"] == pytest.approx(r["draft_ms"] / r["target_ms"], rel=1e-9)
+    assert r["speedup"] == pytest.approx(r["speculative_tokens_per_s"] / r["plain_tokens_per_s"], rel=1e-9)
+    shown = panel.facts_shown()
+    live = {k[len("live: "):]: v for k, v in shown.items() if k.startswith("live: ")}
+    t = ctl.t
+    from app.facts import fmt_ms, sig
+    assert live[t("hw.pair_target_ms")] == f"{fmt_ms(r['target_ms'])} | {fmt_ms(r['on_paper']['target_ms'])}"
+    assert live[t("fact.c")] == f"{sig(r['c'])} | {sig(r['on_paper']['c'])}"
+    assert live[t("hw.pair_speedup")] == f"×{sig(r['speedup'])} | ×{sig(r['on_paper']['speedup'])}"
+    meta = " ".join(view["meta"])
+    assert f"{r['device']['threads']} threads" in meta and r["dtype"] in meta and "2 warm-up" in meta
+    assert f"median of {r['settings']['reps']}" in meta
+    # another γ is another measurement; the n-gram pair has none
+    ctl.update(gamma=2)
+    assert ctl.bench_worker.result(scripted=True)[0]["settings"]["gamma"] == 2
+    ctl.update(pair="ngram")
+    assert not any(k.startswith("live: ") for k in panel.facts_shown())
+
+
+def test_the_tour_passage_runs_on_the_neural_pair_and_quotes_its_measurement():
+    from app.facts import facts, fill, shipped_pair_measurement
+    from app.tour import CHAPTERS, narration
+    ch = next(i for i, c in enumerate(CHAPTERS) if c.slug == "08-how-much-faster")
+    pages = narration(CHAPTERS[ch].slug).pages
+    neural_pages = [k for k, p in enumerate(pages) if p.pair == "neural"]
+    assert neural_pages and neural_pages[-1] == len(pages) - 1
+    ctl = _controller(mode="tour", chapter=ch)
+    assert ctl.settings.pair == "ngram"
+    while ctl.tour.page < neural_pages[0]:
+        ctl.do("next")
+    assert ctl.settings.pair == "neural" and ctl.lab()["pair"] == "ngram"     # the lab's own choice is kept
+    entry = shipped_pair_measurement()
+    d = entry["data"]
+    f = facts(ctl)
+    for lang in ("zh", "en"):
+        last = fill(pages[-1][lang], f)
+        assert "—" not in last and "{" not in last
+        assert f"c = {f['neural_c']}" in last and f"{d['verify_ratio']:.2f}" in last
+    from app.facts import sig
+    assert f["neural_c"] == sig(d["c"]) and f["neural_c_paper"] == sig(d["on_paper"]["c"])
+    assert f["neural_speed_words"].endswith(f"(×{sig(d['speedup'])})")
+    assert f["neural_target_params"] == "6.02M" and f["neural_draft_params"] == "0.68M"
+    ctl.do("prev")
+    while ctl.tour.page >= neural_pages[0]:
+        ctl.do("prev")
+    assert ctl.settings.pair == "ngram"                                       # back to the counted pair
+
+
+def test_run_takes_your_checkpoints_as_the_custom_pair(capsys, tmp_path):
+    """--target/--draft put any Llama checkpoints on the table as the 'custom' pair; bad ones are one line, exit 2."""
+    from app.cli import main
+    out = run_app(capsys, tmp_path, "--target", TARGET, "--draft", DRAFT,
+                  "--mode", "lab", "--no-save")
+    assert out["settings"]["pair"] == "custom" and out["error"] is None and out["text"].startswith("慢慢")
+    assert pairs.custom().target == TARGET and "custom" in pairs.choices()
+    for argv, needle in [(["--draft", DRAFT], "--draft needs a --target"),
+                         (["--target", str(tmp_path / "nowhere")], "does not exist"),
+                         (["--pair", "ngram", "--target", TARGET], "do not go with --pair ngram")]:
+        capsys.readouterr()
+        rc = main(["run", "--frames", "1", "--size", "320x180", "--no-save", *argv])
+        err = capsys.readouterr().err.strip()
+        assert rc == 2 and needle in err and len(err.splitlines()) == 1, err
