@@ -26,8 +26,9 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         alpha = long_alpha(ctl)
         g, _ = derived.best_gamma(alpha, s.c)
         curves = {a: derived.speedups(a, s.c) for a in REFERENCE_ALPHAS}
-        return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c,
-                                  "plot.neural_alpha" if ctl.session.neural else "plot.toy_alpha", **look)
+        label = {"ngram": "plot.toy_alpha", "custom": "plot.custom_alpha"}.get(s.pair, "plot.neural_alpha")
+        return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c, label,
+                                  **look)
     if name == "tpp":
         alpha = long_alpha(ctl)
         # a neural pair runs two networks every pass: the lab's own number of passes at each γ

@@ -39,6 +39,7 @@ class Session:
         self._load_lock = threading.Lock()
         self._run_key = None
         self.run: Run | None = None
+        self._run_pair: str | None = None   # the pair_key() of the pair that wrote self.run
         self.error: str | None = None      # the last bad input (shown in the lab, never fatal)
         self.version = 0
 
@@ -94,9 +95,14 @@ class Session:
             traces = tuple(sampler.step() for _ in range(s.steps))
         except (InputError, OSError, ValueError) as exc:    # a bad prompt, table or checkpoint: say so, keep the last run
             self.error = str(exc)
+            if self.run is not None and self._run_pair != self.pair_key():
+                # ...unless another pair wrote it: its token ids mean nothing in this pair's vocabulary
+                self.run = None
+                self.version += 1
             return self.run
         self.error = None
         self.run = Run(prompt_ids=tuple(prompt_ids), traces=traces, tokens=tuple(sampler.tokens))
+        self._run_pair = self.pair_key()
         self.version += 1
         return self.run
 

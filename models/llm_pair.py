@@ -510,7 +510,11 @@ def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, to
     s = settings or SamplerSettings()
     if not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
         raise InputError(f"tokens must be between 1 and 1000000, got {tokens!r}")
-    sampler = LlamaSampler(pair, s)
+    drafter = None
+    if pair.draft is None:       # a checkpoint alone: its guesses are copied from the text (the lookup drafter's α)
+        from models.drafters import LookupDrafter
+        drafter = LookupDrafter()
+    sampler = LlamaSampler(pair, s, drafter=drafter)
     sampler.reset(list(prefix_ids))
     acc = tested = passes = 0
     beta_sum = 0.0

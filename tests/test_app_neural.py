@@ -164,3 +164,44 @@ def test_run_takes_your_checkpoints_as_the_custom_pair(capsys, tmp_path):
         rc = main(["run", "--frames", "1", "--size", "320x180", "--no-save", *argv])
         err = capsys.readouterr().err.strip()
         assert rc == 2 and needle in err and len(err.splitlines()) == 1, err
+
+
+def test_a_checkpoint_without_a_draft_runs_every_mode_on_guesses_copied_from_the_text(tmp_path):
+    """`spectable run --target X.gguf` alone: the lookup drafter guesses; every mode draws; what needs a draft model
+    (the live draft cost, the tubes' q, the quiz's q) says so in its panel instead of failing."""
+    from dataclasses import replace
+
+    from app.controller import Controller
+    from app.settings import MODES
+    from app.window import FIXED_DT, App
+    from models.llama import LlamaConfig, build_random
+    from tests.llm_helpers import write_gguf
+    cfg = replace(LlamaConfig.from_name("tiny"), rope_scaling=None, max_position_embeddings=256)
+    write_gguf(tmp_path / "t.gguf", build_random(cfg, seed=4, std=0.2))
+    pairs.set_custom(str(tmp_path / "t.gguf"), None)
+    ctl = Controller(AppSettings(language="en", mode="lab", pair="custom", prompt="The"), persist=False,
+                     scripted=True)
+    app = App(ctl, size=(640, 360))
+    try:
+        for mode in MODES:
+            ctl.set_mode(mode)
+            for _ in range(2):
+                ctl.driver.advance(30.0)
+                app.draw_frame(FIXED_DT)
+        run = ctl.session.run
+        assert ctl.session.error is None and run.traces and all(tr.drafter == "lookup" for tr in run.traces)
+        facts = ctl.long_run(wait=True)
+        assert facts.tokens >= 2000 and 0 <= facts.alpha <= 1
+        assert "no draft model" in ctl.modes["quiz"].error and ctl.modes["quiz"].questions() == []
+        assert "no draft model" in ctl.bench_worker.result(scripted=True)[1]
+        # The tour runs the lesson's pairs: a prompt only the checkpoint's tokenizer knows gives way to the tour's
+        ctl.set_mode("tour")
+        assert ctl.settings.pair == "ngram" and ctl.settings.prompt == "慢慢" and ctl.session.error is None
+        ctl.set_mode("lab")
+        assert ctl.settings.prompt == "The" and ctl.settings.pair == "custom"
+        # another pair that cannot write after the prompt: an error, and never the old pair's tokens on the table
+        ctl.update(pair="ngram")
+        assert ctl.session.ensure() is None and "not in the vocabulary" in ctl.session.error
+        app.draw_frame(FIXED_DT)
+    finally:
+        app.close()

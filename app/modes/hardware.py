@@ -61,10 +61,11 @@ class HardwarePanel(Panel):
         if ctl.session.neural:
             # The models on the table first: measured now on this computer, then their own long-run numbers; the
             # on-paper figures for the lab's device and model follow, under their own heading.
-            ui.heading(scr, t("hw.live"))
+            custom = s.pair == "custom"            # the user's checkpoints, not the shipped pair
+            ui.heading(scr, t("hw.live_custom" if custom else "hw.live"))
             self._draw_live(scr, t, c, muted)
             imgui.spacing()
-            ui.heading(scr, t("hw.neural_own"), 1.1)
+            ui.heading(scr, t("hw.custom_own" if custom else "hw.neural_own"), 1.1)
             ui.facts_table(scr, self.toy_rows())
             imgui.spacing()
         ui.heading(scr, t("hw.paper", device=s.device, model=s.model), 1.1 if ctl.session.neural else 1.0)

@@ -18,6 +18,7 @@ from app import quiz, ui
 from app.modes.base import Panel
 from app.palette import u32
 from app.tour import CHAPTERS, narration
+from corpus.errors import InputError
 
 ANSWER_KEYS = {"answer_a": 0, "answer_b": 1, "answer_c": 2, "answer_d": 3}
 
@@ -29,6 +30,7 @@ class QuizPanel(Panel):
     def __init__(self, ctl, driver):
         super().__init__(ctl, driver)
         self.snap: quiz.Snapshot | None = None
+        self.error: str | None = None         # why the pair on the table gives no quiz (questions() says)
         self._built: dict = {}            # language -> questions (the same numbers, the same option order)
         self.index = 0                    # == len(questions): the summary page
         self.choices: dict[str, int] = {}     # question id -> option chosen
@@ -46,11 +48,18 @@ class QuizPanel(Panel):
         self._follow()
 
     def questions(self) -> list[quiz.Question]:
-        if self.snap is None:
-            self.snap = quiz.snapshot(self.ctl)
+        """The questions, or none (and `error` says why) when the pair on the table cannot answer them: a
+        checkpoint without a draft model has no q to ask about."""
         lang = self.ctl.settings.language
-        if lang not in self._built:
-            self._built[lang] = quiz.build(self.snap, lang)
+        try:
+            if self.snap is None:
+                self.snap = quiz.snapshot(self.ctl)
+            if lang not in self._built:
+                self._built[lang] = quiz.build(self.snap, lang)
+        except InputError as exc:
+            self.error = str(exc)
+            return []
+        self.error = None
         return self._built[lang]
 
     def current(self) -> quiz.Question | None:
@@ -177,7 +186,10 @@ class QuizPanel(Panel):
     # ---- drawing ------------------------------------------------------------------------------
     def draw(self, scr) -> None:
         ui.begin_panel("##quiz", ui.panel_rect(scr))
-        if self.finished:
+        self.questions()
+        if self.error is not None:
+            ui.wrapped(self.ctl.t("quiz.cannot", error=self.error), self.ctl.colors["reject"])
+        elif self.finished:
             self.draw_summary(scr)
         else:
             self.draw_question(scr, self.current())

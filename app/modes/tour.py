@@ -78,12 +78,22 @@ class TourPanel(Panel):
         values["seed"] = ctl.lab()["seed"]
         values["pair"] = self.state.page_data().pair
         ctl.update(**values)
+        self.prompt_for_pair()
         if ch.events:
             ctl.update(seed=self.demo_seed(ch))
         self.plays = 0
         self.frame()
         self.restage()
         ctl.save()
+
+    def prompt_for_pair(self) -> None:
+        """The tour keeps the lab's prompt where the page's pair can write after it; a prompt only your checkpoints
+        know (their tokenizer's text) gives way to the tour's own."""
+        ctl = self.ctl
+        try:
+            ctl.session.pair().encode(ctl.settings.prompt)
+        except InputError:
+            ctl.update(prompt=DEFAULTS.prompt)
 
     def demo_seed(self, ch) -> int:
         """The first seed from the lab's whose run shows the chapter's events (models.demo); the lab's seed with
@@ -107,6 +117,7 @@ class TourPanel(Panel):
         if st.page_data().pair != self.ctl.settings.pair:
             # The page runs on other models (the neural pair's passage): a new run, played from its first pass.
             self.ctl.update(pair=st.page_data().pair)
+            self.prompt_for_pair()
             self.plays = 0
         self.frame()
         if res == "act":
