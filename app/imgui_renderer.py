@@ -91,7 +91,10 @@ class ImGuiRenderer:
                 continue
             if status == S.want_create:
                 pixels = tex.get_pixels_array()
-                gl_tex = self.ctx.texture((tex.width, tex.height), 4, pixels.tobytes())
+                bpp = tex.bytes_per_pixel
+                gl_tex = self.ctx.texture((tex.width, tex.height), bpp, pixels.tobytes())
+                if bpp == 1:
+                    gl_tex.swizzle = "111R"      # an alpha8 atlas: white glyphs, coverage in alpha, as RGBA32 has
                 gl_tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
                 gl_tex.repeat_x = gl_tex.repeat_y = False
                 tid = self._new_id()
@@ -100,7 +103,7 @@ class ImGuiRenderer:
                 tex.status = S.ok
             elif status == S.want_updates:
                 gl_tex = self.textures[tex.tex_id]
-                full = tex.get_pixels_array().reshape(tex.height, tex.width, 4)
+                full = tex.get_pixels_array().reshape(tex.height, tex.width, tex.bytes_per_pixel)
                 for r in tex.updates:
                     block = np.ascontiguousarray(full[r.y:r.y + r.h, r.x:r.x + r.w])
                     gl_tex.write(block.tobytes(), viewport=(r.x, r.y, r.w, r.h))

@@ -97,6 +97,12 @@ class App:
         imgui.create_context()
         io = imgui.get_io()
         io.set_ini_filename("")          # panel layout is ours, not a stray imgui.ini in the cwd
+        # ImGui bakes each glyph per text size on demand. From its default 512x128 atlas it discards the sizes
+        # not drawn in the last frames whenever the atlas is full, and re-bakes them when drawn again: with CJK
+        # text at six sizes, every mode change re-uploaded glyphs for seconds. One 2048² single-channel atlas
+        # (4 MB) holds them all; ImGui still grows it if a 4K projector needs more.
+        io.fonts.tex_min_width = io.fonts.tex_min_height = 2048
+        io.fonts.tex_desired_format = imgui.ImTextureFormat.alpha8
         try:
             font = io.fonts.add_font_from_file_ttf(str(font_file), 20.0)
         except Exception as exc:  # noqa: BLE001
