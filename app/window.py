@@ -200,8 +200,9 @@ class App:
         if tex is not None:
             self.renderer.textures[STAGE_TEXTURE_ID] = tex
             x, y, w, h = rect
+            u, v = drv.stage_uv        # the part of the texture the table was drawn into (its lower left)
             imgui.get_background_draw_list().add_image(imgui.ImTextureRef(STAGE_TEXTURE_ID), (x, y), (x + w, y + h),
-                                                       (0, 1), (1, 0))
+                                                       (0, v), (u, 0))
         ui.top_bar(scr)
         ctl.panel.draw(scr)
         ui.status_line(scr)
