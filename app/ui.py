@@ -198,8 +198,13 @@ def bars(scr, items, width: float, height: float, highlight: int | None = None, 
     imgui.dummy((width, height))
 
 
+DRAG_REDRAW_FRAMES = 6     # while a slider is dragged, a plot is redrawn at most every this many frames
+
+
 class PlotTextures:
-    """Matplotlib figures as textures, rebuilt only when what they show changes (the run, a setting, the size)."""
+    """Matplotlib figures as textures, rebuilt only when what they show changes (what the plot is drawn from:
+    figures.PLOT_INPUTS; the size). Drawing one costs tens of milliseconds, so while the mouse drags a slider
+    a plot follows every DRAG_REDRAW_FRAMES-th frame, and at once when it is let go."""
 
     def __init__(self, ctl):
         self.ctl = ctl
@@ -209,11 +214,15 @@ class PlotTextures:
         """Draw plot `name` `width` pixels wide; `aspect` (w/h) re-lays the figure out for a wide box."""
         from app import figures, plots
         ctl = self.ctl
-        full_key = (aspect, ctl.session.version, ctl.revision, int(width))
+        full_key = (aspect, figures.inputs_key(ctl, name), int(width))
         entry = self.cache.get(name)
         if name == "tubes" and ctl.tubes() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
             return
+        frame = imgui.get_frame_count()
+        dragging = imgui.is_any_item_active() and imgui.is_mouse_down(0)
+        if entry is not None and entry[0] != full_key and dragging and frame - entry[4] < DRAG_REDRAW_FRAMES:
+            full_key = entry[0]          # keep the last picture a few frames more (the slider is still moving)
         if entry is None or entry[0] != full_key:
             try:
                 dpi_w = max(320, int(width))
@@ -229,9 +238,9 @@ class PlotTextures:
                 imgui.text_wrapped(f"{name}: {type(exc).__name__}: {exc}")
                 return
             tex_id = scr.renderer.register_rgba(rgba, entry[1] if entry else None)
-            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0])
+            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0], frame)
             self.cache[name] = entry
-        _, tex_id, w, h = entry
+        _, tex_id, w, h, _ = entry
         # Never taller than the space left: a plot cut off at the panel's edge is no use on a projector.
         avail_h = imgui.get_content_region_avail().y
         full_h = width * h / w

@@ -214,3 +214,58 @@ def test_count_checkpoint_answer_is_hidden_until_revealed():
     assert panel.unrevealed(shown=True) == set()                    # revealed
     st.page = k + 1
     assert panel.unrevealed(shown=False) == set()
+
+
+def _other_value(name, value):
+    """A legal value of setting `name` other than `value`."""
+    from app.settings import FIELDS
+    spec = FIELDS[name]
+    if spec.kind is bool:
+        return not value
+    if spec.legal():
+        return next(v for v in spec.legal() if v != value)
+    if spec.kind is str:
+        return "孔乙己" if value != "孔乙己" else "慢慢"
+    return spec.kind(spec.hi if value != spec.hi else spec.lo)
+
+
+def test_a_plot_is_drawn_from_its_declared_inputs_only():
+    """Panels redraw a plot only when an input figures.PLOT_INPUTS names for it changed (or the language, the
+    palette): so every other setting, changed all at once, must leave its picture exactly as it was. A plot that
+    starts reading a setting not declared fails here (naming the setting) instead of going stale on screen."""
+    from app import figures, plots
+    from app.settings import FIELDS
+    ctl = _controller()
+
+    def picture(name):
+        fig = figures.make(ctl, name)
+        fig.set_dpi(50)
+        try:
+            return plots.figure_rgba(fig)
+        finally:
+            plots.close(fig)
+
+    def changes_picture(name, values, before):
+        saved = {k: getattr(ctl.settings, k) for k in values}
+        ctl.update(**values)
+        try:
+            return not np.array_equal(picture(name), before)
+        finally:
+            ctl.update(**saved)
+
+    import numpy as np
+    for name, inputs in figures.PLOT_INPUTS.items():
+        fixed = set(inputs) | {"language", "palette"}
+        if "run" in inputs:
+            fixed |= {k for k, f in FIELDS.items() if f.run}       # the run's version covers them
+        others = {k: _other_value(k, getattr(ctl.settings, k)) for k in FIELDS if k not in fixed}
+        before, key = picture(name), figures.inputs_key(ctl, name)
+        if changes_picture(name, others, before):
+            culprits = [k for k, v in others.items() if changes_picture(name, {k: v}, before)]
+            pytest.fail(f"plot {name} changes with {culprits}, which figures.PLOT_INPUTS does not name")
+        assert figures.inputs_key(ctl, name) == key
+        last = [d for d in inputs if d != "run"][-1]
+        old = getattr(ctl.settings, last)
+        ctl.update(**{last: _other_value(last, old)})
+        assert figures.inputs_key(ctl, name) != key              # a declared input does change the key
+        ctl.update(**{last: old})
