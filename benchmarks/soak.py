@@ -51,7 +51,13 @@ class GLCensus:
     def __init__(self):
         self.created: dict[str, int] = {}
         self.released: dict[str, int] = {}
+        self.texture_writes = 0          # Texture.write calls and their bytes: uploads, the churn that makes no object
+        self.texture_bytes = 0
         self._undo: list = []
+
+    def made(self) -> int:
+        """GL objects created so far (alive or not): its growth is per-frame recreation."""
+        return sum(self.created.values())
 
     def alive(self) -> dict[str, int]:
         return {k: self.created[k] - self.released.get(k, 0) for k in sorted(self.created)
@@ -83,6 +89,14 @@ class GLCensus:
                 return method(obj)
             return release
 
+        def counted_write(method):
+            def write(obj, data, *args, **kwargs):
+                census.texture_writes += 1
+                census.texture_bytes += int(getattr(data, "nbytes", None) or len(data))
+                return method(obj, data, *args, **kwargs)
+            return write
+
+        self._patch(moderngl.Texture, "write", counted_write(moderngl.Texture.write))
         for name in CREATE_CALLS:
             if hasattr(moderngl.Context, name):
                 self._patch(moderngl.Context, name, counted(getattr(moderngl.Context, name)))
@@ -128,11 +142,12 @@ def open_figures() -> int:
 
 
 # ---- the schedule -----------------------------------------------------------------------------------
-def cycle_plan(ctl, length: int) -> dict[int, list]:
+def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
     """One cycle's events by frame offset: ("key", name) a key press through the window's event queue,
     ("do", action), ("update", fields) through Controller.update, ("chapter", i). Everything toggled or changed
     in a cycle is put back by its end, so every cycle ends in the same state and the counts at the ends of
-    two cycles compare like with like."""
+    two cycles compare like with like. quick (the test's): four tour chapters (with and without a plot, the
+    first and the last) and four lab changes (a run field, a table field, the word table, back) instead of all."""
     from app import keys
     modes = list(ctl.modes)
     per_mode = max(12, length // len(modes))
@@ -151,6 +166,11 @@ def cycle_plan(ctl, length: int) -> dict[int, list]:
     lab_changes = [dict(gamma=2), dict(c=0.35), dict(temperature=0.6), dict(top_k=8), dict(top_p=0.8),
                    dict(seed=lab0["seed"] + 1), dict(lanes=16), dict(context=32768), dict(gamma=7),
                    dict(decoder="target"), dict(tokens="word"), lab0]
+    from app.tour import CHAPTERS
+    chapters = list(range(len(CHAPTERS)))
+    if quick:
+        lab_changes = [dict(gamma=2), dict(lanes=16), dict(tokens="word"), lab0]
+        chapters = sorted({0, len(CHAPTERS) // 3, 2 * len(CHAPTERS) // 3, len(CHAPTERS) - 1})
     exports = {"tour": "screenshot", "lab": "export_plots", "step": "export_log", "exploded": "export_gif"}
     toggles = {"tour": ["language", "help"], "lab": ["palette", "scale_up"], "step": ["cutaway", "pause"],
                "tubes": ["reduced_motion", "scale_down"], "hardware": ["blank"]}
@@ -173,10 +193,9 @@ def cycle_plan(ctl, length: int) -> dict[int, list]:
             start = end
             continue
         if mode == "tour":
-            from app.tour import CHAPTERS
-            step = max(1, len(inner) // len(CHAPTERS))
-            for i in range(len(CHAPTERS)):
-                at(inner[0] + i * step, ("chapter", i))
+            step = max(1, len(inner) // len(chapters))
+            for i, chapter in enumerate(chapters):
+                at(inner[0] + i * step, ("chapter", chapter))
                 press(inner[0] + i * step + step // 2, "next")      # the page's action or the next page
         elif mode == "lab":
             step = max(1, len(inner) // len(lab_changes))
@@ -199,9 +218,10 @@ def cycle_plan(ctl, length: int) -> dict[int, list]:
 
 
 def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int | None = None, report=None,
-             gif_seconds: float | None = None, export_dir: Path | None = None) -> dict:
+             gif_seconds: float | None = None, export_dir: Path | None = None, quick: bool = False) -> dict:
     """Run the window `frames` frames (a whole number of cycles is best); returns the samples taken at the end of
-    every `every` frames (default: every cycle) and after close. report(sample) is called with each."""
+    every `every` frames (default: every cycle) and after close. report(sample) is called with each. quick:
+    cycle_plan's shorter tour and lab."""
     os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     from app import keys
@@ -209,21 +229,31 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
     from app.settings import AppSettings
     from app.window import App
 
+    from app import plots
     every = every or cycle
     samples: list[dict] = []
     frame_ms: list[float] = []
+    renders = {"plots": 0}
+    real_rgba = plots.figure_rgba
+
+    def counted_rgba(fig):
+        renders["plots"] += 1          # a matplotlib figure drawn into a texture (a panel's plot)
+        return real_rgba(fig)
+    plots.figure_rgba = counted_rgba
 
     with GLCensus() as census, tempfile.TemporaryDirectory(prefix="spectable-soak-") as tmp:
         out = Path(export_dir) if export_dir else Path(tmp) / "exports"
         gif = {"seconds": gif_seconds} if gif_seconds else {}
         ctl = Controller(AppSettings(window_w=size[0], window_h=size[1]), persist=False, scripted=True,
                          export_dir=out, gif_options=gif)
-        plan = cycle_plan(ctl, cycle)
+        plan = cycle_plan(ctl, cycle, quick)
         state = {"last": None, "since": 0}
 
         def sample(frame: int, closed: bool = False) -> dict:
             recent = frame_ms[-state["since"]:] if state["since"] else []
             s = {"frame": frame, "rss_mb": round(rss_mb(), 1), "gl_alive": census.total(), "gl": census.alive(),
+                 "gl_made": census.made(), "texture_writes": census.texture_writes,
+                 "texture_mb": round(census.texture_bytes / 2 ** 20, 1), "plot_renders": renders["plots"],
                  "fds": open_fds(), "figures": open_figures(),
                  "imgui_textures": None if closed else len(app.renderer.textures),
                  "frame_ms_median": round(statistics.median(recent), 2) if recent else None,
@@ -266,6 +296,7 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
             sample(app.frame)
         finally:
             app.close()
+            plots.figure_rgba = real_rgba
         sample(app.frame, closed=True)
         written = sorted(p.name for p in out.iterdir()) if out.exists() else []
     return {"samples": samples, "frame_ms": frame_ms, "exports": list(ctl.exports_done), "files": written,
@@ -283,7 +314,8 @@ def growth_per_1000(samples: list[dict], cycle: int) -> dict:
         return {}
     k = 1000.0 / span
     return {key: round((last[key] - base[key]) * k, 2)
-            for key in ("rss_mb", "gl_alive", "fds", "imgui_textures", "figures")}
+            for key in ("rss_mb", "gl_alive", "fds", "imgui_textures", "figures",
+                        "gl_made", "texture_writes", "texture_mb", "plot_renders")}
 
 
 def frame_time_growth(frame_ms: list[float], cycle: int) -> float | None:
@@ -313,8 +345,9 @@ def main() -> int:
         gl = " ".join(f"{k[:4]}={v}" for k, v in s["gl"].items())
         tail = "after close" if s["closed"] else f"{s['frame_ms_median']} ms/frame  mode {s['mode']}"
         print(f"frame {s['frame']:6d}  rss {s['rss_mb']:7.1f} MB  gl {s['gl_alive']:4d} ({gl})  fds {s['fds']:3d}  "
-              f"imgui tex {s['imgui_textures']}  figures {s['figures']}  exports {s['exports']:3d}  {tail}",
-              flush=True)
+              f"imgui tex {s['imgui_textures']}  figures {s['figures']}  | made {s['gl_made']}  tex writes "
+              f"{s['texture_writes']} ({s['texture_mb']} MB)  plots drawn {s['plot_renders']}  exports {s['exports']}"
+              f"  | {tail}", flush=True)
 
     t0 = time.perf_counter()
     res = run_soak(args.frames, args.cycle, (w, h), args.every, report=show, gif_seconds=args.gif_seconds)
@@ -329,7 +362,8 @@ def main() -> int:
     if args.json:
         print(json.dumps({**summary, "samples": res["samples"]}, ensure_ascii=False))
     else:
-        print(f"growth per 1,000 frames (end of cycle 1 to the end): {growth}")
+        print("per 1,000 frames, from the end of cycle 1 to the end: "
+              + ", ".join(f"{k} {v:+g}" for k, v in growth.items()))
         print(f"median frame {summary['frame_ms_median']} ms; its growth per 1,000 frames "
               f"{summary['frame_ms_growth_per_1000_frames']} ms; exports written {summary['exports']}; "
               f"GL objects alive after close {summary['gl_alive_after_close'] or 'none'}; wall {summary['wall_s']} s")
