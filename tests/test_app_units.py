@@ -269,3 +269,47 @@ def test_a_plot_is_drawn_from_its_declared_inputs_only():
         ctl.update(**{last: _other_value(last, old)})
         assert figures.inputs_key(ctl, name) != key              # a declared input does change the key
         ctl.update(**{last: old})
+
+
+def test_a_dragged_slider_redraws_its_plot_every_few_frames_and_at_once_when_let_go(monkeypatch):
+    """PlotTextures: a change redraws the plot on the next frame; while the mouse holds a slider, at most every
+    DRAG_REDRAW_FRAMES frames; the frame the slider is let go, at once. A change of a setting the plot is not
+    drawn from (lanes, for the speedup plot) redraws nothing."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from app import figures, plots, ui
+    ctl = _controller()
+    now = {"frame": 0, "held": False}
+    drawn = []
+    fig = SimpleNamespace(set_dpi=lambda dpi: None, get_figwidth=lambda: 6.4)
+    monkeypatch.setattr(figures, "make", lambda c, name: drawn.append((now["frame"], c.settings.c)) or fig)
+    monkeypatch.setattr(plots, "figure_rgba", lambda fig: np.zeros((40, 64, 4), np.uint8))
+    monkeypatch.setattr(plots, "close", lambda fig: None)
+    for name, fn in {"get_frame_count": lambda: now["frame"], "is_any_item_active": lambda: now["held"],
+                     "is_mouse_down": lambda button: now["held"], "image": lambda *a: None,
+                     "get_content_region_avail": lambda: SimpleNamespace(x=320.0, y=900.0),
+                     "ImTextureRef": lambda tex_id: tex_id}.items():
+        monkeypatch.setattr(ui.imgui, name, fn)
+    textures = ui.PlotTextures(ctl)
+    scr = SimpleNamespace(renderer=SimpleNamespace(register_rgba=lambda rgba, tex_id=None: tex_id or 2))
+
+    def frame(held, **change):
+        now["frame"] += 1
+        now["held"] = held
+        if change:
+            ctl.update(**change)
+        textures.image(scr, "speedup", 320.0)
+
+    frame(False)
+    frame(False, c=0.2)
+    frame(False, lanes=64)                    # not an input of the speedup plot
+    assert [c for _, c in drawn] == [0.1, 0.2]
+    start = now["frame"]
+    for i in range(1, 13):                    # dragging c, a new value every frame
+        frame(True, c=round(0.2 + 0.01 * i, 4))
+    frame(False)                              # let go
+    last = drawn[1][0]                        # counted from the last redraw; then the frame it is let go
+    assert [f for f, _ in drawn[2:]] == [last + ui.DRAG_REDRAW_FRAMES, last + 2 * ui.DRAG_REDRAW_FRAMES, start + 13]
+    assert drawn[-1][1] == ctl.settings.c == 0.32
