@@ -11,10 +11,12 @@ next/previous), the classroom keys toggled and toggled back (language, palette, 
 pause, cut-away, reduced motion), and every export (F12 screenshot, E plots, C run log, G GIF) as key presses
 into a temporary folder. Every --every frames it prints: resident memory (VmRSS), GL objects alive (moderngl
 objects created minus released, counted by wrapping the context's create calls and every object's release:
-GLCensus), open file descriptors (/proc/self/fd), ImGui textures, open matplotlib figures, and the median
-frame time (the whole loop: events, clock, the table, the panels, exports). At the end: the growth per 1,000
-frames of each, measured between the ends of the first and the last cycle (the first cycle fills the caches:
-glyphs, plots, tube results, instance buffers), and what is still alive after the window closed.
+GLCensus), open file descriptors (/proc/self/fd), ImGui textures, open matplotlib figures, the churn so far
+(GL objects made, texture writes and their bytes, plots drawn), and the median frame time, wall and the
+process's CPU time (the whole loop: events, clock, the table, the panels, exports; on a shared machine the wall
+time moves with the load). At the end: the growth per 1,000 frames of each, measured between the ends of the
+first and the last cycle (the first cycle fills the caches: glyphs, plots, tube results, instance buffers),
+and what is still alive after the window closed.
 
 tests/test_app_soak.py runs two short cycles of the same schedule and bounds the counts.
 """
@@ -118,7 +120,16 @@ class GLCensus:
 
 # ---- what the process holds -------------------------------------------------------------------------
 def rss_mb() -> float:
-    """Resident memory now (VmRSS); where /proc is missing, the peak (ru_maxrss) instead."""
+    """Resident memory now (VmRSS) after a garbage collection and, with glibc, malloc_trim: what the process
+    holds, not what the allocator kept from a burst (a GIF's frames are ~80 MB for a moment). Where /proc is
+    missing, the peak (ru_maxrss) instead."""
+    import gc
+    gc.collect()
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmRSS:"):
@@ -233,6 +244,8 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
     every = every or cycle
     samples: list[dict] = []
     frame_ms: list[float] = []
+    cpu_ms: list[float] = []       # the process's CPU time per frame (all threads, llvmpipe's included): on a
+                                   # shared machine wall time moves with the load, CPU time much less
     renders = {"plots": 0}
     real_rgba = plots.figure_rgba
 
@@ -251,12 +264,14 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
 
         def sample(frame: int, closed: bool = False) -> dict:
             recent = frame_ms[-state["since"]:] if state["since"] else []
+            recent_cpu = cpu_ms[-state["since"]:] if state["since"] else []
             s = {"frame": frame, "rss_mb": round(rss_mb(), 1), "gl_alive": census.total(), "gl": census.alive(),
                  "gl_made": census.made(), "texture_writes": census.texture_writes,
                  "texture_mb": round(census.texture_bytes / 2 ** 20, 1), "plot_renders": renders["plots"],
                  "fds": open_fds(), "figures": open_figures(),
                  "imgui_textures": None if closed else len(app.renderer.textures),
                  "frame_ms_median": round(statistics.median(recent), 2) if recent else None,
+                 "cpu_ms_median": round(statistics.median(recent_cpu), 2) if recent_cpu else None,
                  "exports": len(ctl.exports_done), "mode": ctl.mode, "closed": closed}
             state["since"] = 0
             samples.append(s)
@@ -265,11 +280,12 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
             return s
 
         def on_frame(app_) -> None:
-            now = time.perf_counter()
+            now, cpu = time.perf_counter(), time.process_time()
             if state["last"] is not None:
-                frame_ms.append((now - state["last"]) * 1000.0)
+                frame_ms.append((now - state["last"][0]) * 1000.0)
+                cpu_ms.append((cpu - state["last"][1]) * 1000.0)
                 state["since"] += 1
-            state["last"] = now
+            state["last"] = (now, cpu)
             f = app_.frame
             if f and f % every == 0:
                 sample(f)
@@ -299,7 +315,7 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
             plots.figure_rgba = real_rgba
         sample(app.frame, closed=True)
         written = sorted(p.name for p in out.iterdir()) if out.exists() else []
-    return {"samples": samples, "frame_ms": frame_ms, "exports": list(ctl.exports_done), "files": written,
+    return {"samples": samples, "frame_ms": frame_ms, "cpu_ms": cpu_ms, "exports": list(ctl.exports_done), "files": written,
             "messages": [m for _, m in ctl.messages], "cycle": cycle, "frames": frames,
             "stage_error": ctl.driver.stage_error}
 
@@ -343,7 +359,8 @@ def main() -> int:
         if args.json:
             return
         gl = " ".join(f"{k[:4]}={v}" for k, v in s["gl"].items())
-        tail = "after close" if s["closed"] else f"{s['frame_ms_median']} ms/frame  mode {s['mode']}"
+        tail = "after close" if s["closed"] else \
+            f"{s['frame_ms_median']} ms/frame ({s['cpu_ms_median']} ms CPU)  mode {s['mode']}"
         print(f"frame {s['frame']:6d}  rss {s['rss_mb']:7.1f} MB  gl {s['gl_alive']:4d} ({gl})  fds {s['fds']:3d}  "
               f"imgui tex {s['imgui_textures']}  figures {s['figures']}  | made {s['gl_made']}  tex writes "
               f"{s['texture_writes']} ({s['texture_mb']} MB)  plots drawn {s['plot_renders']}  exports {s['exports']}"
@@ -355,7 +372,9 @@ def main() -> int:
     summary = {"frames": args.frames, "cycle": args.cycle, "size": args.size,
                "growth_per_1000_frames": growth,
                "frame_ms_median": round(statistics.median(res["frame_ms"]), 2),
+               "cpu_ms_median": round(statistics.median(res["cpu_ms"]), 2),
                "frame_ms_growth_per_1000_frames": frame_time_growth(res["frame_ms"], args.cycle),
+               "cpu_ms_growth_per_1000_frames": frame_time_growth(res["cpu_ms"], args.cycle),
                "gl_alive_after_close": res["samples"][-1]["gl"],
                "exports": len(res["exports"]), "stage_error": res["stage_error"],
                "wall_s": round(time.perf_counter() - t0, 1)}
@@ -364,8 +383,9 @@ def main() -> int:
     else:
         print("per 1,000 frames, from the end of cycle 1 to the end: "
               + ", ".join(f"{k} {v:+g}" for k, v in growth.items()))
-        print(f"median frame {summary['frame_ms_median']} ms; its growth per 1,000 frames "
-              f"{summary['frame_ms_growth_per_1000_frames']} ms; exports written {summary['exports']}; "
+        print(f"median frame {summary['frame_ms_median']} ms wall, {summary['cpu_ms_median']} ms CPU; growth per "
+              f"1,000 frames {summary['frame_ms_growth_per_1000_frames']} ms wall, "
+              f"{summary['cpu_ms_growth_per_1000_frames']} ms CPU; exports written {summary['exports']}; "
               f"GL objects alive after close {summary['gl_alive_after_close'] or 'none'}; wall {summary['wall_s']} s")
         if res["stage_error"]:
             print(f"stage error: {res['stage_error']}")
