@@ -34,26 +34,26 @@ def register(sub) -> None:
     p.add_argument("--tokens", type=whole(1, 1_000_000), required=True, help="new tokens to write")
     p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--temperature", type=number(0, 1000), default=0.0, help="0 = greedy (default); > 0 samples")
-    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the draws (default 0)")
     p.add_argument("--plain", action="store_true", help="plain decoding even when a draft is given")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to run (default cpu)")
+    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"], help="weights' number format (default fp32)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(func=cmd_llm_generate)
 
     p = sub.add_parser("bench", help="measure the Llama pair on a device; each figure beside its on-paper value")
-    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to measure (default cpu)")
     p.add_argument("--target", default="llama-3.1-8b", help="named target config (default llama-3.1-8b)")
     p.add_argument("--draft", default="llama-3.2-1b", help="named draft config (default llama-3.2-1b)")
-    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp32", "fp16"])
-    p.add_argument("--gamma", type=whole(1, 64), default=4)
+    p.add_argument("--dtype", default="bf16", choices=["bf16", "fp32", "fp16"], help="weights' number format (default bf16)")
+    p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--batch", type=whole_list(1, 1 << 20, 64), default=[1, 4, 16, 64],
                    help="batch sizes of the sweep, comma-separated")
     p.add_argument("--context", type=whole(1, 1 << 24), default=4096, help="KV context of the batch sweep (tokens)")
     p.add_argument("--tokens", type=whole(2, 1_000_000), default=128, help="tokens written in the end-to-end runs")
     p.add_argument("--checkpoint", metavar="DIR", help="target weights instead of random ones")
     p.add_argument("--draft-checkpoint", metavar="DIR", help="draft weights instead of random ones")
-    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the random weights and draws (default 0)")
     p.add_argument("--prompt-len", type=whole(1, 1 << 20), default=32,
                    help="prompt length; batch-1 figures are taken there")
     p.add_argument("--reps", type=whole(0, 100_000), default=0, help="timed repetitions (0: 50 on CUDA, 5 on CPU)")
@@ -90,6 +90,12 @@ def model_info(name: str) -> dict:
     return {"name": cfg.name, "source": source, "config": cfg.as_dict(), "params": params,
             "bytes": {k: params * v for k, v in item.items()},
             "weight_bytes_read_per_token": {k: cfg.weight_bytes_read_per_token(d) for k, d in DTYPES.items()},
+            # The difference: an untied input embedding is looked up (one row per token), not streamed.
+            "input_embedding_bytes": {k: 0 if cfg.tie_embeddings else cfg.vocab_size * cfg.dim * v
+                                      for k, v in item.items()},
+            "weight_bytes_note": "bytes = all parameters (the lesson's 'about 16 GB' for Llama 3.1 8B in bf16); "
+                                 "weight_bytes_read_per_token = what one decoding pass streams: every matrix once, "
+                                 "while an untied input embedding is looked up one row per token, not streamed",
             "kv_bytes_per_token": {k: cfg.kv_bytes_per_token(d) for k, d in DTYPES.items()},
             "tied_embeddings": cfg.tie_embeddings, "counted_on": "meta device (no memory)"}
 
@@ -103,7 +109,11 @@ def cmd_model_info(args) -> int:
         f"{c['n_kv_heads']} KV heads x {c['head_dim']}, vocab {c['vocab_size']}, "
         f"{'tied' if c['tie_embeddings'] else 'untied'} embeddings",
         f"  parameters {info['params']:,}",
-        "  bytes      " + ", ".join(f"{k} {v:,}" for k, v in info["bytes"].items()),
+        "  bytes      " + ", ".join(f"{k} {v:,}" for k, v in info["bytes"].items()) + "  (all parameters)",
+        "  read/token " + ", ".join(f"{k} {v:,}" for k, v in info["weight_bytes_read_per_token"].items())
+        + ("  (every matrix once; the input embedding, "
+           f"{info['input_embedding_bytes']['bf16'] / 1e9:.2f} GB in bf16, is looked up one row per token, not streamed)"
+           if info["input_embedding_bytes"]["bf16"] else "  (every matrix once)"),
         "  KV / token " + ", ".join(f"{k} {v:,}" for k, v in info["kv_bytes_per_token"].items())])
     return 0
 

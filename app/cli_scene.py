@@ -1,4 +1,4 @@
-"""`spectable render`: one frame (or a frame sequence) of the cast-iron table, headless, after K steps of a seeded run."""
+"""`spectable render`: one frame (or a frame sequence) of the cast-iron table, headless, after K target passes of a seeded run."""
 from __future__ import annotations
 
 import json
@@ -15,12 +15,12 @@ PHASES = ("draft", "verify", "check", "write", "mid-draft", "mid-verify", "mid-c
 
 def register(sub) -> None:
     p = sub.add_parser("render", help="render the table headless to PNG (one frame, or --frames N)",
-                       description="Render the cast-iron table offscreen (EGL) after K steps of a seeded run.")
+                       description="Render the cast-iron table offscreen (EGL) after K target passes of a seeded run.")
     p.add_argument("--view", default="table", help=f"one of: {', '.join(VIEW_NAMES)} (default table)")
     p.add_argument("--step", type=whole(0, 10_000), default=1,
-                   help="show step K (1-based) at the end of --phase; 0 = before the first step; "
+                   help="show target pass K (1-based) at the end of --phase; 0 = before the first pass; "
                         "for --view tubes: after K rounds of the tube experiment (default 1)")
-    p.add_argument("--phase", default="write", help=f"moment within the step: {', '.join(PHASES)} (default write: "
+    p.add_argument("--phase", default="write", help=f"moment within the pass: {', '.join(PHASES)} (default write: "
                                                     "verdicts shown, before the tape scrolls)")
     p.add_argument("--size", default="1280x720", help="WxH in pixels (default 1280x720)")
     p.add_argument("--out", default="shot.png", help="PNG file for one frame (default shot.png)")
@@ -28,9 +28,10 @@ def register(sub) -> None:
     p.add_argument("--out-dir", default=None, help="folder for --frames (created if missing)")
     p.add_argument("--fps", type=number(1, 240), default=30.0, help="frames per second of animation time for --frames")
     p.add_argument("--seed", type=SEED, default=0, help="sampler seed (default 0)")
-    p.add_argument("--gamma", type=whole(1, 16), default=4, help="guesses per step γ (default 4)")
+    p.add_argument("--gamma", type=whole(1, 16), default=4, help="guesses per pass γ (default 4)")
     p.add_argument("--prefix", default="孔乙己", help="text the run starts from (default 孔乙己)")
-    p.add_argument("--tokens", default="char", choices=("char", "word"), help="character or jieba word tokens")
+    from app.cli_core import add_tokens_kind
+    add_tokens_kind(p)
     p.add_argument("--batch", type=whole(1, 512), default=1, help="sequences batched: lanes x batch, one drawer each")
     p.add_argument("--device", default="h100-sxm", help="hardware the mill models (default h100-sxm)")
     p.add_argument("--palette", default="default", help="default | projector")
@@ -66,12 +67,12 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     from scenes.stage import Stage
 
     get_device(args.device)
-    pair = NGramPair.load(tokens=args.tokens)
+    pair = NGramPair.load(tokens=args.tokens_kind)
     settings = SamplerSettings(gamma=args.gamma, seed=args.seed)
     sampler = SpeculativeSampler(pair, settings)
     sampler.reset(pair.encode(args.prefix))
     traces = [sampler.step() for _ in range(max(steps, 1))]
-    tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1) if args.tokens == "char" else None
+    tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1) if args.tokens_kind == "char" else None
     stage = Stage(ctx, palette=args.palette)
     stage.language = args.lang
     stage.samples = args.msaa
@@ -104,6 +105,8 @@ def run_render(args) -> int:
         # Enough steps to fill the sequence (a step lasts a few seconds of animation).
         seconds = args.frames / args.fps
         steps = max(args.step, 1) + int(math.ceil(seconds / 3.0)) + 1
+    elif args.view == "tubes":
+        steps = 1          # --step counts the tube experiment's rounds there, not target passes
     else:
         steps = max(args.step, 1)
     tube_rounds = max(200, args.step) if args.view == "tubes" else 200
@@ -117,9 +120,12 @@ def run_render(args) -> int:
             if args.stats or args.json:
                 stats = stage.render(off.fbo, width, height)   # steady state: the first frame builds the atlas
             save_png(off.read(), out)
+            leg = stage.legibility
             result = {"draw_calls": stats.draw_calls, "triangles": stats.triangles,
                       "frame_ms": round(stats.frame_ms, 2), "width": width, "height": height, "out": str(out),
-                      "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4)}
+                      "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4),
+                      "min_text_px": leg["min_text_px"], "overlaps": [list(p) for p in leg["overlaps"]],
+                      "hidden_labels": len(leg["hidden"])}
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             t0 = 0.0 if args.step == 0 else stage.timeline.step_start(args.step - 1)
@@ -144,5 +150,8 @@ def run_render(args) -> int:
         if args.stats:
             print(f"draw calls {result['draw_calls']}, triangles {result['triangles']}, "
                   f"frame {result['frame_ms']:.1f} ms at {width}x{height}")
+            if "min_text_px" in result:
+                print(f"smallest text {result['min_text_px']} px, {len(result['overlaps'])} overlapping boxes, "
+                      f"{result['hidden_labels']} labels left out as too small")
         print(f"wrote {result['out']}")
     return 0

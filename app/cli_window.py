@@ -12,19 +12,22 @@ from corpus.errors import InputError
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="open the window; with --frames N run N frames (scripted keys) and exit")
-    p.add_argument("--frames", type=whole(1, 10_000_000), default=None, help="run this many frames, then exit (fixed 1/30 s steps)")
+    p.add_argument("--frames", type=whole(1, 10_000_000), default=None, help="run this many frames, then exit (a fixed clock: 1/30 s a frame)")
     p.add_argument("--screenshot", type=Path, default=None, help="save the last frame as PNG")
     p.add_argument("--script", type=Path, default=None, help="key presses, one per line (see README.md, 'The program')")
-    p.add_argument("--mode", choices=("tour", "lab", "step", "tubes", "exploded", "hardware"), default=None)
+    from app.settings import MODES
+    p.add_argument("--mode", choices=MODES, default=None, help="start in this mode")
     p.add_argument("--chapter", type=whole(1, 12), default=None, help="tour chapter to start at (1-12)")
     p.add_argument("--size", default=None, help="window size WxH (default: last used, 1280x720)")
-    p.add_argument("--lang", choices=("zh", "en"), default=None)
-    p.add_argument("--palette", choices=("default", "projector"), default=None)
-    p.add_argument("--seed", type=SEED, default=None)
-    p.add_argument("--prompt", default=None)
-    p.add_argument("--gamma", type=whole(1, 12), default=None)
+    p.add_argument("--lang", choices=("zh", "en"), default=None, help="language of this run (default: as saved)")
+    p.add_argument("--palette", choices=("default", "projector"), default=None,
+                   help="colours (projector: high contrast; default: as saved)")
+    p.add_argument("--seed", type=SEED, default=None, help="the lab's seed for this run (0..2147483647)")
+    p.add_argument("--prompt", default=None, help="the lab's prompt for this run (1-200 characters the table knows)")
+    p.add_argument("--gamma", type=whole(1, 12), default=None, help="the lab's γ for this run (1..12)")
     p.add_argument("--export-dir", type=Path, default=None, help="where screenshots, plots, logs and GIFs go")
-    p.add_argument("--gif-seconds", type=number(0.1, 120), default=None, help="length of the GIF replay (default 6 s)")
+    p.add_argument("--gif-seconds", type=number(0.1, 120), default=None,
+                   help="length of the GIF replay (default: the run's first two target passes, at most 30 s)")
     p.add_argument("--gif-fps", type=whole(1, 60), default=None, help="frame rate of the GIF replay (default 12)")
     p.add_argument("--no-save", action="store_true", help="do not write the settings file on exit")
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")

@@ -21,6 +21,7 @@ class TableDriver:
         self.stage = None
         self.stage_error: str | None = None
         self.play_until: float | None = None  # the tour plays one action then holds still
+        self.after_flight = False             # a played span waits for the camera to arrive at its frame
         self.loop = False                     # free play: the run repeats
         self.stage_stats = None
         self.shown_version = None             # the session's run version the table shows
@@ -60,14 +61,16 @@ class TableDriver:
     def timeline(self):
         return self.stage.timeline if self.stage is not None else None
 
-    def play(self, start: float, end: float | None = None) -> None:
-        """Play the table from `start` to `end` (then hold still), or freely to the end when end is None."""
+    def play(self, start: float, end: float | None = None, after_flight: bool = False) -> None:
+        """Play the table from `start` to `end` (then hold still), or freely to the end when end is None;
+        `after_flight`: not before the camera has arrived at the frame it is flying to (a tour beat)."""
         tl = self.timeline
         if tl is None:
             return
         tl.seek(start)
         tl.paused = False
         self.play_until = end
+        self.after_flight = after_flight
 
     def hold(self, t: float) -> None:
         """Show the table still at time t (step-through stops, the tour's text pages)."""
@@ -77,6 +80,7 @@ class TableDriver:
         tl.seek(t)
         tl.paused = True
         self.play_until = None
+        self.after_flight = False
 
     def advance(self, dt: float) -> None:
         """The one clock: everything on the table moves dt seconds on (the timeline only when not paused),
@@ -84,8 +88,10 @@ class TableDriver:
         st = self.stage
         if st is None:
             return
+        if self.after_flight and not st.camera.moving:
+            self.after_flight = False
         playing = not self.ctl.paused
-        st.advance(dt, play=playing)
+        st.advance(dt, play=playing and not self.after_flight)
         if not playing:
             return
         tl = st.timeline
@@ -108,6 +114,11 @@ class TableDriver:
                 self.stage.set_view(name)
             except (ValueError, KeyError) as exc:
                 self.ctl.notify(f"view {name}: {exc}")
+
+    def set_focus(self, parts, view: str = "table") -> None:
+        """Frame these parts (a tour beat): the camera fits them in the frame the HUD leaves free."""
+        if self.stage is not None:
+            self.stage.set_focus(parts, view)
 
     # ---- the run on the table ------------------------------------------------------------------
     def sync(self) -> bool:
@@ -151,13 +162,15 @@ class TableDriver:
         return int(tl.steps[max(0, tl.current_step)].lanes)
 
     # ---- drawing -------------------------------------------------------------------------------
-    def render(self, width: int, height: int):
-        """Render the table at this size into its own texture; returns the texture (the part drawn: stage_uv), or
-        None without a table. The texture only grows (scenes.renderer.grown): a mode whose panels leave the table
-        another size, or a window being resized, draws into the same one instead of making one per size."""
+    def render(self, width: int, height: int, text_height: float | None = None):
+        """Render the table at this size into its own texture, its text sized for a picture `text_height` tall
+        (the window's); returns the texture (the part drawn: stage_uv), or None without a table. The texture only
+        grows (scenes.renderer.grown): a mode whose panels leave the table another size, or a window being
+        resized, draws into the same one instead of making one per size."""
         if self.stage is None:
             return None
         from scenes.renderer import grown
+        self.stage.text_height = text_height
         w, h = max(16, int(width)), max(16, int(height))
         size = grown(self._fb[0] if self._fb else None, (w, h))
         if self._fb is None or self._fb[0] != size:

@@ -155,7 +155,7 @@ def open_figures() -> int:
 # ---- the schedule -----------------------------------------------------------------------------------
 def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
     """One cycle's events by frame offset: ("key", name) a key press through the window's event queue,
-    ("do", action), ("update", fields) through Controller.update, ("chapter", i). Everything toggled or changed
+    ("do", action), ("update", fields) through Controller.update, ("chapter", i), ("restart", "quiz"). Everything toggled or changed
     in a cycle is put back by its end, so every cycle ends in the same state and the counts at the ends of
     two cycles compare like with like. quick (the test's): four tour chapters (with and without a plot, the
     first and the last) and four lab changes (a run field, a table field, the word table, back) instead of all."""
@@ -167,8 +167,10 @@ def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
     def at(offset: int, *events) -> None:
         plan.setdefault(min(offset, length - 1), []).extend(events)
 
-    def press(offset: int, action: str) -> None:
-        names = keys.ACTIONS.get(action)
+    def press(offset: int, action: str, mode: str | None = None) -> None:
+        """The key for `action` (a mode's own key where the mode has one, keys.MODE_KEYS), else the action."""
+        own = [k for k, a in getattr(keys, "MODE_KEYS", {}).get(mode, {}).items() if a == action]
+        names = own or keys.ACTIONS.get(action)
         at(offset, ("key", names[0]) if names else ("do", action))
 
     s = ctl.settings
@@ -182,7 +184,8 @@ def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
     if quick:
         lab_changes = [dict(gamma=2), dict(lanes=16), dict(tokens="word"), lab0]
         chapters = sorted({0, len(CHAPTERS) // 3, 2 * len(CHAPTERS) // 3, len(CHAPTERS) - 1})
-    exports = {"tour": "screenshot", "lab": "export_plots", "step": "export_log", "exploded": "export_gif"}
+    exports = {"tour": "screenshot", "lab": "export_plots", "step": "export_log", "exploded": "export_gif",
+               "quiz": "export_answers"}
     toggles = {"tour": ["language", "help"], "lab": ["palette", "scale_up"], "step": ["cutaway", "pause"],
                "tubes": ["reduced_motion", "scale_down"], "hardware": ["blank"]}
     undo = {"scale_up": "scale_down", "scale_down": "scale_up"}
@@ -191,7 +194,7 @@ def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
         end = start + per_mode
         press(start, f"mode_{mode}")
         if mode in exports:
-            press(start + 1, exports[mode])
+            press(start + 1, exports[mode], mode)
         on = [t for t in toggles.get(mode, []) if t != "blank"]
         for j, action in enumerate(on):               # on near the start, off near the end of the segment
             press(start + 2 + j, action)
@@ -217,6 +220,18 @@ def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
             step = max(1, len(inner) // len(STOPS))
             for i in range(len(STOPS)):                  # once round every rule, back to where it started
                 press(inner[0] + i * step, "next")
+            if "tubes_faster" in getattr(keys, "MODE_KEYS", {}).get("tubes", {}).values():
+                press(inner[0] + 1, "tubes_faster", mode)   # the rack's speed up and back down
+                press(inner[-1], "tubes_slower", mode)
+        elif mode == "quiz":
+            # A new class each round (the quiz starts over), answers, moves on, reveals in class mode, "show me"
+            # and back, then back to the first question.
+            at(start + 2, ("restart", mode))
+            seq = ["answer_a", "next", "class_mode", "answer_b", "next", "next", "class_mode", "show_me",
+                   "quiz_back", "prev", "prev"]
+            step = max(1, len(inner) // len(seq))
+            for i, action in enumerate(seq):
+                press(inner[0] + i * step, action, mode)
         else:
             presses = inner[::3]
             half = len(presses) // 2
@@ -297,6 +312,8 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
                     ctl.do(arg)
                 elif kind == "update":
                     ctl.update(**arg)
+                elif kind == "restart" and ctl.mode == arg:
+                    ctl.panel.restart()
                 elif kind == "chapter" and ctl.mode == "tour":
                     ctl.tour.goto(arg)
                     ctl.panel.apply_chapter()

@@ -4,11 +4,13 @@ second one needs: it ends holding the same, makes few new GL objects and uploads
 nothing is left. Counts only, never time."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from benchmarks.soak import run_soak
 
-CYCLE = 100          # frames one round of every mode takes here (the soak's default is 600)
+CYCLE = 126          # frames one round of every mode takes here, 18 a mode (the soak's default is 600)
 SIZE = (480, 270)
 
 
@@ -27,9 +29,10 @@ def _rounds(res):
 def test_every_mode_and_every_export_ran_in_each_round(soak):
     from app.modes import MODE_PANELS
     assert soak["stage_error"] is None
-    kinds = {"screenshot": ".png", "plot-speedup": ".svg", "plot-tubes": ".png", "runlog": ".csv", "replay": ".gif"}
+    kinds = {"screenshot": ".png", "plot-speedup": ".svg", "plot-tubes": ".png", "runlog": ".csv", "replay": ".gif",
+             "quiz": ".csv"}
     for kind, ext in kinds.items():
-        made = [f for f in soak["files"] if f.startswith(f"spectable-{kind}-") and f.endswith(ext)]
+        made = [f for f in soak["files"] if re.fullmatch(rf"spectable-{kind}-\d[-\d]*\{ext}", f)]
         assert len(made) == 2, (kind, soak["files"])          # once per round, complete under its final name
     assert not [f for f in soak["files"] if f.startswith(".")]  # no temp file left
     assert {s["mode"] for s in soak["samples"][:2]} <= set(MODE_PANELS)
@@ -48,16 +51,18 @@ def test_the_second_round_ends_holding_what_the_first_did(soak):
 def test_the_second_round_recreates_little_and_rebakes_no_glyphs(soak):
     """Churn, counted: the second round makes only the GIF export's own framebuffer, and at most regrows each
     cached backdrop once; the table's target, which only grows, is not made again for each size the panels
-    leave it. Textures are written only for plots that changed: the ImGui glyph atlas, once filled, is not
-    re-uploaded (it was, for seconds after each mode change, while ImGui discarded and re-baked the sizes it
+    leave it. Textures are written for plots that changed and glyphs never drawn before: the ImGui glyph atlas,
+    once filled, is not re-uploaded (it was, for seconds after each mode change, while ImGui discarded and re-baked the sizes it
     had not drawn lately)."""
     from scenes.renderer import BACKDROPS
     first, second, _ = _rounds(soak)
     made = second["gl_made"] - first["gl_made"]
-    assert made <= 3 + 2 * BACKDROPS, made       # a texture made per frame would be 100 here, per mode change 6+
+    assert made <= 3 + 2 * BACKDROPS, made       # a texture made per frame would be 126 here, per mode change 6+
     writes = second["texture_writes"] - first["texture_writes"]
     plots = second["plot_renders"] - first["plot_renders"]
-    assert 0 < plots and writes <= plots, (writes, plots)
+    # Besides the plots' own uploads, a few glyphs drawn for the first time (the digits of an export's time
+    # stamp in the status line); a re-baking atlas made hundreds.
+    assert 0 < plots and writes <= plots + 8, (writes, plots)
 
 
 def test_nothing_is_left_after_the_window_closed(soak):

@@ -17,6 +17,9 @@ class Panel:
 
     def enter(self) -> None:
         self.ctl.set_view(self.view)
+        tl = self.driver.timeline
+        if tl is not None:
+            tl.speed = 1.0             # a mode's own clock speed (the tubes' fast-forward) never outlives it
         self.restage()
 
     def restage(self) -> None:
@@ -33,6 +36,10 @@ class Panel:
 
     def draw(self, scr) -> None:
         raise NotImplementedError
+
+    def facts_shown(self) -> dict[str, str]:
+        """Every number this mode's panel shows now, by fact name, as shown (spectable run --json `facts`)."""
+        return {}
 
     def on_key(self, action: str) -> None:
         """Default next/previous: seek the table one target pass forward or back."""

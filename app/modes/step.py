@@ -13,7 +13,7 @@ from imgui_bundle import imgui
 from app import ui
 from app.modes.base import Panel
 
-RESIDUAL_BARS = 8
+RESIDUAL_BARS = 6
 
 
 @dataclass(frozen=True)
@@ -132,16 +132,16 @@ class StepPanel(Panel):
         imgui.text_colored(imgui.ImVec4(*c["muted"]), t("step.context", context=ex["context"]))
         imgui.separator()
         if ex["kind"] == "bonus":
-            imgui.push_font(None, scr.font_size * 1.2)
+            ui.push_font(scr, 1.2)
             ui.wrapped(t("step.bonus", token=ex["token"], p=f"{ex['p_token']:.4f}"))
-            imgui.pop_font()
+            ui.pop_font()
             imgui.end()
             return
-        imgui.push_font(None, scr.font_size * 1.6)
+        ui.push_font(scr, 1.35)
         imgui.text(t("step.guess"))
         imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*c["accent"]), ex["guess"])
-        imgui.pop_font()
+        ui.pop_font()
         ui.facts_table(scr, [
             (t("step.q"), f"{ex['q']:.4f}" + (" *" if ex["draft_backed_off"] else "")),
             (t("step.p"), f"{ex['p']:.4f}" + (" *" if ex["target_backed_off"] else "")),
@@ -153,10 +153,10 @@ class StepPanel(Panel):
         # The meter: copper column p/q (full scale 1) and the red line at r.
         self.meter(scr, ex["ratio"], ex["r"])
         ok = ex["verdict"] == "accepted"
-        imgui.push_font(None, scr.font_size * 1.3)
+        ui.push_font(scr, 1.3)
         imgui.text_colored(imgui.ImVec4(*(c["ok"] if ok else c["reject"])),
                            t("step.accepted" if ok else "step.rejected", r=f"{ex['r']:.3f}", ratio=f"{min(ex['ratio'], 1):.3f}"))
-        imgui.pop_font()
+        ui.pop_font()
         if ex["ratio"] >= 1.0:
             imgui.text_colored(imgui.ImVec4(*c["muted"]), t("step.always"))
         if not ok:
