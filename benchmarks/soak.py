@@ -6,10 +6,11 @@
 The window (app.window.App, in this process, the scripted loop's fixed 1/30 s clock) repeats one cycle of
 --cycle frames: every mode in the mode bar's order (the tour through all its chapters, the lab with its
 values changed through Controller.update and put back, the step-through forward and back, the tubes through
-every rule, the exploded view through every part, the hardware panel, and any other registered mode with
+every rule and its speed keys, the exploded view through every part, the hardware panel, the quiz (a fresh
+one each cycle: answers, class mode, reveal, "show me" and back), and any other registered mode with
 next/previous), the classroom keys toggled and toggled back (language, palette, text size, help, blank,
-pause, cut-away, reduced motion), and every export (F12 screenshot, E plots, C run log, G GIF) as key presses
-into a temporary folder. Every --every frames it prints: resident memory (VmRSS), GL objects alive (moderngl
+pause, cut-away, reduced motion), and every export (F12 screenshot, E plots, C run log, G GIF, the quiz's
+answers) as key presses into a temporary folder. Every --every frames it prints: resident memory (VmRSS), GL objects alive (moderngl
 objects created minus released, counted by wrapping the context's create calls and every object's release:
 GLCensus), open file descriptors (/proc/self/fd), ImGui textures, open matplotlib figures, the churn so far
 (GL objects made, texture writes and their bytes, plots drawn), and the median frame time, wall and the
@@ -155,10 +156,11 @@ def open_figures() -> int:
 # ---- the schedule -----------------------------------------------------------------------------------
 def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
     """One cycle's events by frame offset: ("key", name) a key press through the window's event queue,
-    ("do", action), ("update", fields) through Controller.update, ("chapter", i), ("restart", "quiz"). Everything toggled or changed
-    in a cycle is put back by its end, so every cycle ends in the same state and the counts at the ends of
-    two cycles compare like with like. quick (the test's): four tour chapters (with and without a plot, the
-    first and the last) and four lab changes (a run field, a table field, the word table, back) instead of all."""
+    ("do", action), ("update", fields) through Controller.update, ("chapter", i), ("restart", "quiz").
+    Everything toggled or changed in a cycle is put back by its end, so every cycle ends in the same state and
+    the counts at the ends of two cycles compare like with like. quick (the test's): four tour chapters (with
+    and without a plot, the first and the last) and four lab changes (a run field, a table field, the word
+    table, back) instead of all."""
     from app import keys
     modes = list(ctl.modes)
     per_mode = max(12, length // len(modes))
@@ -332,7 +334,8 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
             plots.figure_rgba = real_rgba
         sample(app.frame, closed=True)
         written = sorted(p.name for p in out.iterdir()) if out.exists() else []
-    return {"samples": samples, "frame_ms": frame_ms, "cpu_ms": cpu_ms, "exports": list(ctl.exports_done), "files": written,
+    return {"samples": samples, "frame_ms": frame_ms, "cpu_ms": cpu_ms, "exports": list(ctl.exports_done),
+            "files": written,
             "messages": [m for _, m in ctl.messages], "cycle": cycle, "frames": frames,
             "stage_error": ctl.driver.stage_error}
 

@@ -39,9 +39,9 @@ def sample_index(row: np.ndarray, u: float) -> int:
 
 def check_guesses(guesses, q_rows: np.ndarray, row_of=None) -> np.ndarray:
     """The one guard every rule runs first: each guess must be a token id in [0, V) that its own row could have
-    drawn (q(x) > 0): row i of q_rows, or row row_of[i] (a tree's nodes share rows). Returns q(x_i) per guess. A guess outside the vocabulary or with q(x) = 0 means the
-    proposal and its row disagree; the ratio p/q would be meaningless, so refuse it with an InputError (the
-    text verify_on_device gives for the same guesses)."""
+    drawn (q(x) > 0): row i of q_rows, or row row_of[i] (a tree's nodes share rows). Returns q(x_i) per guess.
+    A guess outside the vocabulary or with q(x) = 0 means the proposal and its row disagree; the ratio p/q would
+    be meaningless, so refuse it with an InputError (the text verify_on_device gives for the same guesses)."""
     V = q_rows.shape[1]
     if isinstance(guesses, list) and all(type(x) is int for x in guesses):
         bad = next((i for i, x in enumerate(guesses) if not 0 <= x < V), None)  # a sampler's own list: cheap

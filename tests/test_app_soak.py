@@ -52,8 +52,8 @@ def test_the_second_round_recreates_little_and_rebakes_no_glyphs(soak):
     """Churn, counted: the second round makes only the GIF export's own framebuffer, and at most regrows each
     cached backdrop once; the table's target, which only grows, is not made again for each size the panels
     leave it. Textures are written for plots that changed and glyphs never drawn before: the ImGui glyph atlas,
-    once filled, is not re-uploaded (it was, for seconds after each mode change, while ImGui discarded and re-baked the sizes it
-    had not drawn lately)."""
+    once filled, is not re-uploaded (it was, for seconds after each mode change, while ImGui discarded and
+    re-baked the sizes it had not drawn lately)."""
     from scenes.renderer import BACKDROPS
     first, second, _ = _rounds(soak)
     made = second["gl_made"] - first["gl_made"]
