@@ -417,7 +417,7 @@ class PlotTextures:
         _, tex_id, tw, th, report, info, _ = entry
         scr.log.plots[name] = report
         x0, y0 = imgui.get_cursor_screen_pos()
-        imgui.image(imgui.ImTextureRef(tex_id), (tw, th))
+        imgui.image(imgui.ImTextureRef(tex_id), (tw, th), (0.0, 0.0), scr.renderer.uv1(tex_id, tw, th))
         if overlay is not None:
             overlay(imgui.get_window_draw_list(), x0, y0, tw, th, info)
 

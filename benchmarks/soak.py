@@ -10,16 +10,19 @@ every rule and its speed keys, the exploded view through every part, the hardwar
 one each cycle: answers, class mode, reveal, "show me" and back), and any other registered mode with
 next/previous), the classroom keys toggled and toggled back (language, palette, text size, help, blank,
 pause, cut-away, reduced motion), and every export (F12 screenshot, E plots, C run log, G GIF, the quiz's
-answers) as key presses into a temporary folder. Every --every frames it prints: resident memory (VmRSS), GL objects alive (moderngl
+answers) as key presses into a temporary folder. Before the first frame and every --every frames it prints:
+resident memory (VmRSS after gc and malloc_trim; the peak so far, ru_maxrss), GL objects alive (moderngl
 objects created minus released, counted by wrapping the context's create calls and every object's release:
 GLCensus), open file descriptors (/proc/self/fd), ImGui textures, open matplotlib figures, the churn so far
 (GL objects made, texture writes and their bytes, plots drawn), and the median frame time, wall and the
 process's CPU time (the whole loop: events, clock, the table, the panels, exports; on a shared machine the wall
 time moves with the load). At the end: the growth per 1,000 frames of each, measured between the ends of the
-first and the last cycle (the first cycle fills the caches: glyphs, plots, tube results, instance buffers),
-and what is still alive after the window closed.
+first and the last cycle (the first cycle fills the caches: glyphs, plots, tube results, instance buffers);
+GL objects, RSS and fds at the start and the end, the RSS peak; frame time p50 and p95 (wall and CPU); every
+GL object made after the first cycle by kind and the program's line that made it (churn, and where it comes
+from); and what is still alive after the window closed.
 
-tests/test_app_soak.py runs two short cycles of the same schedule and bounds the counts.
+tests/test_app_soak.py runs three short cycles of the same schedule and bounds the counts.
 """
 from __future__ import annotations
 
@@ -56,6 +59,8 @@ class GLCensus:
         self.released: dict[str, int] = {}
         self.texture_writes = 0          # Texture.write calls and their bytes: uploads, the churn that makes no object
         self.texture_bytes = 0
+        self.frame = lambda: 0           # set by the soak: the window's frame, recorded with each object made
+        self.log: list[tuple[int, str, str]] = []    # (frame, kind, where in the program it was made)
         self._undo: list = []
 
     def made(self) -> int:
@@ -69,6 +74,14 @@ class GLCensus:
     def total(self) -> int:
         return sum(self.alive().values())
 
+    def made_since(self, frame: int) -> dict[str, int]:
+        """Objects made after `frame`, by kind and the program's line that made them: where churn comes from."""
+        out: dict[str, int] = {}
+        for f, kind, where in self.log:
+            if f > frame:
+                out[f"{kind} {where}"] = out.get(f"{kind} {where}", 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
     def __enter__(self) -> "GLCensus":
         import moderngl
         census = self
@@ -81,6 +94,7 @@ class GLCensus:
                 if kind is not None and not getattr(obj, "_soak_counted", False):
                     obj._soak_counted = True
                     census.created[kind] = census.created.get(kind, 0) + 1
+                    census.log.append((census.frame(), kind, _caller()))
                 return obj
             return create
 
@@ -119,6 +133,20 @@ class GLCensus:
         self._undo.clear()
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _caller() -> str:
+    """The innermost frame in the program's own code (not this file, not a library): file:line."""
+    f = sys._getframe(2)
+    while f is not None:
+        path = Path(f.f_code.co_filename)
+        if path != Path(__file__).resolve() and ROOT in path.parents and ".venv" not in path.parts:
+            return f"{path.relative_to(ROOT)}:{f.f_lineno}"
+        f = f.f_back
+    return "?"
+
+
 # ---- what the process holds -------------------------------------------------------------------------
 def rss_mb() -> float:
     """Resident memory now (VmRSS) after a garbage collection and, with glibc, malloc_trim: what the process
@@ -137,6 +165,11 @@ def rss_mb() -> float:
                 return int(line.split()[1]) / 1024.0
     except OSError:
         pass
+    return peak_rss_mb()
+
+
+def peak_rss_mb() -> float:
+    """The most resident memory the process has had (ru_maxrss, in kB on Linux)."""
     import resource
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
@@ -246,10 +279,12 @@ def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
 
 
 def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int | None = None, report=None,
-             gif_seconds: float | None = None, export_dir: Path | None = None, quick: bool = False) -> dict:
-    """Run the window `frames` frames (a whole number of cycles is best); returns the samples taken at the end of
-    every `every` frames (default: every cycle) and after close. report(sample) is called with each. quick:
-    cycle_plan's shorter tour and lab."""
+             gif_seconds: float | None = None, export_dir: Path | None = None, quick: bool = False,
+             plot_names: tuple[str, ...] | None = None) -> dict:
+    """Run the window `frames` frames (a whole number of cycles is best); returns the samples taken before the
+    first frame, at the end of every `every` frames (default: every cycle) and after close. report(sample) is
+    called with each. quick: cycle_plan's shorter tour and lab. plot_names: the plots the E key exports (default
+    all of app.figures.PLOT_NAMES; the test exports two, the same code for a quarter of the time)."""
     os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
     from app import keys
@@ -257,7 +292,7 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
     from app.settings import AppSettings
     from app.window import App
 
-    from app import plots
+    from app import exports, plots
     every = every or cycle
     samples: list[dict] = []
     frame_ms: list[float] = []
@@ -270,6 +305,9 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
         renders["plots"] += 1          # a matplotlib figure drawn into a texture (a panel's plot)
         return real_rgba(fig)
     plots.figure_rgba = counted_rgba
+    real_export_plots = exports.export_plots
+    if plot_names:
+        exports.export_plots = lambda ctl, names=None: real_export_plots(ctl, names or plot_names)
 
     with GLCensus() as census, tempfile.TemporaryDirectory(prefix="spectable-soak-") as tmp:
         out = Path(export_dir) if export_dir else Path(tmp) / "exports"
@@ -285,7 +323,7 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
             s = {"frame": frame, "rss_mb": round(rss_mb(), 1), "gl_alive": census.total(), "gl": census.alive(),
                  "gl_made": census.made(), "texture_writes": census.texture_writes,
                  "texture_mb": round(census.texture_bytes / 2 ** 20, 1), "plot_renders": renders["plots"],
-                 "fds": open_fds(), "figures": open_figures(),
+                 "rss_peak_mb": round(peak_rss_mb(), 1), "fds": open_fds(), "figures": open_figures(),
                  "imgui_textures": None if closed else len(app.renderer.textures),
                  "frame_ms_median": round(statistics.median(recent), 2) if recent else None,
                  "cpu_ms_median": round(statistics.median(recent_cpu), 2) if recent_cpu else None,
@@ -325,19 +363,26 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
                 on_frame(self)
                 super().draw_frame(dt)
 
-        app = SoakApp(ctl, size=size)
+        made_in = {}                  # the window, once there is one: census.frame reads its frame count
+        census.frame = lambda: made_in["app"].frame if made_in else 0
         try:
+            app = made_in["app"] = SoakApp(ctl, size=size)
+        except BaseException:
+            plots.figure_rgba, exports.export_plots = real_rgba, real_export_plots
+            raise
+        try:
+            sample(0)                 # the window open, nothing drawn yet
             app.run(frames=frames)
             sample(app.frame)
         finally:
             app.close()
-            plots.figure_rgba = real_rgba
+            plots.figure_rgba, exports.export_plots = real_rgba, real_export_plots
         sample(app.frame, closed=True)
         written = sorted(p.name for p in out.iterdir()) if out.exists() else []
     return {"samples": samples, "frame_ms": frame_ms, "cpu_ms": cpu_ms, "exports": list(ctl.exports_done),
             "files": written,
             "messages": [m for _, m in ctl.messages], "cycle": cycle, "frames": frames,
-            "stage_error": ctl.driver.stage_error}
+            "stage_error": ctl.driver.stage_error, "made_after_first_cycle": census.made_since(cycle)}
 
 
 def growth_per_1000(samples: list[dict], cycle: int) -> dict:
@@ -364,6 +409,14 @@ def frame_time_growth(frame_ms: list[float], cycle: int) -> float | None:
     return round((last - second) * 1000.0 / ((n - 2) * cycle), 3)
 
 
+def percentile(values: list[float], q: float) -> float | None:
+    """The q-th percentile (0-100) of values, linear between the nearest ranks; None for none."""
+    if not values:
+        return None
+    import numpy as np
+    return round(float(np.percentile(values, q)), 2)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=3600)
@@ -381,7 +434,8 @@ def main() -> int:
         gl = " ".join(f"{k[:4]}={v}" for k, v in s["gl"].items())
         tail = "after close" if s["closed"] else \
             f"{s['frame_ms_median']} ms/frame ({s['cpu_ms_median']} ms CPU)  mode {s['mode']}"
-        print(f"frame {s['frame']:6d}  rss {s['rss_mb']:7.1f} MB  gl {s['gl_alive']:4d} ({gl})  fds {s['fds']:3d}  "
+        print(f"frame {s['frame']:6d}  rss {s['rss_mb']:7.1f} MB (peak {s['rss_peak_mb']:.0f})  "
+              f"gl {s['gl_alive']:4d} ({gl})  fds {s['fds']:3d}  "
               f"imgui tex {s['imgui_textures']}  figures {s['figures']}  | made {s['gl_made']}  tex writes "
               f"{s['texture_writes']} ({s['texture_mb']} MB)  plots drawn {s['plot_renders']}  exports {s['exports']}"
               f"  | {tail}", flush=True)
@@ -389,10 +443,18 @@ def main() -> int:
     t0 = time.perf_counter()
     res = run_soak(args.frames, args.cycle, (w, h), args.every, report=show, gif_seconds=args.gif_seconds)
     growth = growth_per_1000(res["samples"], args.cycle)
+    live = [s for s in res["samples"] if not s["closed"]]
+    start, end = live[0], live[-1]
     summary = {"frames": args.frames, "cycle": args.cycle, "size": args.size,
                "growth_per_1000_frames": growth,
+               "gl_alive_start": start["gl_alive"], "gl_alive_end": end["gl_alive"],
+               "rss_mb_start": start["rss_mb"], "rss_mb_end": end["rss_mb"], "rss_mb_peak": end["rss_peak_mb"],
+               "fds_start": start["fds"], "fds_end": end["fds"],
                "frame_ms_median": round(statistics.median(res["frame_ms"]), 2),
+               "frame_ms_p95": percentile(res["frame_ms"], 95),
                "cpu_ms_median": round(statistics.median(res["cpu_ms"]), 2),
+               "cpu_ms_p95": percentile(res["cpu_ms"], 95),
+               "made_after_first_cycle": res["made_after_first_cycle"],
                "frame_ms_growth_per_1000_frames": frame_time_growth(res["frame_ms"], args.cycle),
                "cpu_ms_growth_per_1000_frames": frame_time_growth(res["cpu_ms"], args.cycle),
                "gl_alive_after_close": res["samples"][-1]["gl"],
@@ -403,6 +465,14 @@ def main() -> int:
     else:
         print("per 1,000 frames, from the end of cycle 1 to the end: "
               + ", ".join(f"{k} {v:+g}" for k, v in growth.items()))
+        print(f"GL objects alive {start['gl_alive']} at the start, {end['gl_alive']} at the end; "
+              f"RSS {start['rss_mb']} MB at the start, {end['rss_mb']} MB at the end, peak {end['rss_peak_mb']} MB; "
+              f"fds {start['fds']} -> {end['fds']}; frame p50 {summary['frame_ms_median']} ms, "
+              f"p95 {summary['frame_ms_p95']} ms wall (CPU p50 {summary['cpu_ms_median']}, "
+              f"p95 {summary['cpu_ms_p95']} ms)")
+        made = res["made_after_first_cycle"]
+        print("GL objects made after cycle 1 (kind, where): "
+              + ("; ".join(f"{k} x{v}" for k, v in made.items()) or "none"))
         print(f"median frame {summary['frame_ms_median']} ms wall, {summary['cpu_ms_median']} ms CPU; growth per "
               f"1,000 frames {summary['frame_ms_growth_per_1000_frames']} ms wall, "
               f"{summary['cpu_ms_growth_per_1000_frames']} ms CPU; exports written {summary['exports']}; "

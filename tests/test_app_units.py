@@ -297,7 +297,8 @@ def test_a_dragged_slider_redraws_its_plot_every_few_frames_and_at_once_when_let
                      "get_cursor_screen_pos": lambda: (0.0, 0.0), "ImTextureRef": lambda tex_id: tex_id}.items():
         monkeypatch.setattr(ui.imgui, name, fn)
     textures = ui.PlotTextures(ctl)
-    scr = SimpleNamespace(renderer=SimpleNamespace(register_rgba=lambda rgba, tex_id=None: tex_id or 2), h=1080,
+    scr = SimpleNamespace(renderer=SimpleNamespace(register_rgba=lambda rgba, tex_id=None: tex_id or 2,
+                                                    uv1=lambda tex_id, w, h: (1.0, 1.0)), h=1080,
                           em=lambda: 20.0, log=SimpleNamespace(plots={}))
 
     def frame(held, **change):
