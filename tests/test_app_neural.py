@@ -112,7 +112,7 @@ def test_the_hardware_panel_measures_the_pair_live():
     assert live[t("fact.c")] == f"{sig(r['c'])} | {sig(r['on_paper']['c'])}"
     assert live[t("hw.pair_speedup")] == f"×{sig(r['speedup'])} | ×{sig(r['on_paper']['speedup'])}"
     meta = " ".join(view["meta"])
-    assert f"{r['device']['threads']} threads" in meta and r["dtype"] in meta and "2 warm-up" in meta
+    assert f"threads: {r['device']['threads']}" in meta and r["dtype"] in meta and "2 warm-up" in meta
     assert f"median of {r['settings']['reps']}" in meta
     # another γ is another measurement; the n-gram pair has none
     ctl.update(gamma=2)
