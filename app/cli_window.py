@@ -22,6 +22,11 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--prompt", default=None)
     p.add_argument("--gamma", type=int, default=None)
+    p.add_argument("--drafter", default=None, help="who proposes: chain | lookup | heads | tree")
+    p.add_argument("--tree-width", type=int, default=None, help="tree: children per node (1-4)")
+    p.add_argument("--tree-depth", type=int, default=None, help="tree: depth (1-4)")
+    p.add_argument("--tree-from", default=None, help="tree: candidates from chain | heads")
+    p.add_argument("--tree-sampling", default=None, help="tree: siblings drawn iid | distinct")
     p.add_argument("--export-dir", type=Path, default=None, help="where screenshots, plots, logs and GIFs go")
     p.add_argument("--gif-seconds", type=float, default=None, help="length of the GIF replay (default 6 s)")
     p.add_argument("--gif-fps", type=int, default=None, help="frame rate of the GIF replay (default 12)")
@@ -54,13 +59,14 @@ def _run(args) -> int:
         print(f"spectable: {notice}", file=sys.stderr)
     # Each override is checked against the setting's declaration: out of range is refused, never clamped.
     for opt, name in (("lang", "language"), ("palette", "palette"), ("seed", "seed"), ("prompt", "prompt"),
-                      ("gamma", "gamma"), ("mode", "mode")):
+                      ("gamma", "gamma"), ("mode", "mode"), ("drafter", "drafter"), ("tree_width", "tree_width"),
+                      ("tree_depth", "tree_depth"), ("tree_from", "tree_from"), ("tree_sampling", "tree_sampling")):
         v = getattr(args, opt)
         if v is not None:
             try:
                 setattr(settings, name, check_value(name, v))
             except InputError as exc:
-                raise InputError(f"--{opt}: {str(exc).removeprefix(f'setting {name} ')}") from None
+                raise InputError(f"--{opt.replace('_', '-')}: {str(exc).removeprefix(f'setting {name} ')}") from None
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line

@@ -278,9 +278,20 @@ class Controller:
             "stage": self.driver.stage is not None, "stage_error": self.driver.stage_error,
             "messages": [m for _, m in self.messages], "error": self.session.error,
             "decoder": s.decoder, "tube_rule": s.tube_rule, "skip_bonus": s.skip_bonus,
+            "drafter": self.session.drafter_key()[0] if s.decoder == "speculative" else None,
+            "drafter_settings": self.drafter_settings(),
             "settings": {k: getattr(s, k) for k in LAB_FIELDS}, "lab": self.lab(),
             "lanes_lit": self.driver.lanes_lit(),
         }
+
+    def drafter_settings(self) -> dict | None:
+        """Who proposes in the run on the table and how (the drafter's own JSON keys); None for the target alone."""
+        if self.settings.decoder != "speculative":
+            return None
+        try:
+            return self.session.drafter().describe()
+        except InputError as exc:            # a heads table missing beside a user's pair
+            return {"drafter": self.settings.drafter, "error": str(exc)}
 
     def close(self) -> None:
         self.save()

@@ -36,6 +36,7 @@ class Session:
     def __init__(self, settings: AppSettings):
         self.settings = settings
         self._pairs: dict = {}
+        self._heads: dict = {}
         self._run_key = None
         self.run: Run | None = None
         self.error: str | None = None      # the last bad input (shown in the lab, never fatal)
@@ -47,6 +48,32 @@ class Session:
         if tokens not in self._pairs:
             self._pairs[tokens] = NGramPair.load(tokens=tokens)
         return self._pairs[tokens]
+
+    def heads(self, pair=None):
+        """The heads drafter's tables for the pair (loaded once per pair)."""
+        from models.heads import HeadModels
+        pair = pair or self.pair()
+        if pair.tokens not in self._heads:
+            self._heads[pair.tokens] = HeadModels.for_pair(pair)
+        return self._heads[pair.tokens]
+
+    def drafter_key(self) -> tuple:
+        """The settings the drafter is built from (only those its kind uses)."""
+        s = self.settings
+        if s.drafter == "tree":
+            return (s.drafter, s.tree_width, s.tree_depth, s.tree_from, s.tree_sampling)
+        return (s.drafter,)
+
+    def drafter(self, pair=None, key: tuple | None = None):
+        """The drafter the settings (or a drafter_key()) name (models.drafters), with the lab's tree shape."""
+        from models.drafters import make_drafter
+        name, *tree = key or self.drafter_key()
+        pair = pair or self.pair()
+        if name != "tree":
+            return make_drafter(name, pair, heads=self.heads(pair) if name == "heads" else None)
+        width, depth, base, sampling = tree
+        return make_drafter("tree", pair, tree_width=width, tree_depth=depth, tree_from=base, tree_sampling=sampling,
+                            heads=self.heads(pair) if base == "heads" else None)
 
     def sampler_settings(self, gamma: int | None = None):
         from models.sampler import SamplerSettings
@@ -68,8 +95,10 @@ class Session:
             prompt_ids = pair.encode(s.prompt)
             if len(prompt_ids) == 0:
                 raise InputError("the prompt is empty")
-            kind = TargetSampler if s.decoder == "target" else SpeculativeSampler
-            sampler = kind(pair, self.sampler_settings())
+            if s.decoder == "target":
+                sampler = TargetSampler(pair, self.sampler_settings())
+            else:
+                sampler = SpeculativeSampler(pair, self.sampler_settings(), drafter=self.drafter(pair))
             sampler.reset(prompt_ids)
             traces = tuple(sampler.step() for _ in range(s.steps))
         except (InputError, OSError, ValueError) as exc:    # a bad prompt or table: say so, keep the last run
@@ -96,12 +125,16 @@ class TubeWorker:
 
     def _compute(self, key):
         from models.tubes import run_tubes
-        rule, tokens, rounds = key
-        return run_tubes(self.session.pair(tokens), prefix=TUBE_PREFIX, rounds=rounds, draws=50, seed=1, rule=rule)
+        rule, tokens, rounds, drafter = key
+        pair = self.session.pair(tokens)
+        return run_tubes(pair, prefix=TUBE_PREFIX, rounds=rounds, draws=50, seed=1, rule=rule,
+                         drafter=self.session.drafter(pair, drafter))
 
     def _key(self, rule, rounds):
+        """The experiment for the rule, the table and the drafter the right tube's guesses come from (the key
+        holds the drafter's settings: the worker thread builds it from them, not from settings that may move)."""
         s = self.session.settings
-        return (rule or s.tube_rule, s.tokens, rounds)
+        return (rule or s.tube_rule, s.tokens, rounds, self.session.drafter_key())
 
     def get(self, rule: str | None = None, rounds: int = 200):
         """The TubesResult (waits for a background computation of it if one is running)."""
@@ -121,7 +154,7 @@ class TubeWorker:
             from concurrent.futures import ThreadPoolExecutor
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tubes")
-            self.session.pair()             # load the table here, not from two threads at once
+            self.session.drafter(self.session.pair(), key[3])   # load the tables here, not from two threads at once
             self._jobs[key] = self._pool.submit(self._compute, key)
             return None
         return self.get(rule, rounds) if job.done() else None
