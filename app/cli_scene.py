@@ -35,6 +35,8 @@ def register(sub) -> None:
     p.add_argument("--palette", default="default", help="default | projector")
     p.add_argument("--lang", default="both", choices=("zh", "en", "both"), help="label language")
     p.add_argument("--msaa", type=int, default=4, help="multisample anti-aliasing samples (0 = off; default 4)")
+    from app.cli_core import _add_drafter_args
+    _add_drafter_args(p)
     p.add_argument("--stats", action="store_true", help="print draw calls, triangles and frame time")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run_render)
@@ -74,10 +76,14 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     from models.tubes import run_tubes
     from scenes.stage import Stage
 
+    from app.cli_core import _drafter
     get_device(args.device)
     pair = NGramPair.load(tokens=args.tokens)
     settings = SamplerSettings(gamma=args.gamma, seed=args.seed)
-    sampler = SpeculativeSampler(pair, settings)
+    drafter = _drafter(args, pair) if getattr(args, "drafter", None) else None
+    if drafter is not None:
+        drafter.validate(settings.gamma)
+    sampler = SpeculativeSampler(pair, settings, drafter=drafter)
     sampler.reset(pair.encode(args.prefix))
     traces = [sampler.step() for _ in range(max(steps, 1))]
     tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1) if args.tokens == "char" else None
@@ -128,7 +134,8 @@ def run_render(args) -> int:
             save_png(off.read(), out)
             result = {"draw_calls": stats.draw_calls, "triangles": stats.triangles,
                       "frame_ms": round(stats.frame_ms, 2), "width": width, "height": height, "out": str(out),
-                      "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4)}
+                      "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4),
+                      "lanes_lit": stage.state().lanes_true, "drafter": stage.state().drafter}
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             t0 = 0.0 if args.step == 0 else stage.timeline.step_start(args.step - 1)

@@ -25,6 +25,52 @@ TARGET_PHASES = dict(PHASES, **{
     "write": ("打字头印下大鼓的词元", "the typing head inks the target's token"),
 })
 TARGET_MODE = ("目标单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+# Who drafted the pass changes what the draft and check phases do (models.drafters; scenes.timeline).
+DRAFTER_PHASES = {
+    "lookup": {"draft": ("铅笔车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
+    "lookup_none": {"draft": ("前文里没有可抄的", "nothing earlier to copy"),
+                    "verify": ("大滚筒转一圈，只写一个词元", "one turn of the big drum writes one token"),
+                    "check": ("没有猜测，不用检验", "no guesses, nothing to test"),
+                    "write": ("打字头印下大模型的词元", "the typing head inks the target's token")},
+    "heads": {"draft": ("预测头一起猜，不用第二个模型", "the heads propose: no second model")},
+    "tree": {"draft": ("画出一棵猜测树", "the draft pencils a tree of guesses"),
+             "verify": ("大滚筒转一圈，整棵树一起算", "one turn of the big drum computes the whole tree"),
+             "check": ("每个位置依次试候选，被拒后换成残差", "each position tries its candidates; after a rejection, the residual"),
+             "write": ("留下通过的那一枝", "keep the branch that passed")},
+    "tree_heads": {"draft": ("预测头画出一棵猜测树", "the heads pencil a tree of guesses")},
+}
+
+
+def phase_words(state) -> tuple[str, str]:
+    """(zh, en) of what the table is doing now, for the drafter of this pass."""
+    target_only = bool(state.extra.get("target_only"))
+    key = state.drafter
+    if key == "lookup" and target_only:
+        key = "lookup_none"
+    elif key == "tree" and state.extra.get("tree_base") == "heads":
+        words = dict(DRAFTER_PHASES["tree"], **DRAFTER_PHASES["tree_heads"])
+        return words.get(state.phase) or PHASES.get(state.phase, ("", ""))
+    own = DRAFTER_PHASES.get(key, {})
+    if state.phase in own:
+        return own[state.phase]
+    return (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
+
+
+def drafter_mode(state, ec: EmitContext) -> str | None:
+    """The HUD's word on who drafted this pass (None: the chain, said by γ alone)."""
+    x = state.extra
+    if state.drafter == "lookup":
+        k = int(x.get("copied", 0))
+        return ec.say(f"查找 · 抄了 {k} 个", f"lookup · {k} copied") if k else ec.say("查找 · 没有可抄的",
+                                                                                      "lookup · nothing to copy")
+    if state.drafter == "heads":
+        return ec.say(f"预测头 · γ = {state.gamma}", f"heads · γ = {state.gamma}")
+    if state.drafter == "tree" and x.get("tree_widths"):
+        w = x["tree_widths"]
+        shape = f"{w[0]}×{len(w)}" if len(set(w)) == 1 else ",".join(map(str, w))
+        n = int(x.get("tree_nodes", 0))
+        return ec.say(f"猜测树 {shape} · {n} 个节点", f"tree {shape} · {n} nodes")
+    return None
 
 
 def _plate_size(fb, lines) -> tuple[float, float]:
@@ -132,7 +178,7 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
     big = max(height / 30.0, 24.0)
     small = max(height / 46.0, 18.0)
     target_only = bool(state.extra.get("target_only"))
-    zh, en = (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
+    zh, en = phase_words(state)
     lines = []
     if title:
         lines.append((ec.say(*title), big, pal.label))
@@ -142,7 +188,9 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
         lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
         # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);
         # with both languages the line keeps to "target alone" and the phase line says the rest.
-        if target_only:
+        if drafter_mode(state, ec):
+            mode = drafter_mode(state, ec)
+        elif target_only:
             mode = ec.say(*TARGET_MODE) if ec.language != "both" else "目标单独写  target alone"
         else:
             mode = f"γ = {state.gamma}"

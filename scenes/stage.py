@@ -155,7 +155,9 @@ class Stage:
         self.timeline.paused, self.timeline.speed = old.paused, old.speed
         self.timeline.reduced_motion = self._reduced_motion
         if pair is not None:
-            self.atlas.ensure("".join(pair.display(t) for tr in traces for t in set(tr.guesses) | {tr.final_token}))
+            tokens = {t for tr in traces for t in set(tr.guesses) | {tr.final_token}}
+            tokens |= {nd.token for tr in traces if tr.tree is not None for nd in tr.tree.nodes}
+            self.atlas.ensure("".join(pair.display(t) for t in tokens))
 
     def set_view(self, name: str) -> None:
         """Move the camera to a view (and lift or lower the parts for the exploded one) over
@@ -224,6 +226,12 @@ class Stage:
         if seen("bridge"):
             pts = np.array([meter_point(i, v) for i in range(4) for v in (0.0, VALUE_V + 0.25)])
             boxes.append(("bridge", tuple(pts.min(0) - 0.3), tuple(pts.max(0) + 0.3)))
+        heads = self.timeline.state_at().heads
+        if heads and seen("bigdrum"):
+            from scenes.bigdrum import HEAD_R, HEAD_Y
+            c = self.bigdrum.centre
+            boxes.append(("bigdrum", (c[0] - self.bigdrum.length / 2, HEAD_Y - HEAD_R, c[2]),
+                          (c[0] + self.bigdrum.length / 2, HEAD_Y + HEAD_R + 0.6, c[2] + 0.8)))
         if seen("cabinet"):
             (cx0, cx1), (cy0, cy1), (cz0, cz1) = CABINET_BOX
             boxes.append(("cabinet", (cx0, cy0, cz0), (cx1, cy1, cz1)))
