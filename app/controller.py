@@ -17,7 +17,7 @@ from app import exports
 from app.driver import TableDriver
 from app.i18n import Strings
 from app.palette import colors
-from app.session import Session, TubeWorker
+from app.session import DrafterWorker, Session, TubeWorker
 from app.settings import FIELDS, LAB_FIELDS, AppSettings, check_type, check_value, clamp_value, save_settings
 from app.tour import CHAPTERS, TourState
 from corpus.atomic import remove_stale_temps
@@ -42,6 +42,7 @@ class Controller:
         self.gif_options = gif_options or {}
         self.session = Session(self.settings)
         self.tube_worker = TubeWorker(self.session)
+        self.drafter_worker = DrafterWorker(self.session)
         self.tour = TourState(self.settings.chapter)
         self.mode: str | None = None
         self.lab_values: dict | None = None  # the lab's own values, kept aside while the tour sets its own
@@ -251,6 +252,11 @@ class Controller:
         """The test tubes for the current rule: waited for in a scripted run, else None until the worker is done."""
         return self.tube_worker.get() if self.scripted else self.tube_worker.ready()
 
+    def drafter_figures(self, wait: bool = False):
+        """Tokens and lanes per pass of every drafter (app.session.DrafterWorker): at once in a scripted run or when
+        `wait` (exports), else None until the worker has them."""
+        return self.drafter_worker.get() if (self.scripted or wait) else self.drafter_worker.ready()
+
     def facts(self):
         """facts.facts(), recomputed only when the run, a setting or the tubes' readiness changed."""
         from app.facts import facts
@@ -296,4 +302,5 @@ class Controller:
     def close(self) -> None:
         self.save()
         self.tube_worker.close()
+        self.drafter_worker.close()
 

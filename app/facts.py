@@ -81,8 +81,8 @@ def facts(ctl) -> Facts:
         put("tokens_per_s", lambda: f"{roof['tokens_per_s']:,.0f}")
         put("busy", lambda: f"{100 * roof['arithmetic_busy']:.1f}%")
         put("lanes_to_saturate", lambda: f"{roof['lanes_to_saturate']:.0f}")
-    # A speculative pass computes γ + 1 tokens per sequence: that is what the mill shows while it checks.
-    spec_lanes = s.lanes * (s.gamma + 1)
+    # A speculative pass computes γ + 1 tokens per sequence (a tree: its nodes + 1): what the mill shows while it checks.
+    spec_lanes = s.lanes * pass_positions(s)
     put("spec_lanes", lambda: f"{spec_lanes}")
     spec_busy = lambda: derived.roofline(s.device, s.model, spec_lanes, s.context)["arithmetic_busy"]  # noqa: E731
     put("busy_spec", lambda: f"{100 * spec_busy():.1f}%")
@@ -125,6 +125,7 @@ def facts(ctl) -> Facts:
         f["under"], f["over"] = uc, oc
     except Exception:  # noqa: BLE001
         pass
+    drafter_facts(ctl, f, put)
     try:
         from app.figures import tube_tv_curves
         tv_l, tv_r = tube_tv_curves(ctl.tubes())
@@ -133,6 +134,46 @@ def facts(ctl) -> Facts:
     except Exception:  # noqa: BLE001
         pass
     return f
+
+
+def pass_positions(s) -> int:
+    """Positions one speculative pass computes per sequence at the settings: γ + 1, a tree's nodes + 1 (lookup: at
+    most γ + 1, when it copies γ)."""
+    if s.drafter == "tree":
+        from models.drafters import node_count
+        return node_count([s.tree_width] * s.tree_depth) + 1
+    return s.gamma + 1
+
+
+def drafter_facts(ctl, f: Facts, put) -> None:
+    """Who drafts, counted: this run's kept/checked, tokens and lanes per pass and the roofline's speedup from them
+    (run_*); every drafter's long run when it is ready (drafter_<key>_tpp, _lanes, _speedup, _alpha; drafters_source
+    says whether they come from the shipped long runs or a short run counted now)."""
+    from models.drafter_analytics import count_traces, speedup_model
+    s, ses = ctl.settings, ctl.session
+    run = ses.ensure()
+    put("drafter", lambda: ctl.t(f"lab.drafter_{s.drafter}"))
+    if run and s.decoder == "speculative":
+        counted = count_traces(run.traces, s.drafter, s.drafter, s.gamma, s.seed)
+        put("run_kept", lambda: f"{counted.accepted}/{counted.tested}")
+        put("run_tpp", lambda: f"{counted.tokens_per_pass:.2f}")
+        put("run_lanes", lambda: f"{counted.lanes_per_pass:.1f}")
+        put("run_speedup", lambda: f"{speedup_model(counted.tokens_per_pass, counted.lanes_per_pass, ses.drafter().cost(s.gamma), s.device, s.model, s.context, s.c)['speedup_model']:.2f}×")  # noqa: E501
+    try:
+        from app.figures import drafter_points
+        fig = drafter_points(ctl)
+    except Exception:  # noqa: BLE001 - counts still landing show '—'
+        fig = None
+    if fig is None:
+        return
+    f["drafters_source"] = fig["source"]
+    f["drafters_chars"] = f"{fig['chars']:,}"
+    for p in fig["points"]:
+        k = p["key"]
+        f[f"drafter_{k}_tpp"] = f"{p['tokens_per_pass']:.2f}"
+        f[f"drafter_{k}_lanes"] = f"{p['lanes_per_pass']:.1f}"
+        f[f"drafter_{k}_speedup"] = f"{p['speedup_model']:.2f}×"
+        f[f"drafter_{k}_alpha"] = f"{p['alpha']:.3f}"
 
 
 def fill(text: str, f: Facts) -> str:

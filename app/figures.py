@@ -6,7 +6,7 @@ import numpy as np
 from app import derived
 from app.derived import GAMMAS, REFERENCE_ALPHAS
 
-PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes")
+PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 
 
 def make(ctl, name: str):
@@ -34,7 +34,23 @@ def make(ctl, name: str):
         tv_l, tv_r = tube_tv_curves(res)
         draws = np.arange(1, len(tv_l) + 1) * int(res.draws)
         return plots.tubes_plot(t, pal, draws, tv_l, tv_r, t(f"rule.{s.tube_rule}"))
+    if name == "drafters":
+        fig = drafter_points(ctl, wait=True)
+        note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
+                 tokens=f"{fig['chars']:,}", seed=fig["seed"])
+        return plots.drafters_plot(t, pal, fig["points"], s.gamma, s.device, note)
     raise KeyError(name)
+
+
+def drafter_points(ctl, wait: bool = False) -> dict | None:
+    """Every drafter's counted tokens and lanes per pass (long run or short, ctl.drafter_figures) with its speedup
+    under the roofline for the lab's device, model, context and c; None while they are being counted."""
+    from models.drafter_analytics import with_speedups
+    s = ctl.settings
+    fig = ctl.drafter_figures(wait=wait)
+    if fig is None:
+        return None
+    return dict(fig, points=with_speedups(fig["points"], s.device, s.model, s.context, s.c))
 
 
 def tube_tv_curves(res) -> tuple[np.ndarray, np.ndarray]:

@@ -160,9 +160,10 @@ def drafter_label(t, point: dict, gamma: int) -> str:
     return t("drafter.tree", widths=widths, base=t(f"drafter.{base}"))
 
 
-def drafters_plot(t, pal, points: list[dict], gamma: int, device: str):
+def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str | None = None):
     """Tokens per pass against lanes per pass for every drafter on the same prompts (the data:
-    models.drafter_analytics.compare_drafters): up is what a drafter buys, right what it costs the target."""
+    models.drafter_analytics.compare_drafters or long_runs): up is what a drafter buys, right what it costs the
+    target. `note` says what the points were counted on (a long run, or a short one) under the title."""
     fig, ax = _figure(pal, size=(10.0, 4.4))
     hues = {"chain": _hex(pal["draft"]), "lookup": "#ffd92f", "heads": _hex(pal["target"]), "tree": _hex(pal["accent"])}
     markers = ("o", "s", "D", "^", "v", "P", "X")
@@ -184,7 +185,7 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str):
     ax.set_ylim(0.8, top + 0.6)
     ax.set_xlabel(t("plot.lanes_per_pass"))
     ax.set_ylabel(t("plot.tokens_per_pass_counted"))
-    ax.set_title(t("plot.drafters_title", gamma=gamma, device=device))
+    ax.set_title(t("plot.drafters_title", gamma=gamma, device=device) + (f"\n{note}" if note else ""))
     # Beside the axes, so no point is ever hidden behind it.
     leg = ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.85,
                     facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])

@@ -163,3 +163,77 @@ class TubeWorker:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+class DrafterWorker:
+    """What each drafter buys and costs (tokens and lanes per pass) for the lab's table, γ and row shaping: the
+    shipped long runs when they were counted at these settings (models.drafter_analytics.shipped_long_runs, no
+    wait), else a short run of every drafter counted now on one background thread (about ten seconds).
+    get() waits; ready() returns the figures if done, else starts them and returns None. The figures:
+    {"points", "source": "long" | "short", "chars", "seed"}."""
+
+    SHORT_CHARS = 600           # tokens per drafter when nothing long was counted at these settings
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._results: dict = {}
+        self._jobs: dict = {}
+        self._pool = None
+
+    def _key(self):
+        st = self.session.sampler_settings()
+        return (self.session.settings.tokens, st.gamma, st.temperature, st.top_k, st.top_p)
+
+    def _compute(self, key):
+        from dataclasses import replace
+
+        from models import drafter_analytics as da
+        tokens, gamma, temperature, top_k, top_p = key
+        pair = self.session.pair(tokens)
+        settings = replace(self.session.sampler_settings(), gamma=gamma, temperature=temperature, top_k=top_k,
+                           top_p=top_p, seed=0)
+        doc = da.shipped_long_runs(pair, settings)
+        if doc is not None:
+            return {"points": doc["points"], "source": "long", "chars": doc["settings"]["chars"],
+                    "seed": doc["settings"]["seed"]}
+        from models.drafters import make_drafter
+
+        def runs_here(spec) -> bool:          # a tree too big at this γ, or no heads table beside a user's pair
+            try:
+                make_drafter(spec[2], pair, heads=self.session.heads(pair) if "heads" in spec[0] else None,
+                             **spec[3]).validate(gamma)
+                return True
+            except InputError:
+                return False
+        specs = [sp for sp in da.long_run_specs(gamma) if runs_here(sp)]
+        doc = da.long_runs(pair, settings, chars=self.SHORT_CHARS, specs=specs)
+        return {"points": doc["points"], "source": "short", "chars": self.SHORT_CHARS, "seed": 0}
+
+    def get(self):
+        key = self._key()
+        if key not in self._results:
+            job = self._jobs.pop(key, None)
+            self._results[key] = job.result() if job is not None else self._compute(key)
+        return self._results[key]
+
+    def ready(self):
+        key = self._key()
+        if key in self._results:
+            return self._results[key]
+        job = self._jobs.get(key)
+        if job is None:
+            from concurrent.futures import ThreadPoolExecutor
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drafters")
+            try:                                  # load the tables here, not from two threads at once
+                self.session.heads(self.session.pair(key[0]))
+            except InputError:
+                pass                              # no heads table: the runs leave the heads out
+            self._jobs[key] = self._pool.submit(self._compute, key)
+            return None
+        return self.get() if job.done() else None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None

@@ -214,6 +214,9 @@ class PlotTextures:
         if name == "tubes" and ctl.tubes() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
             return
+        if name == "drafters" and ctl.drafter_figures() is None:
+            imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("plot.drafters_computing"))
+            return
         if entry is None or entry[0] != full_key:
             try:
                 dpi_w = max(320, int(width))

@@ -78,8 +78,9 @@ def test_exports_are_valid_files(capsys, tmp_path):
     files = {}
     for p in state["exports"]:
         files.setdefault(p.rsplit(".", 1)[1], []).append(p)
-    # screenshot + 4 plots as PNG, 4 plots as SVG, one CSV, one GIF
-    assert len(files["png"]) == 5 and len(files["svg"]) == 4 and len(files["csv"]) == 1 and len(files["gif"]) == 1
+    # screenshot + 5 plots as PNG (the drafters' among them), 5 plots as SVG, one CSV, one GIF
+    assert len(files["png"]) == 6 and len(files["svg"]) == 5 and len(files["csv"]) == 1 and len(files["gif"]) == 1
+    assert sum("plot-drafters" in p for p in files["png"] + files["svg"]) == 2
     for p in files["png"]:
         with Image.open(p) as im:
             im.verify()

@@ -30,7 +30,10 @@ class LabPanel(Panel):
             imgui.text_colored(imgui.ImVec4(*c["reject"]), ctl.session.error)
         # Every widget's value goes through the controller (ctl.adjust: checked and brought into range).
         # ImGui sliders hold float32: round so 0.1 stays 0.1 (not 0.10000000149) in the run key and the file.
+        self.drafter_widgets(scr, new)
+        imgui.begin_disabled(s.drafter == "tree")          # a tree's depth replaces γ
         _, new["gamma"] = imgui.slider_int(t("lab.gamma"), s.gamma, 1, 10)
+        imgui.end_disabled()
         _, c_ = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
         _, temp = imgui.slider_float(t("lab.temperature"), s.temperature, 0.0, 2.0, "%.2f")
         new["c"], new["temperature"] = round(c_, 4), round(temp, 4)
@@ -56,7 +59,7 @@ class LabPanel(Panel):
         imgui.pop_item_width()
         ctl.adjust(**new)
         imgui.separator()
-        for name in ("speedup", "tpp", "roofline"):
+        for name in ("speedup", "tpp", "roofline", "drafters"):
             if imgui.radio_button(t("plot.tab." + name), self.plot == name):
                 self.plot = name
             imgui.same_line()
@@ -68,11 +71,17 @@ class LabPanel(Panel):
         self.draw_text(scr)
         imgui.separator()
         f = ctl.facts()
-        rows = [(t("fact.alpha"), f["alpha"]), (t("fact.tpp_counted"), f["tpp_counted"]),
-                (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
-                (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}"),
-                (t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
-                (t("fact.busy_spec"), f["busy_spec"]), (t("fact.bytes_per_step"), f["bytes_per_step"])]
+        if s.drafter == "chain":
+            rows = [(t("fact.alpha"), f["alpha"]), (t("fact.tpp_counted"), f["tpp_counted"]),
+                    (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
+                    (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}")]
+        else:
+            # The chain's formulas do not describe the other drafters: their counts, and the roofline's speedup.
+            rows = [(t("fact.drafter_kept"), f["run_kept"]), (t("fact.drafter_tpp"), f["run_tpp"]),
+                    (t("fact.drafter_lanes"), f["run_lanes"]), (t("fact.drafter_speedup"), f["run_speedup"])]
+        rows += [(t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
+                 (t("fact.busy_tree" if s.drafter == "tree" else "fact.busy_spec", lanes=f["spec_lanes"]),
+                  f["busy_spec"]), (t("fact.bytes_per_step"), f["bytes_per_step"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for name, weight in (("a", 2.2), ("av", 1.0), ("b", 2.2), ("bv", 1.0)):
                 imgui.table_setup_column(name, imgui.TableColumnFlags_.width_stretch, weight)
@@ -85,6 +94,39 @@ class LabPanel(Panel):
                     imgui.text_colored(imgui.ImVec4(*c["accent"]), value)
             imgui.end_table()
         imgui.end()
+
+    def drafter_widgets(self, scr, new: dict) -> None:
+        """Who drafts (chain, lookup, heads, tree) and a tree's shape, each through the controller like every knob."""
+        from models.drafters import node_count
+        ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
+        muted = ctl.colors["muted"]
+        imgui.text(t("lab.drafter"))
+        for name in ("chain", "lookup", "heads", "tree"):
+            imgui.same_line()
+            if imgui.radio_button(t(f"lab.drafter_{name}"), s.drafter == name):
+                new["drafter"] = name
+        ui.wrapped(t(f"lab.note.{s.drafter}"), muted)
+        if s.drafter != "tree":
+            return
+        # width and depth side by side, then where the candidates come from and how siblings are drawn
+        half = imgui.get_content_region_avail().x * 0.2
+        imgui.push_item_width(half)
+        _, new["tree_width"] = imgui.slider_int(t("lab.tree_width"), s.tree_width, 1, 4)
+        imgui.same_line()
+        _, new["tree_depth"] = imgui.slider_int(t("lab.tree_depth"), s.tree_depth, 1, 4)
+        imgui.pop_item_width()
+        for base in ("chain", "heads"):
+            if imgui.radio_button(t(f"lab.tree_from_{base}"), s.tree_from == base):
+                new["tree_from"] = base
+            imgui.same_line()
+        imgui.new_line()
+        for sampling in ("iid", "distinct"):
+            if sampling == "distinct":
+                imgui.same_line()
+            if imgui.radio_button(t(f"lab.sampling_{sampling}"), s.tree_sampling == sampling):
+                new["tree_sampling"] = sampling
+        n = node_count([s.tree_width] * s.tree_depth)
+        ui.wrapped(t("lab.tree_nodes", nodes=n, lanes=n + 1) + "  " + t("lab.gamma_tree"), ctl.colors["accent"])
 
     def stage_rect(self, scr):
         x, y, w, h = ui.narration_rect(scr)
