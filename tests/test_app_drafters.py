@@ -202,3 +202,34 @@ def test_a_tree_offers_the_exact_rule_and_typical_acceptance_in_the_tubes():
     res = ctl.tube_worker.get()
     assert res.rule == "typical" and res.drafter == "lookup" and res.typical_threshold is not None
     assert res.tv_right > 0.05                     # the typical tube drifts from p
+
+
+# ------------------------------------------------------------------ the drafters plot
+def test_the_drafters_plot_shows_the_long_runs_and_says_what_they_were_counted_on():
+    from app import figures, plots
+    from models.drafter_analytics import shipped_long_runs
+    from models.sampler import SamplerSettings
+    ctl = controller()
+    fig = figures.drafter_points(ctl, wait=True)
+    doc = shipped_long_runs(ctl.session.pair(), SamplerSettings(gamma=4))
+    assert fig["source"] == "long" and [p["tokens_per_pass"] for p in fig["points"]] == \
+        [p["tokens_per_pass"] for p in doc["points"]]
+    f = ctl.facts()
+    assert f["drafters_source"] == "long" and f["drafter_heads_lanes"] == "5.0"
+    assert f["drafter_tree_2x2_tpp"] == f"{doc['points'][3]['tokens_per_pass']:.2f}"
+    assert f["drafter_lookup_speedup"] == f"{fig['points'][1]['speedup_model']:.2f}×"
+    for lang in ("zh", "en"):
+        ctl.update(language=lang)
+        mp = figures.make(ctl, "drafters")
+        title = mp.axes[0].get_title()
+        assert ctl.t("plot.drafters_long", tokens="20,000", seed=0) in title
+        plots.close(mp)
+    # away from the settings the long runs were counted at, a short run is counted (and says so)
+    ctl.update(gamma=2)
+    fig = figures.drafter_points(ctl, wait=True)
+    assert fig["source"] == "short" and fig["chars"] == 600
+    assert {p["key"] for p in fig["points"]} >= {"chain", "lookup", "heads", "tree_2x2", "tree_3x2"}
+    assert all(p["tokens"] >= 600 for p in fig["points"])
+    mp = figures.make(ctl, "drafters")
+    assert ctl.t("plot.drafters_short", tokens="600") in mp.axes[0].get_title()
+    plots.close(mp)
