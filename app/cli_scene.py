@@ -9,7 +9,7 @@ from corpus.errors import InputError
 
 VIEW_NAMES = ("table", "bigdrum", "readhead", "cutaway", "smalldrum", "tape", "bridge", "mill", "cabinet", "tubes",
               "exploded")
-PHASES = ("draft", "verify", "check", "write", "mid-draft", "mid-verify", "mid-check", "mid-write")
+PHASES = ("draft", "verify", "check", "write", "mid-draft", "mid-verify", "mid-check", "mid-write", "look")
 
 
 def register(sub) -> None:

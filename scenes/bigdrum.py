@@ -19,9 +19,9 @@ from scenes.layout import (BIG_DRUM_CENTRE, BIG_DRUM_COLS, BIG_DRUM_LENGTH, BIG_
                            EmitContext)
 
 CONTACT_ANGLE = math.pi / 2       # the pin angle (after turning) at which it passes the read head's teeth
-HEAD_Y = BIG_DRUM_CENTRE[1] + BIG_DRUM_RADIUS + 0.55   # the heads' centres, above the pins
+HEAD_Y = BIG_DRUM_CENTRE[1] + BIG_DRUM_RADIUS + 0.62   # the heads' centres, above the pins
 HEAD_DZ = 0.45                    # ... a little in front of the drum's top, towards the audience
-HEAD_R = 0.22
+HEAD_R = 0.27
 
 
 def pin_pattern(cols: int, rows: int, radius: float, length: float, density: float, seed: int):
@@ -135,7 +135,7 @@ class BigDrum:
                pal.steel)
         fb.add("box", np.stack([compose(translate(cx + s * (L / 2 + 0.38), (cy + rail_y) / 2, cz + HEAD_DZ),
                                         scale(0.08, rail_y - cy, 0.08)) for s in (-1, 1)]), pal.iron)
-        w = min(0.5, 0.7 * L / n)
+        w = min(0.62, 0.7 * L / n)
         bodies, feelers, lamps, glow, dark = [], [], [], [], []
         up, right = np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.0, 0.0])
         for j, (c, head) in enumerate(zip(self.head_centres(n), state.heads)):
@@ -144,10 +144,10 @@ class BigDrum:
                                    scale(0.03, c[1] - HEAD_R - cy - self.radius, 0.03)))
             lit = float(state.head_lit[j]) if state.head_lit else 0.0
             # A lamp on top of each head, lit while its guess is pencilled.
-            lamp = compose(translate(c[0], c[1] + HEAD_R + 0.06, c[2] + 0.05), scale(0.11, 0.11, 0.11))
+            lamp = compose(translate(c[0], c[1] + HEAD_R + 0.08, c[2] + 0.05), scale(0.14, 0.14, 0.14))
             if lit > 0:
                 lamps.append(lamp)
-                glow.append(0.25 + 1.5 * lit * lit)      # bright while proposing, a glow once it has
+                glow.append(2.0 if lit >= 1.0 else 0.0)   # glowing while proposing; amber, unlit, once it has
             else:
                 dark.append(lamp)
             # The head's number on its face: head k guesses k - 1 tokens after the target's own last one.

@@ -57,6 +57,10 @@ def column_top_v(ratio: float, fill: float = 1.0) -> float:
 
 
 def fmt(x: float) -> str:
+    """Two decimals; a value under 0.01 keeps two significant digits (a copied guess's p/q is p, often 0.004: "0.00"
+    beside an r of "0.00" would hide which is larger), 10 and over none."""
+    if 0 < x < 0.01:
+        return f"{x:.2g}" if x >= 1e-4 else f"{x:.1e}"
     return f"{x:.2f}" if x < 10 else f"{x:.0f}"
 
 
@@ -153,7 +157,7 @@ class MeterBridge:
             fit = PLATE_W * k * 0.94
             size = min(VALUE_SIZE * k, fit / max(fb.atlas.advance(txt), 1e-6))
             fb.text(txt, meter_point(i, VALUE_V, 0.01, 0, gamma), RIGHT, UP, size, pal.label, anchor="center")
-            rt = f"r {m.r:.2f}"
+            rt = f"r {fmt(m.r)}"
             fb.text(rt, meter_point(i, R_V, 0.01, 0, gamma), RIGHT, UP,
                     min(R_SIZE * k, fit / max(fb.atlas.advance(rt), 1e-6)), pal.label, anchor="center")
         # The verdict on the beam's face: ring = pass, cross = fail, dash = untested, and a word beside it.

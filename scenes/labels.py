@@ -61,8 +61,10 @@ def drafter_mode(state, ec: EmitContext) -> str | None:
     x = state.extra
     if state.drafter == "lookup":
         k = int(x.get("copied", 0))
-        return ec.say(f"查找 · 抄了 {k} 个", f"lookup · {k} copied") if k else ec.say("查找 · 没有可抄的",
-                                                                                      "lookup · nothing to copy")
+        if not k:
+            return ec.say("查找 · 没有可抄的", "lookup · nothing to copy")
+        seen = "".join(ec.run.display(i) for i in x.get("matched", ())).replace("\n", "↵")
+        return ec.say(f"查找 · “{seen}”前文出现过 · 抄 {k} 个", f"lookup · “{seen}” seen before · {k} copied")
     if state.drafter == "heads":
         return ec.say(f"预测头 · γ = {state.gamma}", f"heads · γ = {state.gamma}")
     if state.drafter == "tree" and x.get("tree_widths"):

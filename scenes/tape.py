@@ -186,11 +186,23 @@ class PaperTape:
         for nd in sorted(tree.nodes, key=lambda nd: -nd.depth):
             rows.setdefault(nd.id, max(1, sum(rows.get(c, 1) for c in kids.get(nd.id, []))))
         full = GLYPH * cell / CELL
+        # A crowded column staggers its nodes left and right, so each can be drawn larger than its row is tall.
+        column: dict[int, list] = {}
+        for nd in tree.nodes:
+            column.setdefault(nd.depth, []).append(nd.id)
+        stagger = {}
+        for d, ids in column.items():
+            tight = slot * min(rows[i] for i in ids) * 0.85 < 0.4 * full
+            for j, i in enumerate(sorted(ids, key=lambda i: -v[i])):
+                stagger[i] = (0.24 * cell * (1 if j % 2 else -1)) if tight else 0.0
         out = {}
         for nd in tree.nodes:
-            size = min(full * 0.8, slot * rows[nd.id] * 0.85)
+            # staggered: as wide as the half cell allows, neighbours never touch (0.48 apart, 0.4 wide at most)
+            room = min(slot * rows[nd.id] * 1.2, 0.4 * cell) if stagger[nd.id] else slot * rows[nd.id] * 0.85
+            size = min(full * 0.8, room)
             k = _ease(nd.down)
-            out[nd.id] = (x0 + (nd.depth - 0.5) * cell, v[nd.id] + (GLYPH_V - v[nd.id]) * k, size + (full - size) * k)
+            out[nd.id] = (x0 + (nd.depth - 0.5) * cell + stagger[nd.id] * (1 - k),
+                          v[nd.id] + (GLYPH_V - v[nd.id]) * k, size + (full - size) * k)
         return out
 
     def tree_marks(self, state) -> list[tuple[int, np.ndarray]]:
@@ -224,8 +236,8 @@ class PaperTape:
                 mid = tape_point((px + knot[0]) / 2, (pv + knot[1]) / 2, 0.012)
                 fb.shape(SOLID, mid, axis, perp, n, 0.025 + 0.03 * nd.ink, col + (alpha * (0.6 + 0.4 * nd.ink),))
             if nd.checking > 0:
-                fb.shape(DISC, tape_point(x, v, 0.013), self.right, self.up, size * 1.5, size * 1.5,
-                         (glow[0], glow[1], glow[2], 0.6 * alpha))
+                fb.shape(DISC, tape_point(x, v, 0.013), self.right, self.up, size * 1.3, size * 1.3,
+                         (glow[0], glow[1], glow[2], 0.5 * alpha))
             fb.shape(DISC, tape_point(*knot, 0.016), self.right, self.up, 0.09, 0.09, col + (alpha,))
             if size >= TREE_MIN_GLYPH or nd.down > 0:
                 fb.glyph_cell(display(nd.token), tape_point(x, v, 0.014), self.right, self.up, size, col + (alpha,))

@@ -320,8 +320,13 @@ class Timeline:
         return self.steps[k].end
 
     def step_moment(self, k: int, phase: str = "write") -> float:
-        """A telling moment of step k: the end of the named phase (draft/verify/check/write) or its middle (mid-*)."""
+        """A telling moment of step k: the end of the named phase (draft/verify/check/write), its middle (mid-*), or
+        'look': a lookup pass showing the text it copies from."""
         st = self.steps[k]
+        if phase == "look":
+            # lookup: the copied text shown (the tape glided back, the span lit); another drafter: mid-draft
+            a, b = st.look if st.look is not None else st.draft
+            return (a + b) / 2
         if phase.startswith("mid-"):
             a, b = getattr(st, phase[4:])
             return (a + b) / 2
@@ -396,7 +401,9 @@ class Timeline:
         if tr.tree is not None:
             return {"tree_widths": list(tr.tree.widths), "tree_nodes": len(tr.tree.nodes), "tree_base": tr.tree.base}
         if tr.drafter == "lookup":
-            return {"copied": len(tr.guesses)}
+            span = tr.source_span
+            return {"copied": len(tr.guesses),
+                    "matched": list(tr.context[span["match"][0]:span["match"][1]]) if span else []}
         return {}
 
     # One function per part: where t falls in the pass's named spans.

@@ -9,7 +9,7 @@ import functools
 import numpy as np
 import pytest
 
-from scenes.bigdrum import BigDrum
+from scenes.bigdrum import HEAD_R, BigDrum
 from scenes.bridge import COLUMN_H, COLUMN_V0, MeterBridge, meter_point
 from scenes.readhead import lane_probe
 from scenes.tape import GLYPH_V, tape_point
@@ -142,8 +142,8 @@ def test_heads_are_drawn_on_the_big_drum_only_in_a_heads_run_and_light_in_turn(s
                     assert st.state().heads == [2, 3, 4, 5]
                     assert st.state().head_lit[i] == 1.0 and sum(st.state().head_lit) < 2.5
             centres = BigDrum().head_centres(4)
-            pts = [st.project(c + np.array([0.17, 0.05, 0.21]), W, H) for c in centres]     # beside the number
-            lamps = [st.project(c + np.array([0.0, 0.28, 0.05]), W, H) for c in centres]
+            pts = [st.project(c + np.array([0.2, 0.05, HEAD_R]), W, H) for c in centres]     # beside the number
+            lamps = [st.project(c + np.array([0.0, HEAD_R + 0.08, 0.05]), W, H) for c in centres]
             shots[name] = (imgs, pts, lamps)
             if name == "chain":
                 assert st.state().heads is None

@@ -43,6 +43,11 @@ def stops(run) -> list[Stop]:
     return out
 
 
+def num(x: float) -> str:
+    """Four decimals; under 0.001 three significant digits, so a small p never reads as 0.0000 beside a larger r."""
+    return f"{x:.4f}" if x == 0 or abs(x) >= 1e-3 else f"{x:.3g}"
+
+
 def top_entries(pair, row, n: int = RESIDUAL_BARS) -> list:
     """[(token, share, id)] of a row's largest entries (ties by id), positive ones only."""
     row = np.asarray(row, dtype=np.float64)
@@ -228,16 +233,21 @@ class StepPanel(Panel):
         if tree:
             self.candidates(scr, ex)
         imgui.push_font(None, scr.font_size * 1.6)
-        imgui.text(t("step.guess"))
+        d = ex["drafter"]
+        if d == "heads" and "head" in ex:
+            imgui.text(t("step.guess_heads", head=ex["head"]))
+        else:
+            imgui.text(t({"lookup": "step.guess_lookup", "tree": "step.guess_tree"}.get(d, "step.guess")))
         imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*c["accent"]), ex["guess"])
         imgui.pop_font()
         ui.facts_table(scr, [
-            (t("step.q"), f"{ex['q']:.4f}" + (" *" if ex["draft_backed_off"] else "")),
+            (t({"lookup": "step.q_lookup", "heads": "step.q_heads"}.get(d, "step.q")),
+             num(ex["q"]) + (" *" if ex["draft_backed_off"] else "")),
             (t("step.p_running" if ex.get("target_is_residual") else "step.p"),
-             f"{ex['p']:.4f}" + (" *" if ex["target_backed_off"] else "")),
-            (t("step.ratio"), f"{ex['ratio']:.4f}"),
-            (t("step.r"), f"{ex['r']:.4f}"),
+             num(ex["p"]) + (" *" if ex["target_backed_off"] else "")),
+            (t("step.ratio"), num(ex["ratio"])),
+            (t("step.r"), num(ex["r"])),
         ])
         if ex["draft_backed_off"] or ex["target_backed_off"]:
             imgui.text_colored(imgui.ImVec4(*c["muted"]), t("step.backed_off"))
@@ -246,7 +256,7 @@ class StepPanel(Panel):
         ok = ex["verdict"] == "accepted"
         imgui.push_font(None, scr.font_size * 1.3)
         imgui.text_colored(imgui.ImVec4(*(c["ok"] if ok else c["reject"])),
-                           t("step.accepted" if ok else "step.rejected", r=f"{ex['r']:.3f}", ratio=f"{min(ex['ratio'], 1):.3f}"))
+                           t("step.accepted" if ok else "step.rejected", r=num(ex["r"]), ratio=num(min(ex["ratio"], 1))))
         imgui.pop_font()
         if ex["ratio"] >= 1.0:
             imgui.text_colored(imgui.ImVec4(*c["muted"]), t("step.always"))
@@ -272,8 +282,9 @@ class StepPanel(Panel):
         if d == "lookup":
             span = ex.get("source_span")
             if span:
-                ui.wrapped(t("step.lookup_source", n=span["ngram"], matched=span["matched"], a=span["match"][0] + 1,
-                             b=span["match"][1], copied=span["copied"]), c["muted"])
+                a, b = span["match"][0] + 1, span["match"][1]
+                ui.wrapped(t("step.lookup_source", n=span["ngram"], matched=span["matched"],
+                             where=f"{a}" if a == b else f"{a}–{b}", copied=span["copied"]), c["muted"])
                 if ex["kind"] == "test":
                     ui.wrapped(t("step.lookup_rule"), c["muted"])
         elif d == "heads" and "head" in ex:
