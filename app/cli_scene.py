@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--tokens", default="char", choices=("char", "word"), help="character or jieba word tokens")
     p.add_argument("--batch", type=int, default=1, help="sequences batched: lanes x batch, one drawer each")
     p.add_argument("--device", default="h100-sxm", help="hardware the mill models (default h100-sxm)")
+    p.add_argument("--rule", default="exact", help="the right tube's rule: exact (default), resample_from_p, "
+                                                   "exact_match_only, draft_only, typical")
     p.add_argument("--palette", default="default", help="default | projector")
     p.add_argument("--lang", default="both", choices=("zh", "en", "both"), help="label language")
     p.add_argument("--msaa", type=int, default=4, help="multisample anti-aliasing samples (0 = off; default 4)")
@@ -86,7 +88,9 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     sampler = SpeculativeSampler(pair, settings, drafter=drafter)
     sampler.reset(pair.encode(args.prefix))
     traces = [sampler.step() for _ in range(max(steps, 1))]
-    tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1) if args.tokens == "char" else None
+    rule = getattr(args, "rule", "exact")
+    tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1, rule=rule, drafter=drafter) \
+        if args.tokens == "char" else None
     stage = Stage(ctx, palette=args.palette)
     stage.language = args.lang
     stage.samples = args.msaa

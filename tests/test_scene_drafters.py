@@ -5,6 +5,7 @@ at a time and the kept branch is inked; draw calls and triangles stay bounded fo
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import pytest
@@ -287,3 +288,27 @@ def test_draw_calls_and_triangles_stay_bounded_for_every_drafter(view, name, opt
         assert 5 <= worst[0] < 60 and 10_000 < worst[1] < 300_000, worst
     finally:
         st.release()
+
+
+# ------------------------------------------------------------------ the CLI
+def test_render_takes_the_drafter_tree_shape_and_tube_rule(tmp_path, capsys):
+    from app.cli import main
+    base = ["render", "--size", "320x180", "--msaa", "0", "--json", "--prefix", REPEAT, "--step", "1"]
+    for extra, lanes in ((["--drafter", "tree", "--tree-depth", "2"], 7), (["--drafter", "heads"], 5),
+                         (["--drafter", "lookup", "--phase", "look"], 0), (["--drafter", "tree", "--tree-width", "3",
+                                                                             "--tree-depth", "2", "--phase", "mid-verify"], 13)):
+        out = tmp_path / "x.png"
+        assert main([*base, *extra, "--out", str(out)]) == 0
+        obj = json.loads(capsys.readouterr().out)
+        assert obj["drafter"] == extra[1] and obj["lanes_lit"] == lanes and out.stat().st_size > 1000, extra
+    assert main([*base, "--view", "tubes", "--rule", "typical", "--out", str(tmp_path / "t.png")]) == 0
+    capsys.readouterr()
+    for bad in (["--drafter", "tree", "--tree-width", "99"], ["--drafter", "medusa"], ["--tree-depth", "2"],
+                ["--rule", "nope"], ["--drafter", "heads", "--gamma", "13"]):
+        try:
+            rc = main([*base, *bad, "--out", str(tmp_path / "y.png")])
+        except SystemExit as exc:        # argparse's own usage errors exit 2 with one line
+            rc = exc.code
+        assert rc == 2, bad
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("spectable: error:"), (bad, err)
