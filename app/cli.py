@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from corpus.errors import InputError
@@ -36,18 +37,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    return run_command(build_parser, argv, bare=_open_window_default)
+
+
+def _open_window_default() -> int:
+    from app.cli_window import open_window_default
+    return open_window_default()
+
+
+def run_command(make_parser, argv: list[str], bare=None) -> int:
+    """Parse argv and run its command (no argv: bare(), if given); returns the exit code. Every failure a user
+    can cause is one line on stderr (exit 2), never a traceback; a reader that goes away (`| head -1`) ends
+    the command quietly with 0."""
     try:
-        if not argv:
-            from app.cli_window import open_window_default
-            return open_window_default()
-        args = build_parser().parse_args(argv)
-        if not getattr(args, "func", None):
-            build_parser().print_help()
-            return 2
-        return int(args.func(args) or 0)
+        if not argv and bare is not None:
+            code = int(bare() or 0)
+        else:
+            parser = make_parser()
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as exc:    # argparse: a usage error (its one line, 2) or --help (0)
+                return exc.code if isinstance(exc.code, int) else 2
+            if not getattr(args, "func", None):
+                parser.print_help()
+                return 2
+            code = int(args.func(args) or 0)
+        sys.stdout.flush()               # inside the try: a closed pipe fails here, not at interpreter exit
+        return code
     except InputError as exc:
         print(f"spectable: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:              # before OSError, of which it is one
+        _discard_stdout()
+        return 0
     except OSError as exc:
         # A path the user named cannot be read or written (a folder that is a file, no permission, disk full).
         where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
@@ -56,8 +78,16 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("spectable: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+
+
+def _discard_stdout() -> None:
+    """Point stdout at /dev/null so Python's flush at exit does not fail on the closed pipe a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):        # stdout is not a file (a test's capture): nothing to flush there
+        pass
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import json
 import math
 import sys
 
+from app.cli_numbers import SEED, number, whole, whole_list
 from corpus.errors import InputError
 
 
@@ -28,16 +29,17 @@ def _add_model_args(p, prefix_default: str | None = "慢慢") -> None:
 
 def _add_shaping_args(p) -> None:
     """Temperature, top-k and top-p: applied alike to q and p before anything is drawn."""
-    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy (default 1)")
-    p.add_argument("--top-k", dest="top_k", type=int, default=0, help="0 = off")
-    p.add_argument("--top-p", dest="top_p", type=float, default=1.0, help="1 = off")
+    p.add_argument("--temperature", type=number(0, 1000), default=1.0, help="0 = greedy (default 1)")
+    p.add_argument("--top-k", dest="top_k", type=whole(0, 1_000_000), default=0, help="0 = off")
+    p.add_argument("--top-p", dest="top_p", type=number(0, 1, lo_open=True), default=1.0, help="1 = off")
 
 
 def _add_sampling_args(p, seed_default: int = 1) -> None:
-    p.add_argument("--gamma", type=int, default=4, help="guesses per target pass (1..64, default 4)")
+    p.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per target pass (1..64, default 4)")
     _add_shaping_args(p)
-    p.add_argument("--seed", type=int, default=seed_default)
-    p.add_argument("--lenience", type=float, default=1.0, help="< 1: the paper's lenient rule, NOT exact")
+    p.add_argument("--seed", type=SEED, default=seed_default)
+    p.add_argument("--lenience", type=number(0, 1, lo_open=True), default=1.0,
+                   help="< 1: the paper's lenient rule, NOT exact")
 
 
 def _add_drafter_args(p) -> None:
@@ -45,10 +47,10 @@ def _add_drafter_args(p) -> None:
     p.add_argument("--drafter", choices=("chain", "lookup", "heads", "tree"), default="chain",
                    help="chain: the bigram draft (default); lookup: copy from the text; heads: Medusa-style heads "
                         "on the target's features; tree: several candidates per position")
-    p.add_argument("--tree-width", dest="tree_width", type=int, default=None,
+    p.add_argument("--tree-width", dest="tree_width", type=whole(1, 16), default=None,
                    help="tree: children per node at every depth (default 2)")
-    p.add_argument("--tree-depth", dest="tree_depth", type=int, default=None, help="tree: depth (default γ)")
-    p.add_argument("--tree-widths", dest="tree_widths", default=None, metavar="K1,K2,...",
+    p.add_argument("--tree-depth", dest="tree_depth", type=whole(1, 64), default=None, help="tree: depth (default γ)")
+    p.add_argument("--tree-widths", dest="tree_widths", type=whole_list(1, 16, 64), default=None, metavar="K1,K2,...",
                    help="tree: children per node at each depth, e.g. 3,2,1,1 (sets the depth)")
     p.add_argument("--tree-from", dest="tree_from", choices=("chain", "heads"), default=None,
                    help="tree: who proposes the candidates (default chain)")
@@ -62,14 +64,8 @@ def _drafter(args, pair):
                                                "tree_sampling") if getattr(args, k) is not None}
     if args.drafter != "tree" and tree_opts:
         raise InputError(f"--{next(iter(tree_opts)).replace('_', '-')} applies to --drafter tree only")
-    if "tree_widths" in tree_opts:
-        if "tree_width" in tree_opts or "tree_depth" in tree_opts:
-            raise InputError("give either --tree-widths or --tree-width/--tree-depth, not both")
-        try:
-            tree_opts["tree_widths"] = [int(k) for k in str(tree_opts["tree_widths"]).split(",")]
-        except ValueError:
-            raise InputError(f"--tree-widths must be whole numbers separated by commas, got "
-                             f"{args.tree_widths!r}") from None
+    if "tree_widths" in tree_opts and ("tree_width" in tree_opts or "tree_depth" in tree_opts):
+        raise InputError("give either --tree-widths or --tree-width/--tree-depth, not both")
     return make_drafter(args.drafter, pair, **tree_opts)
 
 
@@ -159,8 +155,6 @@ def _cmd_corpus_info(args) -> int:
 def _cmd_probs(args) -> int:
     import numpy as np
     from models.sampler import shape_row
-    if args.top < 1:
-        raise InputError("--top must be >= 1")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
     from models.sampler import SamplerSettings
@@ -193,10 +187,6 @@ def _cmd_probs(args) -> int:
 # ---- generate ------------------------------------------------------------------------------------
 def _cmd_generate(args) -> int:
     from models.sampler import SpeculativeSampler
-    if args.tokens < 1:
-        raise InputError("--tokens must be >= 1")
-    if args.tokens > 1_000_000:
-        raise InputError("--tokens must be <= 1000000")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
     drafter = _drafter(args, pair)
@@ -358,8 +348,6 @@ def _drafter_json(pair, t) -> dict:
 
 def _cmd_step(args) -> int:
     from models.sampler import SpeculativeSampler
-    if not 1 <= args.steps <= 10_000:
-        raise InputError("--steps must be between 1 and 10000")
     pair = _load_pair(args)
     ids = _encode_prefix(pair, args.prefix)
     drafter = _drafter(args, pair)
@@ -463,8 +451,6 @@ def _print_tree_step(pair, t, w, fmt_top, args) -> None:
 def _cmd_alpha(args) -> int:
     from models import analytics as an
     from models.sampler import SamplerSettings
-    if not (args.c >= 0 and math.isfinite(args.c)):
-        raise InputError(f"--c must be a finite number >= 0, got {args.c}")
     from models.hardware import roofline
     roofline(args.device, args.model, 1, args.context)      # a bad device, model or context fails before the run
     pair = _load_pair(args)
@@ -477,8 +463,6 @@ def _cmd_alpha(args) -> int:
     if chars is None:
         # Shaped rows, and every drafter but the chain, need the SpeculativeSampler itself: a shorter default run.
         chars = 20_000 if s.shapes_rows or not fast_chain else 200_000
-    if not 1 <= chars <= 10_000_000:
-        raise InputError("--chars must be between 1 and 10000000")
     if fast_chain:
         a_corpus = an.alpha_corpus(pair, s)
         run = an.alpha_generated(pair, s, chars=chars)
@@ -622,8 +606,6 @@ def _cmd_roofline(args) -> int:
     from models.hardware import busy_fraction, roofline
     r = roofline(args.device, args.model, args.batch, args.context)
     if args.lanes is not None:
-        if args.lanes < 1:
-            raise InputError("--lanes must be at least 1")
         r["lanes"] = args.lanes
         r["lanes_busy"] = busy_fraction(args.device, args.model, args.lanes)
     if args.json:
@@ -650,7 +632,7 @@ def register(sub) -> None:
     b.add_argument("sources", nargs="+", metavar="DIR_OR_FILE")
     b.add_argument("--pieces", nargs="+", default=None, help="pieces to use, by number (02), stem or file name")
     b.add_argument("--tokens", choices=("char", "word"), default="char")
-    b.add_argument("--heads", type=int, default=None, metavar="K",
+    b.add_argument("--heads", type=whole(2, 65), default=None, metavar="K",
                    help="write the heads drafter's table instead (heads 2..K; name it X-heads.npz beside X.npz)")
     b.add_argument("--out", required=True, help="table file to write (.npz); its manifest .json goes beside it")
     b.add_argument("--json", action="store_true")
@@ -663,13 +645,13 @@ def register(sub) -> None:
 
     p = sub.add_parser("probs", help="q and p for the next token after a prefix, and their overlap")
     _add_model_args(p)
-    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--top", type=whole(1, 100_000), default=10)
     _add_shaping_args(p)
     p.set_defaults(func=_cmd_probs)
 
     g = sub.add_parser("generate", help="speculative decoding on the n-gram pair, with tape marks")
     _add_model_args(g, "孔乙")
-    g.add_argument("--tokens", type=int, default=200)
+    g.add_argument("--tokens", type=whole(1, 1_000_000), default=200)
     _add_sampling_args(g)
     _add_drafter_args(g)
     g.set_defaults(func=_cmd_generate)
@@ -677,7 +659,7 @@ def register(sub) -> None:
     st = sub.add_parser("step", help="terminal step-through: each acceptance test in words")
     _add_model_args(st, "孔乙")
     _add_sampling_args(st)
-    st.add_argument("--steps", type=int, default=1, help="target passes to show (default 1)")
+    st.add_argument("--steps", type=whole(1, 10_000), default=1, help="target passes to show (default 1)")
     st.add_argument("--lang", choices=("zh", "en"), default="zh")
     st.add_argument("--pause", action="store_true", help="wait for Enter between passes (terminal only)")
     _add_drafter_args(st)
@@ -685,16 +667,17 @@ def register(sub) -> None:
 
     a = sub.add_parser("alpha", help="acceptance rate α (corpus and generated), tokens per pass, speedup, best γ")
     _add_model_args(a, None)
-    a.add_argument("--c", type=float, default=0.1, help="draft cost / target cost (default 0.1)")
-    a.add_argument("--gamma", type=int, default=4)
-    a.add_argument("--chars", type=int, default=None,
+    a.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
+    a.add_argument("--gamma", type=whole(1, 64), default=4)
+    a.add_argument("--chars", type=whole(1, 10_000_000), default=None,
                    help="length of the generated run (default 200000; 20000 with temperature/top-k/top-p)")
-    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--seed", type=SEED, default=0)
     _add_shaping_args(a)
     _add_drafter_args(a)
     a.add_argument("--device", default="h100-sxm", help="device for speedup_model (default h100-sxm)")
     a.add_argument("--model", default="llama-3.1-8b", help="model shape for speedup_model (default llama-3.1-8b)")
-    a.add_argument("--context", type=int, default=0, help="KV-cache tokens per pass for speedup_model (default 0)")
+    a.add_argument("--context", type=whole(0, 10_000_000), default=0,
+                   help="KV-cache tokens per pass for speedup_model (default 0)")
     a.set_defaults(func=_cmd_alpha)
 
     dr = sub.add_parser("drafters", help="every drafter's long run: tokens and lanes per pass, speedup on paper")
@@ -713,15 +696,15 @@ def register(sub) -> None:
 
     tb = sub.add_parser("tubes", help="the test-tube experiment: target alone vs speculative, against p")
     _add_model_args(tb)
-    tb.add_argument("--rounds", type=int, default=200)
-    tb.add_argument("--draws", type=int, default=50)
-    tb.add_argument("--seed", type=int, default=1)
+    tb.add_argument("--rounds", type=whole(1, 1_000_000), default=200)
+    tb.add_argument("--draws", type=whole(1, 5_000_000), default=50)
+    tb.add_argument("--seed", type=SEED, default=1)
     tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "draft_only", "typical"),
                     default="exact", help="draft_only: the target never writes a token (wrong); typical: Medusa's "
                                           "typical acceptance (not exact); every non-exact rule is biased")
-    tb.add_argument("--typical-epsilon", dest="typical_epsilon", type=float, default=None,
+    tb.add_argument("--typical-epsilon", dest="typical_epsilon", type=number(0, 1, lo_open=True), default=None,
                     help="typical acceptance's hard threshold ε (default 0.09, Medusa's)")
-    tb.add_argument("--typical-delta", dest="typical_delta", type=float, default=None,
+    tb.add_argument("--typical-delta", dest="typical_delta", type=number(0, 1000, lo_open=True), default=None,
                     help="typical acceptance's entropy factor δ (default 0.3, Medusa's)")
     _add_shaping_args(tb)
     _add_drafter_args(tb)
@@ -730,8 +713,8 @@ def register(sub) -> None:
     rf = sub.add_parser("roofline", help="on-paper decoding figures for a device and a model")
     rf.add_argument("--device", default="h100-sxm")
     rf.add_argument("--model", default="llama-3.1-8b")
-    rf.add_argument("--batch", type=int, default=1)
-    rf.add_argument("--context", type=int, default=0)
-    rf.add_argument("--lanes", type=int, default=None, help="also: arithmetic busy with this many lanes lit")
+    rf.add_argument("--batch", type=whole(1, 1_000_000), default=1)
+    rf.add_argument("--context", type=whole(0, 10_000_000), default=0)
+    rf.add_argument("--lanes", type=whole(1, 1_000_000), default=None, help="also: arithmetic busy with this many lanes lit")
     rf.add_argument("--json", action="store_true")
     rf.set_defaults(func=_cmd_roofline)

@@ -6,10 +6,10 @@ that is how tools/gpu_measure.sh runs the bench on a GPU machine with a fixed so
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
+from app.cli_numbers import SEED, number, whole, whole_list
 from corpus.errors import InputError
 
 
@@ -29,11 +29,12 @@ def register(sub) -> None:
     g.add_argument("--draft-random", metavar="NAME", help="draft: a named config with random weights")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--prompt", metavar="TEXT", help="prompt text (needs tokenizer.json beside the target weights)")
-    g.add_argument("--prompt-ids", metavar="1,2,3", help="prompt as comma-separated token ids")
-    p.add_argument("--tokens", type=int, required=True, help="new tokens to write")
-    p.add_argument("--gamma", type=int, default=4, help="draft guesses per pass (default 4)")
-    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default); > 0 samples")
-    p.add_argument("--seed", type=int, default=0)
+    g.add_argument("--prompt-ids", metavar="1,2,3", type=whole_list(0, 2**31 - 1, 1 << 20),
+                   help="prompt as comma-separated token ids")
+    p.add_argument("--tokens", type=whole(1, 1_000_000), required=True, help="new tokens to write")
+    p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
+    p.add_argument("--temperature", type=number(0, 1000), default=0.0, help="0 = greedy (default); > 0 samples")
+    p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--plain", action="store_true", help="plain decoding even when a draft is given")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"])
@@ -45,19 +46,21 @@ def register(sub) -> None:
     p.add_argument("--target", default="llama-3.1-8b", help="named target config (default llama-3.1-8b)")
     p.add_argument("--draft", default="llama-3.2-1b", help="named draft config (default llama-3.2-1b)")
     p.add_argument("--dtype", default="bf16", choices=["bf16", "fp32", "fp16"])
-    p.add_argument("--gamma", type=int, default=4)
-    p.add_argument("--batch", default="1,4,16,64", help="batch sizes of the sweep, comma-separated")
-    p.add_argument("--context", type=int, default=4096, help="KV context of the batch sweep (tokens)")
-    p.add_argument("--tokens", type=int, default=128, help="tokens written in the end-to-end runs")
+    p.add_argument("--gamma", type=whole(1, 64), default=4)
+    p.add_argument("--batch", type=whole_list(1, 1 << 20, 64), default=[1, 4, 16, 64],
+                   help="batch sizes of the sweep, comma-separated")
+    p.add_argument("--context", type=whole(1, 1 << 24), default=4096, help="KV context of the batch sweep (tokens)")
+    p.add_argument("--tokens", type=whole(2, 1_000_000), default=128, help="tokens written in the end-to-end runs")
     p.add_argument("--checkpoint", metavar="DIR", help="target weights instead of random ones")
     p.add_argument("--draft-checkpoint", metavar="DIR", help="draft weights instead of random ones")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--prompt-len", type=int, default=32, help="prompt length; batch-1 figures are taken there")
-    p.add_argument("--reps", type=int, default=0, help="timed repetitions (0: 50 on CUDA, 5 on CPU)")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--prompt-len", type=whole(1, 1 << 20), default=32,
+                   help="prompt length; batch-1 figures are taken there")
+    p.add_argument("--reps", type=whole(0, 100_000), default=0, help="timed repetitions (0: 50 on CUDA, 5 on CPU)")
     p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="torch.compile the block "
                    "(auto: on CUDA)")
     p.add_argument("--graphs", default="auto", choices=["auto", "on", "off"], help="CUDA graphs (auto: on CUDA)")
-    p.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default)")
+    p.add_argument("--threads", type=whole(0, 1024), default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--out", required=True, metavar="FILE.json", help="where the measurement file is written")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--json", action="store_true", help="print the whole result as one JSON object on stdout")
@@ -69,16 +72,6 @@ def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
         print(json.dumps(obj, ensure_ascii=False))
     else:
         print("\n".join(lines))
-
-
-def _ints(text: str, what: str) -> list[int]:
-    try:
-        vals = [int(x) for x in text.replace(" ", "").split(",") if x != ""]
-    except ValueError:
-        raise InputError(f"{what} must be comma-separated integers, got {text!r}") from None
-    if not vals:
-        raise InputError(f"{what} is empty")
-    return vals
 
 
 # --- model-info -----------------------------------------------------------------------------------
@@ -119,7 +112,8 @@ def cmd_model_info(args) -> int:
 def _tokenizer_for(checkpoint):
     if checkpoint is None:
         return None
-    path = Path(checkpoint) / "tokenizer.json"
+    from models.checkpoint_checks import inside_checkpoint
+    path = inside_checkpoint(Path(checkpoint), "tokenizer.json", str(checkpoint))   # no link out of the folder
     if not path.is_file():
         return None
     from tokenizers import Tokenizer
@@ -137,12 +131,6 @@ def llm_generate(args) -> dict:
     from models.llm_bench import resolve_device, resolve_dtype
     from models.llm_speculative import PlainDecoder, SpeculativeDecoder
 
-    if args.tokens < 1:
-        raise InputError("--tokens must be at least 1")
-    if not 1 <= args.gamma <= 64:
-        raise InputError("--gamma must be between 1 and 64")
-    if not math.isfinite(args.temperature) or args.temperature < 0:
-        raise InputError("--temperature must be a finite number >= 0 (0 is greedy)")
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     tokenizer = _tokenizer_for(args.checkpoint)
     if args.prompt is not None:
@@ -152,7 +140,7 @@ def llm_generate(args) -> dict:
         if not prompt:
             raise InputError("the prompt encodes to no tokens")
     else:
-        prompt = _ints(args.prompt_ids, "--prompt-ids")
+        prompt = args.prompt_ids
     _check_memory(args, dtype, device, len(prompt))
     target, t_random = load_model(checkpoint=args.checkpoint, name=args.random, dtype=dtype, device=device,
                                   seed=args.seed)
@@ -230,16 +218,16 @@ def cmd_bench(args) -> int:
     from models.llm_bench import BenchSettings, run_bench, summary_lines, write_json_atomic
 
     s = BenchSettings(device=args.device, target=args.target, draft=args.draft, dtype=args.dtype, gamma=args.gamma,
-                      batches=_ints(args.batch, "--batch"), context=args.context, tokens=args.tokens,
+                      batches=args.batch, context=args.context, tokens=args.tokens,
                       checkpoint=args.checkpoint, draft_checkpoint=args.draft_checkpoint, seed=args.seed,
                       prompt_len=args.prompt_len, reps=args.reps, compile=args.compile, graphs=args.graphs)
-    if args.threads < 0:
-        raise InputError("--threads must be >= 0")
     if args.threads:
         torch.set_num_threads(args.threads)
     out_path = Path(args.out)
     if out_path.is_dir():
         raise InputError(f"--out {args.out!r} is a directory; give a file name")
+    from corpus.atomic import remove_stale_temps
+    remove_stale_temps(out_path.parent, out_path.name)    # temp files an earlier, killed bench left
     try:
         result = run_bench(s, progress=not args.quiet)
     except torch.cuda.OutOfMemoryError as exc:
@@ -252,21 +240,13 @@ def cmd_bench(args) -> int:
 
 # --- standalone entry (no window, no scenes imported) -----------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    from app.cli import _Parser
+    from app.cli import _Parser, run_command
 
-    parser = _Parser(prog="spectable", description="The torch backend's subcommands.")
-    register(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
-        return int(args.func(args) or 0)
-    except InputError as exc:
-        print(f"spectable: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:
-        return 0
+    def make_parser():
+        parser = _Parser(prog="spectable", description="The torch backend's subcommands.")
+        register(parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser))
+        return parser
+    return run_command(make_parser, sys.argv[1:] if argv is None else list(argv))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ import json
 import math
 from pathlib import Path
 
+from app.cli_numbers import SEED, number, whole
 from corpus.errors import InputError
 
 VIEW_NAMES = ("table", "bigdrum", "readhead", "cutaway", "smalldrum", "tape", "bridge", "mill", "cabinet", "tubes",
@@ -16,27 +17,27 @@ def register(sub) -> None:
     p = sub.add_parser("render", help="render the table headless to PNG (one frame, or --frames N)",
                        description="Render the cast-iron table offscreen (EGL) after K steps of a seeded run.")
     p.add_argument("--view", default="table", help=f"one of: {', '.join(VIEW_NAMES)} (default table)")
-    p.add_argument("--step", type=int, default=1,
+    p.add_argument("--step", type=whole(0, 10_000), default=1,
                    help="show step K (1-based) at the end of --phase; 0 = before the first step; "
                         "for --view tubes: after K rounds of the tube experiment (default 1)")
     p.add_argument("--phase", default="write", help=f"moment within the step: {', '.join(PHASES)} (default write: "
                                                     "verdicts shown, before the tape scrolls)")
     p.add_argument("--size", default="1280x720", help="WxH in pixels (default 1280x720)")
     p.add_argument("--out", default="shot.png", help="PNG file for one frame (default shot.png)")
-    p.add_argument("--frames", type=int, default=0, help="write N frames of the animation instead of one")
+    p.add_argument("--frames", type=whole(0, 100_000), default=0, help="write N frames of the animation instead of one")
     p.add_argument("--out-dir", default=None, help="folder for --frames (created if missing)")
-    p.add_argument("--fps", type=float, default=30.0, help="frames per second of animation time for --frames")
-    p.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
-    p.add_argument("--gamma", type=int, default=4, help="guesses per step γ (default 4)")
+    p.add_argument("--fps", type=number(1, 240), default=30.0, help="frames per second of animation time for --frames")
+    p.add_argument("--seed", type=SEED, default=0, help="sampler seed (default 0)")
+    p.add_argument("--gamma", type=whole(1, 16), default=4, help="guesses per step γ (default 4)")
     p.add_argument("--prefix", default="孔乙己", help="text the run starts from (default 孔乙己)")
     p.add_argument("--tokens", default="char", choices=("char", "word"), help="character or jieba word tokens")
-    p.add_argument("--batch", type=int, default=1, help="sequences batched: lanes x batch, one drawer each")
+    p.add_argument("--batch", type=whole(1, 512), default=1, help="sequences batched: lanes x batch, one drawer each")
     p.add_argument("--device", default="h100-sxm", help="hardware the mill models (default h100-sxm)")
     p.add_argument("--rule", default="exact", help="the right tube's rule: exact (default), resample_from_p, "
                                                    "exact_match_only, draft_only, typical")
     p.add_argument("--palette", default="default", help="default | projector")
     p.add_argument("--lang", default="both", choices=("zh", "en", "both"), help="label language")
-    p.add_argument("--msaa", type=int, default=4, help="multisample anti-aliasing samples (0 = off; default 4)")
+    p.add_argument("--msaa", type=whole(0, 8), default=4, help="multisample anti-aliasing samples (0 = off; default 4)")
     from app.cli_core import _add_drafter_args
     _add_drafter_args(p)
     p.add_argument("--stats", action="store_true", help="print draw calls, triangles and frame time")
@@ -51,20 +52,10 @@ def _check(args):
         raise InputError(f"unknown view {args.view!r} (choose from {', '.join(VIEW_NAMES)})")
     if args.phase not in PHASES:
         raise InputError(f"unknown phase {args.phase!r} (choose from {', '.join(PHASES)})")
-    if not 0 <= args.step <= 10_000:
-        raise InputError(f"--step must be between 0 and 10000, got {args.step}")
-    if not 1 <= args.gamma <= 16:
-        raise InputError(f"--gamma must be between 1 and 16, got {args.gamma}")
-    if not 1 <= args.batch <= 512:
-        raise InputError(f"--batch must be between 1 and 512, got {args.batch}")
     if args.msaa not in (0, 2, 4, 8):
         raise InputError(f"--msaa must be 0, 2, 4 or 8, got {args.msaa}")
-    if args.frames < 0 or args.frames > 100_000:
-        raise InputError(f"--frames must be between 0 and 100000, got {args.frames}")
     if args.frames and not args.out_dir:
         raise InputError("--frames needs --out-dir")
-    if not 1 <= args.fps <= 240:
-        raise InputError(f"--fps must be between 1 and 240, got {args.fps}")
     if not args.prefix:
         raise InputError("--prefix must not be empty")
     return parse_size(args.size)

@@ -6,30 +6,31 @@ import os
 import sys
 from pathlib import Path
 
+from app.cli_numbers import SEED, number, whole
 from corpus.errors import InputError
 
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="open the window; with --frames N run N frames (scripted keys) and exit")
-    p.add_argument("--frames", type=int, default=None, help="run this many frames, then exit (fixed 1/30 s steps)")
+    p.add_argument("--frames", type=whole(1, 10_000_000), default=None, help="run this many frames, then exit (fixed 1/30 s steps)")
     p.add_argument("--screenshot", type=Path, default=None, help="save the last frame as PNG")
     p.add_argument("--script", type=Path, default=None, help="key presses, one per line (see README.md, 'The program')")
     p.add_argument("--mode", choices=("tour", "lab", "step", "tubes", "exploded", "hardware"), default=None)
-    p.add_argument("--chapter", type=int, default=None, help="tour chapter to start at (1-12)")
+    p.add_argument("--chapter", type=whole(1, 12), default=None, help="tour chapter to start at (1-12)")
     p.add_argument("--size", default=None, help="window size WxH (default: last used, 1280x720)")
     p.add_argument("--lang", choices=("zh", "en"), default=None)
     p.add_argument("--palette", choices=("default", "projector"), default=None)
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=SEED, default=None)
     p.add_argument("--prompt", default=None)
-    p.add_argument("--gamma", type=int, default=None)
+    p.add_argument("--gamma", type=whole(1, 12), default=None)
     p.add_argument("--drafter", default=None, help="who proposes: chain | lookup | heads | tree")
-    p.add_argument("--tree-width", type=int, default=None, help="tree: children per node (1-4)")
-    p.add_argument("--tree-depth", type=int, default=None, help="tree: depth (1-4)")
+    p.add_argument("--tree-width", type=whole(1, 4), default=None, help="tree: children per node (1-4)")
+    p.add_argument("--tree-depth", type=whole(1, 4), default=None, help="tree: depth (1-4)")
     p.add_argument("--tree-from", default=None, help="tree: candidates from chain | heads")
     p.add_argument("--tree-sampling", default=None, help="tree: siblings drawn iid | distinct")
     p.add_argument("--export-dir", type=Path, default=None, help="where screenshots, plots, logs and GIFs go")
-    p.add_argument("--gif-seconds", type=float, default=None, help="length of the GIF replay (default 6 s)")
-    p.add_argument("--gif-fps", type=int, default=None, help="frame rate of the GIF replay (default 12)")
+    p.add_argument("--gif-seconds", type=number(0.1, 120), default=None, help="length of the GIF replay (default 6 s)")
+    p.add_argument("--gif-fps", type=whole(1, 60), default=None, help="frame rate of the GIF replay (default 12)")
     p.add_argument("--no-save", action="store_true", help="do not write the settings file on exit")
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
     p.set_defaults(func=_run)
@@ -49,10 +50,6 @@ def _size(text: str | None):
 
 def _run(args) -> int:
     from app.settings import check_value, load_settings
-    if args.frames is not None and args.frames < 1:
-        raise InputError("--frames must be at least 1")
-    if args.chapter is not None and not 1 <= args.chapter <= 12:
-        raise InputError("--chapter must be between 1 and 12")
     size = _size(args.size)
     settings, notice = load_settings()
     if notice:
@@ -72,10 +69,6 @@ def _run(args) -> int:
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
         from models.ngram import NGramPair
         NGramPair.load(tokens=settings.tokens).encode(args.prompt)
-    if args.gif_seconds is not None and not 0.1 <= args.gif_seconds <= 120:
-        raise InputError("--gif-seconds must be between 0.1 and 120")
-    if args.gif_fps is not None and not 1 <= args.gif_fps <= 60:
-        raise InputError("--gif-fps must be between 1 and 60")
     gif = {k: v for k, v in (("seconds", args.gif_seconds), ("fps", args.gif_fps)) if v is not None}
     return _open(settings, size=size, frames=args.frames, screenshot=args.screenshot, script_path=args.script,
                  export_dir=args.export_dir, persist=not args.no_save, notice=notice, as_json=args.json, gif=gif)

@@ -237,20 +237,19 @@ def measurement_dir():
 
 
 def measurement_files(folder=None) -> list[dict]:
-    """Every *.json in the folder: {'file', 'data'} or {'file', 'error'} (a corrupt file is listed, not fatal).
-    Newest date first; files without a date after them, by name."""
-    import json
+    """Every *.json in the folder: {'file', 'data'} (validated by models.measurements) or {'file', 'error'}
+    (a bad file is listed with its one-line reason, not fatal). Newest date first; files without a date after
+    them, by name."""
     from pathlib import Path
+    from corpus.errors import InputError
+    from models.measurements import measurement_paths, read_measurement
     folder = Path(folder) if folder is not None else measurement_dir()
     out = []
-    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+    for path in measurement_paths(folder):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            out.append({"file": path.name, "data": data})
-        except (OSError, ValueError) as exc:
-            out.append({"file": path.name, "error": f"{type(exc).__name__}: {exc}"})
+            out.append({"file": path.name, "data": read_measurement(path)})
+        except InputError as exc:
+            out.append({"file": path.name, "error": str(exc)})
     dated = sorted((e for e in out if isinstance((e.get("data") or {}).get("date"), str)),
                    key=lambda e: e["data"]["date"], reverse=True)
     return dated + [e for e in out if e not in dated]

@@ -5,7 +5,8 @@ import shlex
 from pathlib import Path
 
 from corpus.normalise import NORMALISATION, read_piece, resolve_sources
-from corpus.tables import CountTables, count_tokens, save_tables
+from corpus.atomic import remove_stale_temps
+from corpus.tables import CountTables, count_tokens, manifest_path, save_tables
 from corpus.tokenizers import NEWLINE, TOKEN_KINDS, tokenize
 from corpus.errors import InputError
 
@@ -89,6 +90,8 @@ def build_and_save(paths, out, pieces=None, tokens: str = "char") -> CountTables
     out = Path(out)
     _check_out(out)
     tables = build_tables(paths, pieces, tokens, command=build_command(paths, pieces, tokens, out))
+    for name in (out.name, manifest_path(out).name):      # temp files an earlier, killed build left
+        remove_stale_temps(out.parent, name)
     try:
         save_tables(tables, out)
     except OSError as exc:

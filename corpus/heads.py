@@ -24,15 +24,14 @@ File format FORMAT (numpy .npz, no pickles), written deterministically like the 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from corpus.atomic import write_atomic
 from corpus.errors import InputError
-from corpus.tables import _csr, _write_npz, manifest_path
+from corpus.tables import (MAX_TOKENS, _csr, check_csr, check_manifest_copy, int_array, read_manifest,
+                           read_table_file, write_table_files)
 
 FORMAT = "spectable-heads-v1"
 MAX_HEAD = 65          # γ <= 64 guesses use heads 2..γ+1
@@ -97,26 +96,15 @@ def count_heads(tokens: list[str], last_head: int, manifest: dict | None = None)
 
 
 def save_heads(tables: HeadTables, path: str | Path) -> Path:
-    """Write the .npz and its manifest JSON beside it, each atomically (same text -> same bytes)."""
-    path = Path(path)
-    manifest_json = json.dumps(tables.manifest, ensure_ascii=False, indent=1, sort_keys=True)
+    """Write the .npz and its manifest JSON beside it, each atomically (same text -> same bytes); the copy
+    records the .npz's sha256 (corpus.tables.write_table_files), so the two are one unit."""
     arrays: dict[str, np.ndarray] = {"vocab": np.array(tables.vocab, dtype=np.str_),
                                      "heads": np.array(sorted(tables.heads), dtype=np.int64)}
     for k in sorted(tables.heads):
         h = tables.heads[k]
         for name in ("bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tri_indices", "tri_counts"):
             arrays[f"h{k}_{name}"] = getattr(h, name)
-    arrays["manifest"] = np.array(manifest_json)
-    write_atomic(path, lambda fh: _write_npz(fh, arrays))
-    write_atomic(manifest_path(path), lambda fh: fh.write((manifest_json + "\n").encode("utf-8")))
-    return path
-
-
-def _csr_ok(indptr, indices, counts, rows: int, V: int) -> bool:
-    return (indptr.ndim == 1 and len(indptr) == rows + 1 and indptr[0] == 0 and bool(np.all(np.diff(indptr) >= 0))
-            and indptr[-1] == len(indices) == len(counts) and (len(indices) == 0 or
-                                                               (indices.min() >= 0 and indices.max() < V))
-            and bool(np.all(counts > 0)))
+    return write_table_files(path, arrays, tables.manifest)
 
 
 def load_heads(path: str | Path) -> HeadTables:
@@ -124,18 +112,18 @@ def load_heads(path: str | Path) -> HeadTables:
     path = Path(path)
     if not path.is_file():
         raise InputError(f"no such heads table: {path}")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-        manifest = json.loads(str(data["manifest"]))
-        vocab = data["vocab"].tolist()
-        ks = [int(k) for k in data["heads"]]
-    except Exception as exc:  # any parse failure means "not our heads table"
-        raise InputError(f"not a spectable heads table: {path} ({type(exc).__name__})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+    data, sha = read_table_file(path, "heads table")
+    if not all(k in data for k in ("vocab", "heads", "manifest")):
+        raise InputError(f"not a spectable heads table: {path} (missing vocab, heads or manifest)")
+    manifest = read_manifest(data, f"heads table {path}")
+    if manifest.get("format") != FORMAT:
         raise InputError(f"not a spectable heads table: {path} (format is not {FORMAT})")
+    if data["vocab"].dtype.kind != "U" or data["vocab"].ndim != 1 or not data["vocab"].size:
+        raise InputError(f"heads table {path}: vocab must be a list of token strings")
+    vocab = data["vocab"].tolist()
     V = len(vocab)
-    if not ks or ks != list(range(2, ks[-1] + 1)) or ks[-1] > MAX_HEAD:
+    ks = int_array(data["heads"], "heads", f"heads table {path}", 2, MAX_HEAD).tolist()
+    if not ks or ks != list(range(2, ks[-1] + 1)):
         raise InputError(f"heads table {path}: heads must be 2..K, got {ks}")
     heads = {}
     for k in ks:
@@ -144,12 +132,13 @@ def load_heads(path: str | Path) -> HeadTables:
                                                   "tri_indices", "tri_counts")}
         except KeyError as exc:
             raise InputError(f"heads table {path}: missing {exc.args[0]}") from None
-        keys = arr["tri_keys"]
-        ok = (_csr_ok(arr["bi_indptr"], arr["bi_indices"], arr["bi_counts"], V, V)
-              and _csr_ok(arr["tri_indptr"], arr["tri_indices"], arr["tri_counts"], len(keys), V)
-              and (len(keys) == 0 or (keys.min() >= 0 and keys.max() < V * V and bool(np.all(np.diff(keys) > 0)))))
-        if not ok:
-            raise InputError(f"heads table {path}: head {k}'s counts are malformed")
-        heads[k] = HeadCounts(k, **{n: a.astype(np.int64) if n != "bi_indices" and n != "tri_indices" else a
-                                    for n, a in arr.items()})
+        where = f"heads table {path}: head {k}"
+        bi = check_csr(arr["bi_indptr"], arr["bi_indices"], arr["bi_counts"], V, V, MAX_TOKENS, "bi", where, False)
+        keys = int_array(arr["tri_keys"], "tri_keys", where, 0, V * V - 1)
+        if len(keys) > 1 and (np.diff(keys) <= 0).any():
+            raise InputError(f"{where}: tri_keys are not sorted and distinct")
+        tri = check_csr(arr["tri_indptr"], arr["tri_indices"], arr["tri_counts"], len(keys), V, MAX_TOKENS, "tri",
+                        where, True)
+        heads[k] = HeadCounts(k, *bi, keys, *tri)
+    check_manifest_copy(path, manifest, sha)
     return HeadTables(vocab, heads, manifest)

@@ -4,20 +4,28 @@ Normalisation (recorded in every manifest as NORMALISATION):
   - decode strictly as UTF-8 (a BOM is dropped); CR LF and CR become LF;
   - drop the first line (the title);
   - drop lines that are empty or only whitespace; strip whitespace at the end of each line;
+  - refuse control characters other than tab (NUL, form feed, DEL, C1 ...): a text file has none, and a
+    NUL usually means a UTF-16 or binary file read as UTF-8; the error names the line and the character;
   - keep every other character unchanged, punctuation included (no case folding, no width folding);
   - join paragraphs, and pieces, with a single newline '\n', which is itself a token (drawn as ↵).
 """
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from corpus.errors import InputError
 
-NORMALISATION = ("utf-8 (BOM dropped, CRLF/CR -> LF); first line (title) dropped; blank lines dropped; "
+NORMALISATION = ("utf-8 (BOM dropped, CRLF/CR -> LF); control characters other than tab refused; "
+                 "first line (title) dropped; blank lines dropped; "
                  "trailing whitespace stripped; every other character kept (punctuation included); "
                  "paragraphs and pieces joined with '\\n', itself a token")
+
+# C0 controls but tab and newline, DEL, and the C1 controls (CR is already LF when this is applied).
+CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_NAMES = {0x00: "NUL", 0x0B: "vertical tab", 0x0C: "form feed", 0x1A: "SUB", 0x1B: "escape", 0x7F: "DEL"}
 
 # The five default stories in book order: 孔乙己, 一件小事, 风波, 故乡, 社戏.
 DEFAULT_PIECES = ("02", "05", "07", "08", "14")
@@ -55,6 +63,13 @@ def read_piece(path: str | Path) -> Piece:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text: {path} (bad byte at offset {exc.start})") from None
     text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    bad = CONTROL_CHARACTERS.search(text)
+    if bad:
+        cp = ord(bad.group())
+        line = text.count("\n", 0, bad.start()) + 1
+        name = f" ({_CONTROL_NAMES[cp]})" if cp in _CONTROL_NAMES else ""
+        hint = "; is it UTF-16? save it as UTF-8" if cp == 0 else ""
+        raise InputError(f"control character U+{cp:04X}{name} on line {line} of {path}: not plain text{hint}")
     lines = text.split("\n")
     title = lines[0].strip()
     paragraphs = [ln.rstrip() for ln in lines[1:] if ln.strip()]

@@ -13,6 +13,9 @@ File format (numpy .npz, no pickles; format name FORMAT):
   manifest       () unicode       the manifest as JSON (pieces, normalisation, sha256, N, V, ...)
 T(h), the number of distinct tokens seen after h, is a row length: indptr[h+1] - indptr[h];
 c(h·), the history's total, is the row's sum. Neither is stored.
+
+Beside NAME.npz, NAME.json is the same manifest for people, plus `table_sha256` (the .npz's hash): the .npz
+alone is the table; load_tables refuses a .json beside it that belongs to another build.
 """
 from __future__ import annotations
 
@@ -97,35 +100,197 @@ def manifest_path(table_path: str | Path) -> Path:
 
 
 def save_tables(tables: CountTables, path: str | Path) -> Path:
-    """Write the .npz (compressed) and the manifest JSON beside it, each atomically."""
-    path = Path(path)
-    manifest_json = json.dumps(tables.manifest, ensure_ascii=False, indent=1, sort_keys=True)
+    """Write the .npz (compressed), then the manifest JSON beside it, each atomically (write_table_files)."""
     arrays = dict(vocab=np.array(tables.vocab, dtype=np.str_), unigram=tables.unigram,
                   bi_indptr=tables.bi_indptr, bi_indices=tables.bi_indices, bi_counts=tables.bi_counts,
                   tri_keys=tables.tri_keys, tri_indptr=tables.tri_indptr, tri_indices=tables.tri_indices,
-                  tri_counts=tables.tri_counts, manifest=np.array(manifest_json))
-    write_atomic(path, lambda fh: _write_npz(fh, arrays))
-    write_atomic(manifest_path(path), lambda fh: fh.write((manifest_json + "\n").encode("utf-8")))
+                  tri_counts=tables.tri_counts)
+    return write_table_files(path, arrays, tables.manifest)
+
+
+def write_table_files(path: str | Path, arrays: dict, manifest: dict) -> Path:
+    """A table file (the arrays + the manifest as JSON, fixed zip timestamps: the same counts give the same
+    bytes), then the manifest's copy beside it, each atomically.
+
+    The .npz is the table: it holds its own manifest. The .json beside it is a copy for people that also
+    records the .npz's sha256, so a build killed between the two renames (a new table beside the old
+    manifest) is detected by read_table_file's caller (check_manifest_copy), not silently paired."""
+    import hashlib
+    import io
+    path = Path(path)
+    manifest_json = json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True)
+    buf = io.BytesIO()
+    _write_npz(buf, dict(arrays, manifest=np.array(manifest_json)))
+    blob = buf.getvalue()
+    side = dict(manifest, table_sha256=hashlib.sha256(blob).hexdigest())
+    side_json = json.dumps(side, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+    write_atomic(path, lambda fh: fh.write(blob))
+    write_atomic(manifest_path(path), lambda fh: fh.write(side_json.encode("utf-8")))
     return path
 
 
+# ---- loading: every array and the manifest checked once, here; NGramPair trusts what this returns ---------
+MAX_TABLE_BYTES = 1 << 30          # uncompressed arrays of one table (the shipped ones are ~1 MB)
+MAX_MANIFEST_BYTES = 1 << 20
+MAX_TOKENS = 2**31 - 1             # N; V <= N and ids fit the int32 indices
+_ARRAYS = ("vocab", "unigram", "bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr",
+           "tri_indices", "tri_counts", "manifest")
+
+
 def load_tables(path: str | Path) -> CountTables:
-    """Read a table written by save_tables; a missing or foreign file is an InputError."""
+    """Read a table written by save_tables; anything but a well-formed table is one InputError line."""
+    from corpus.errors import InputError
+    data, sha = read_table_file(path, "count table")
+    missing = [k for k in _ARRAYS if k not in data]
+    if missing:
+        raise InputError(f"not a spectable count table: {path} (missing {', '.join(missing)})")
+    tables = validate_tables(data, str(path))
+    check_manifest_copy(path, tables.manifest, sha)
+    return tables
+
+
+def read_table_file(path: str | Path, what: str) -> tuple[dict, str]:
+    """The arrays of a table .npz (no pickles, at most MAX_TABLE_BYTES unpacked) and the file's sha256."""
+    import hashlib
+    import io
+    import zipfile
     from corpus.errors import InputError
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"no such table file: {path}")
+        raise InputError(f"no such {'table file' if what == 'count table' else what}: {path}")
     try:
-        with np.load(path, allow_pickle=False) as z:
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        with zipfile.ZipFile(io.BytesIO(blob)) as zf:     # sizes first: a small file may inflate to gigabytes
+            unpacked = sum(i.file_size for i in zf.infolist())
+        if unpacked > MAX_TABLE_BYTES:
+            raise InputError(f"{path}: {unpacked:,} bytes of arrays is more than a {what} can be")
+        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
             data = {k: z[k] for k in z.files}
-    except Exception as exc:  # a zip/npz parsing failure of any kind means "not our table"
-        raise InputError(f"not a spectable count table: {path} ({type(exc).__name__})") from None
-    need = ("vocab", "unigram", "bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr",
-            "tri_indices", "tri_counts", "manifest")
-    missing = [k for k in need if k not in data]
-    if missing:
-        raise InputError(f"not a spectable count table: {path} (missing {', '.join(missing)})")
-    manifest = json.loads(str(data["manifest"]))
-    return CountTables(data["vocab"].tolist(), data["unigram"], data["bi_indptr"], data["bi_indices"],
-                       data["bi_counts"], data["tri_keys"], data["tri_indptr"], data["tri_indices"],
-                       data["tri_counts"], manifest)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a zip/npz parsing failure of any kind means "not our table"
+        raise InputError(f"not a spectable {what}: {path} ({type(exc).__name__})") from None
+    return data, hashlib.sha256(blob).hexdigest()
+
+
+def read_manifest(data: dict, where: str) -> dict:
+    """The manifest a table file embeds: one JSON object, finite numbers only."""
+    from corpus.errors import InputError
+    from corpus.validate import mapping, parse_json
+    m = data.get("manifest")
+    if m is None or m.dtype.kind != "U" or m.ndim != 0:
+        raise InputError(f"{where}: the embedded manifest is not one text")
+    return mapping(parse_json(str(m), f"{where} (embedded manifest)", finite=True), f"{where}: the manifest")
+
+
+def check_manifest_copy(path: str | Path, manifest: dict, sha: str) -> None:
+    """The .json beside a table, if there is one, must be that table's: same manifest and, where it records
+    one, the table's sha256 (manifests written before the sha256 was recorded are checked by content)."""
+    from corpus.errors import InputError
+    from corpus.validate import mapping, read_json
+    path = Path(path)
+    side = manifest_path(path)
+    if side == path or not side.is_file():
+        return
+    copy = dict(mapping(read_json(side, "a table manifest", MAX_MANIFEST_BYTES, finite=True), str(side)))
+    recorded = copy.pop("table_sha256", None)
+    if (recorded is not None and recorded != sha) or copy != manifest:
+        raise InputError(f"{side} does not belong to {path} (left by an interrupted `corpus build`?): "
+                         f"build the table again, or delete {side.name} to use the table alone")
+
+
+def int_array(a: np.ndarray, name: str, where: str, lo: int, hi: int, length: int | None = None) -> np.ndarray:
+    """A 1-D integer array with every value in [lo, hi], returned as int64 (the bounds keep casts exact)."""
+    from corpus.errors import InputError
+    if a.ndim != 1:
+        raise InputError(f"{where}: {name} must be one-dimensional, not of shape {a.shape}")
+    if a.dtype.kind not in "iu":
+        raise InputError(f"{where}: {name} must hold whole-number counts, not {a.dtype} values")
+    if length is not None and len(a) != length:
+        raise InputError(f"{where}: {name} has {len(a)} entries, the table needs {length}")
+    if a.size and (a.min() < lo or a.max() > hi):
+        raise InputError(f"{where}: {name} holds a value outside {lo:,}..{hi:,}")
+    return a.astype(np.int64)
+
+
+def check_csr(indptr: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_rows: int, V: int, N: int,
+              name: str, where: str, rows_nonempty: bool):
+    """CSR rows: indptr from 0 up to nnz, non-decreasing; followers in [0, V) strictly increasing within a row
+    (lookups bisect them); counts from 1 to N."""
+    from corpus.errors import InputError
+    indices = int_array(indices, f"{name}_indices", where, 0, V - 1)
+    nnz = len(indices)
+    indptr = int_array(indptr, f"{name}_indptr", where, 0, nnz, n_rows + 1)
+    counts = int_array(counts, f"{name}_counts", where, 1, N, nnz)
+    steps = np.diff(indptr)
+    if indptr[0] != 0 or indptr[-1] != nnz or (steps < 0).any():
+        raise InputError(f"{where}: {name}_indptr does not run from 0 up to {nnz} in order")
+    if rows_nonempty and (steps == 0).any():
+        raise InputError(f"{where}: a {name} history has no followers")
+    starts = np.zeros(nnz, dtype=bool)
+    starts[indptr[:-1][steps > 0]] = True
+    if (np.diff(indices)[~starts[1:]] <= 0).any():
+        raise InputError(f"{where}: {name}_indices are not sorted and distinct within a row")
+    return indptr, indices.astype(np.int32), counts
+
+
+def validate_tables(data: dict, where: str) -> CountTables:
+    """Type, shape, range and consistency of every array and of the manifest (counts sum to N, V tokens)."""
+    from corpus.errors import InputError
+    from corpus.tokenizers import NEWLINE, TOKEN_KINDS
+    from corpus.validate import whole
+    manifest = read_manifest(data, where)
+    if manifest.get("format") != FORMAT:
+        raise InputError(f"{where}: manifest format is {manifest.get('format')!r}, not {FORMAT!r}")
+    if manifest.get("tokens", "char") not in TOKEN_KINDS:
+        raise InputError(f"{where}: manifest tokens is {manifest.get('tokens')!r} (one of {', '.join(TOKEN_KINDS)})")
+    _check_pieces(manifest.get("pieces", []), where)
+    N = whole(manifest.get("N"), f"{where}: manifest N", 3, MAX_TOKENS)
+    V = whole(manifest.get("V"), f"{where}: manifest V", 1, N)
+    vocab = data["vocab"]
+    if vocab.dtype.kind != "U" or vocab.ndim != 1:
+        raise InputError(f"{where}: vocab must be a list of token strings, not {vocab.dtype} of shape {vocab.shape}")
+    if len(vocab) != V:
+        raise InputError(f"{where}: vocab has {len(vocab)} tokens, the manifest says V = {V}")
+    tokens = vocab.tolist()
+    for tok in tokens:
+        # numpy strings cannot end in NUL ('\0' reads back as ''): no token may be empty or hold a control character
+        if tok == "" or (tok != NEWLINE and _has_control(tok)):
+            raise InputError(f"{where}: vocab holds an empty token or one with a control character: {tok!r}")
+    if V > 1 and not (vocab[1:] > vocab[:-1]).all():
+        raise InputError(f"{where}: vocab is not sorted by code point without repeats")
+    unigram = int_array(data["unigram"], "unigram", where, 1, N, V)
+    if int(unigram.sum()) != N:
+        raise InputError(f"{where}: unigram counts sum to {int(unigram.sum()):,}, the manifest says N = {N:,}")
+    bi = check_csr(data["bi_indptr"], data["bi_indices"], data["bi_counts"], V, V, N, "bi", where, False)
+    if int(bi[2].sum()) != N - 1:
+        raise InputError(f"{where}: bigram counts sum to {int(bi[2].sum()):,}, not N - 1 = {N - 1:,}")
+    tri_keys = int_array(data["tri_keys"], "tri_keys", where, 0, V * V - 1)
+    if len(tri_keys) > 1 and (np.diff(tri_keys) <= 0).any():
+        raise InputError(f"{where}: tri_keys are not sorted and distinct")
+    tri = check_csr(data["tri_indptr"], data["tri_indices"], data["tri_counts"], len(tri_keys), V, N, "tri", where, True)
+    if int(tri[2].sum()) != N - 2:
+        raise InputError(f"{where}: trigram counts sum to {int(tri[2].sum()):,}, not N - 2 = {N - 2:,}")
+    return CountTables(tokens, unigram, *bi, tri_keys, *tri, manifest)
+
+
+def _check_pieces(pieces, where: str) -> None:
+    """The manifest's source list, as `corpus info` prints it: objects with file, title, sha256 and counts."""
+    from corpus.errors import InputError
+    from corpus.validate import mapping, text, whole
+    if not isinstance(pieces, list) or len(pieces) > 100_000:
+        raise InputError(f"{where}: manifest pieces must be a list of sources")
+    for i, piece in enumerate(pieces):
+        piece = mapping(piece, f"{where}: manifest pieces[{i}]")
+        for key in ("file", "title", "sha256"):
+            text(piece.get(key), f"{where}: manifest pieces[{i}].{key}", 1000)
+        for key in ("paragraphs", "tokens"):
+            whole(piece.get(key), f"{where}: manifest pieces[{i}].{key}", 0, MAX_TOKENS)
+
+
+def _has_control(token: str) -> bool:
+    from corpus.normalise import CONTROL_CHARACTERS
+    return CONTROL_CHARACTERS.search(token) is not None

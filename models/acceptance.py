@@ -15,9 +15,12 @@ typical_threshold() is Medusa's typical acceptance, a rule that is NOT exact, ke
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from corpus.errors import InputError
 
 
 def sample_index(row: np.ndarray, u: float) -> int:
@@ -37,21 +40,23 @@ def sample_index(row: np.ndarray, u: float) -> int:
 def check_guesses(guesses, q_rows: np.ndarray) -> np.ndarray:
     """The one guard every rule runs first: each guess must be a token id in [0, V) that its own row could have
     drawn (q(x) > 0). Returns q_i(x_i) per guess. A guess outside the vocabulary or with q(x) = 0 means the
-    proposal and its row disagree; the ratio p/q would be meaningless, so refuse it with a ValueError."""
+    proposal and its row disagree; the ratio p/q would be meaningless, so refuse it with an InputError (the
+    text verify_on_device gives for the same guesses)."""
     V = q_rows.shape[1]
     if isinstance(guesses, list) and all(type(x) is int for x in guesses):
-        ok = all(0 <= x < V for x in guesses)          # the samplers' own lists: checked in Python, cheaply
+        bad = next((i for i, x in enumerate(guesses) if not 0 <= x < V), None)  # a sampler's own list: cheap
     else:
         guesses = np.asarray(guesses)
-        ok = guesses.dtype.kind in "iu" and (guesses.size == 0 or (guesses.min() >= 0 and guesses.max() < V))
-    if not ok:
-        shown = guesses.tolist() if isinstance(guesses, np.ndarray) else list(guesses)
-        raise ValueError(f"guess ids must be whole token ids in [0, {V}), got {shown}")
-    qx = q_rows[np.arange(len(guesses)), guesses]
-    if not (qx > 0).all():
-        i = int(np.flatnonzero(~(qx > 0))[0])
-        raise ValueError(f"guess {i} (token {int(guesses[i])}) has draft probability {float(qx[i])!r}: "
-                         "it cannot have been drawn from its q row")
+        if guesses.ndim != 1 or (guesses.size and guesses.dtype.kind not in "iu"):
+            raise InputError(SHAPE_MESSAGES["guesses"])      # before any cast: 2.5 is never truncated to 2
+        outside = (guesses < 0) | (guesses >= V)
+        bad = int(np.argmax(outside)) if outside.any() else None   # -1 is refused, never wrapped to V - 1
+    if bad is not None:
+        raise InputError(violation_message(1, bad, guesses, V))
+    qx = q_rows[np.arange(len(guesses)), np.asarray(guesses, dtype=np.int64)]
+    zero = next((i for i, x in enumerate(qx.tolist()) if not x > 0), None)      # NaN is not > 0 either
+    if zero is not None:
+        raise InputError(violation_message(2, zero, guesses, V))
     return qx
 
 
@@ -77,18 +82,109 @@ class Verdicts:
         return self.n_accepted + 1
 
 
+# ---- what the rule accepts: checked here and, operation for operation, on the device (verify_on_device) ----
+ROW_SUM_TOLERANCE = 1e-3     # |Σ row - 1|: fp32 softmax rows are off by ~1e-6, a row that is no distribution by far more
+
+# The data-dependent violations in the order both mirrors test them; the first one found is reported.
+# check_guesses (the guard of every rule) is the first two.
+VIOLATIONS = ("guess_range", "q_zero", "q_entries", "p_entries", "q_sum", "p_sum", "r_range", "u_range")
+SHAPE_MESSAGES = {"guesses": "the rule needs the guesses as a list of whole-number token ids"}
+
+
+def violation_message(kind: int, i: int, guesses, V: int) -> str:
+    """The one line both mirrors raise for violation VIOLATIONS[kind - 1] at position i."""
+    name = VIOLATIONS[kind - 1]
+    if name == "guess_range":
+        return f"guess {i + 1} is token {int(guesses[i])}, outside the vocabulary 0..{V - 1}"
+    if name in ("q_entries", "p_entries"):
+        return f"{name[0]} row {i + 1} has a NaN, infinite or negative entry"
+    if name in ("q_sum", "p_sum"):
+        return f"{name[0]} row {i + 1} does not sum to 1 (within {ROW_SUM_TOLERANCE:g})"
+    if name == "q_zero":
+        return (f"guess {i + 1} (token {int(guesses[i])}) has no draft probability (q is 0 or NaN there): "
+                "it cannot have been drawn from its q row")
+    if name == "r_range":
+        return f"test uniform r[{i + 1}] is not in [0, 1]"
+    return "the final uniform is not in [0, 1]"
+
+
+def check_rule_shapes(gamma: int, guess_dims: int, guesses_integer: bool, rows_float: bool, q_shape, p_shape,
+                      r_shape, u_dims: int, lenience) -> None:
+    """The checks that need no data (shapes, kinds, lenience); the same call in both mirrors."""
+    q_shape, p_shape, r_shape = tuple(q_shape), tuple(p_shape), tuple(r_shape)
+    if guess_dims != 1 or not (guesses_integer or gamma == 0):
+        raise InputError(SHAPE_MESSAGES["guesses"])
+    if not rows_float:
+        raise InputError("the rule's q and p rows must hold floating-point probabilities")
+    if len(p_shape) != 2 or p_shape[0] != gamma + 1 or p_shape[1] < 1 or q_shape != (gamma, p_shape[1]):
+        raise InputError(f"the rule needs q rows of shape (γ, V) and p rows of shape (γ+1, V) for γ = {gamma}, "
+                         f"got {q_shape} and {p_shape}")
+    if r_shape != (gamma,) or u_dims != 0:
+        raise InputError(f"the rule needs γ = {gamma} test uniforms and one final uniform, got {r_shape} and "
+                         f"{u_dims} dimensions")
+    if isinstance(lenience, bool) or not isinstance(lenience, (int, float)) or not (
+            math.isfinite(lenience) and 0 < lenience <= 1):
+        raise InputError(f"lenience must be a number above 0 and at most 1, got {lenience!r}")
+
+
+def _rows_are_distributions(rows: np.ndarray) -> bool:
+    """Fast path: min >= 0 (False for a NaN) and every sum within the tolerance (False for +inf) imply that no
+    row has a NaN, infinite or negative entry or a wrong sum, so the per-row flags below would all be False.
+    Two reductions; the γ+1 sums are compared in Python (a numpy call each would cost more than the rows)."""
+    if rows.size == 0:
+        return True
+    lo, hi = 1.0 - ROW_SUM_TOLERANCE, 1.0 + ROW_SUM_TOLERANCE
+    return bool(rows.min() >= 0) and all(lo <= x <= hi for x in rows.sum(axis=1, dtype=np.float64).tolist())
+
+
+def find_row_violation(q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_final: float) -> tuple[int, int]:
+    """(kind, position) of the first violation after check_guesses' two, (0, 0) for a well-formed step."""
+    if (0 <= u_final <= 1 and all(0 <= x <= 1 for x in r.tolist())
+            and _rows_are_distributions(q_rows) and _rows_are_distributions(p_rows)):
+        return 0, 0             # a sampler's every step: a few reductions (False for a NaN), not every flag
+    flags = [
+        ~(np.isfinite(q_rows) & (q_rows >= 0)).all(axis=1),
+        ~(np.isfinite(p_rows) & (p_rows >= 0)).all(axis=1),
+        np.abs(q_rows.sum(axis=1, dtype=np.float64) - 1.0) > ROW_SUM_TOLERANCE,
+        np.abs(p_rows.sum(axis=1, dtype=np.float64) - 1.0) > ROW_SUM_TOLERANCE,
+        ~((r >= 0) & (r <= 1)),
+        np.atleast_1d(not 0 <= u_final <= 1),
+    ]
+    for kind, flag in enumerate(flags, start=3):
+        if flag.any():
+            return kind, int(np.argmax(flag))
+    return 0, 0
+
+
+def check_rule_inputs(guesses, q_rows, p_rows, r, u_final, lenience: float = 1.0):
+    """Validate one step's inputs (InputError otherwise); returns (guesses int64, q_i(x_i), q_rows, p_rows, r, u)
+    for the rule to trust."""
+    g, q_rows, p_rows, r, u = (np.asarray(guesses), np.asarray(q_rows), np.asarray(p_rows), np.asarray(r),
+                               np.asarray(u_final))
+    check_rule_shapes(len(g) if g.ndim else -1, g.ndim, g.dtype.kind in "iu", q_rows.dtype.kind == "f" and
+                      p_rows.dtype.kind == "f", q_rows.shape, p_rows.shape, r.shape, u.ndim, lenience)
+    if r.dtype.kind not in "fiu" or u.dtype.kind not in "fiu":
+        raise InputError("the rule's uniforms must be numbers")
+    qx = check_guesses(guesses, q_rows)
+    u = float(u)
+    kind, i = find_row_violation(q_rows, p_rows, r, u)
+    if kind:
+        raise InputError(violation_message(kind, i, g, p_rows.shape[1]))
+    return g.astype(np.int64), qx, q_rows, p_rows, r, u
+
+
 def verify(guesses, q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_final: float,
            lenience: float = 1.0) -> Verdicts:
     """Check γ guesses against the target.
 
     guesses: (γ,) token ids drawn from q_rows[i]; q_rows: (γ, V); p_rows: (γ+1, V); r: (γ,) uniforms;
     u_final: one uniform for the replacement / bonus draw. lenience = 1 is the exact rule.
+    Inputs that are no step (a guess outside [0, V) or with q = 0, rows that are not distributions, uniforms
+    outside [0, 1]: 1 itself is harmless, it rejects every ratio below 1) are an InputError, the same one
+    verify_on_device raises.
     """
+    guesses, qx, q_rows, p_rows, r, u_final = check_rule_inputs(guesses, q_rows, p_rows, r, u_final, lenience)
     gamma = len(guesses)
-    if p_rows.shape[0] != gamma + 1 or q_rows.shape[0] != gamma:
-        raise ValueError("need γ q rows and γ+1 p rows")
-    qx = check_guesses(guesses, q_rows)          # before any cast: -1 or 2.5 is refused, never wrapped or truncated
-    guesses = np.asarray(guesses, dtype=np.int64)
     px = p_rows[np.arange(gamma), guesses]
     ratios = px / qx
     # Strict "<": r is drawn from [0, 1), so P(r < ratio) = min(1, ratio) exactly; with "<=" a token with

@@ -176,21 +176,35 @@ def long_run_specs(gamma: int) -> list[tuple[str, str, str, dict]]:
             (f"tree_2x{gamma}_heads", f"tree 2×{gamma} (heads)", "tree", {"tree_width": 2, "tree_from": "heads"})]
 
 
-def file_sha256(path) -> str:
+_ARRAYS = ("bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tri_indices", "tri_counts")
+
+
+def _digest(vocab, arrays) -> str:
     import hashlib
-    from pathlib import Path
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    h.update("\x00".join(vocab).encode("utf-8"))
+    for name, arr in arrays:
+        arr = np.ascontiguousarray(arr)
+        h.update(f"{name}:{arr.dtype}:{arr.shape}".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
 
 
 def table_files(pair) -> dict:
-    """The files a long run depends on: the pair's table and its heads table, by digest (None: not on disk)."""
-    from pathlib import Path
-
-    from corpus.build import default_table_path, heads_path_for
-    base = Path(pair.path) if getattr(pair, "path", None) is not None else Path(default_table_path(pair.tokens))
-    heads = heads_path_for(base)
-    return {"table": base.name, "table_sha256": file_sha256(base) if base.is_file() else None,
-            "heads": heads.name, "heads_sha256": file_sha256(heads) if heads.is_file() else None}
+    """What a long run depends on: the counts of the pair and of its heads, by digest (of the vocabulary and every
+    count array, not of the files: a table saved again with another manifest counts the same); heads None when the
+    pair has no heads table."""
+    from models.heads import HeadModels
+    t = pair.tables
+    out = {"table": _digest(pair.vocab, [("unigram", t.unigram)] + [(n, getattr(t, n)) for n in _ARRAYS]),
+           "heads": None}
+    try:
+        heads = HeadModels.for_pair(pair)
+    except InputError:
+        return out
+    out["heads"] = _digest(heads.tables.vocab, [(f"{k}.{n}", getattr(h, n)) for k, h in sorted(heads.tables.heads.items())
+                                                for n in _ARRAYS])
+    return out
 
 
 def long_runs(pair, settings, chars: int = LONG_RUN_CHARS, specs=None, progress=None) -> dict:
@@ -227,13 +241,14 @@ def _number(d: dict, key: str, lo: float, hi: float, whole: bool = False):
     return int(v) if whole else float(v)
 
 
-def parse_long_runs(text: str) -> dict:
-    """A long-run document read back: InputError unless every field has its type, is finite and in range."""
-    import json
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"not JSON ({exc})") from None
+LONG_RUN_MAX_BYTES = 1_000_000
+
+
+def parse_long_runs(text: str | bytes, where: str = "the long-run file") -> dict:
+    """A long-run document read back: InputError unless it is bounded JSON (corpus.validate) and every field has its
+    type, is finite and in range."""
+    from corpus.validate import parse_json
+    doc = parse_json(text, where, finite=True)
     if not isinstance(doc, dict) or doc.get("schema") != LONG_RUN_SCHEMA:
         raise InputError(f"not a {LONG_RUN_SCHEMA} document")
     s, files, pts = doc.get("settings"), doc.get("files"), doc.get("points")
@@ -243,7 +258,7 @@ def parse_long_runs(text: str) -> dict:
                 "top_k": _number(s, "top_k", 0, 1e9, True), "top_p": _number(s, "top_p", 0, 1),
                 "seed": _number(s, "seed", 0, 2**63, True), "chars": _number(s, "chars", 1, 1e8, True),
                 "prefix": s.get("prefix") if isinstance(s.get("prefix"), str) else ""}
-    for k in ("table_sha256", "heads_sha256"):
+    for k in ("table", "heads"):
         if not (files.get(k) is None or isinstance(files.get(k), str)):
             raise InputError(f"files.{k} must be a digest")
     points = []
@@ -276,20 +291,24 @@ def shipped_long_runs(pair, settings, path=None) -> dict | None:
     """The shipped long runs when they were counted on this very table (and heads table) at these settings (γ and
     row shaping), else None. A file that does not parse is an InputError naming it."""
     from pathlib import Path
+    from corpus.validate import read_json
     path = Path(path) if path is not None else long_run_path(pair)
     if not path.is_file():
         return None
+    read_json(path, "a long-run file", LONG_RUN_MAX_BYTES, finite=True)      # size, depth, finiteness
     try:
-        doc = parse_long_runs(path.read_text(encoding="utf-8"))
-    except (InputError, UnicodeDecodeError, OSError) as exc:
-        raise InputError(f"{path.name}: {exc}") from None
+        doc = parse_long_runs(path.read_bytes(), path.name)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except InputError as exc:
+        msg = str(exc)
+        raise InputError(msg if path.name in msg else f"{path.name}: {msg}") from None
     s = doc["settings"]
     if (s["gamma"], s["temperature"], s["top_k"], s["top_p"]) != (settings.gamma, settings.temperature,
                                                                   settings.top_k, settings.top_p):
         return None
     here = table_files(pair)
-    if here["table_sha256"] is None or (doc["files"].get("table_sha256"), doc["files"].get("heads_sha256")) != \
-            (here["table_sha256"], here["heads_sha256"]):
+    if (doc["files"].get("table"), doc["files"].get("heads")) != (here["table"], here["heads"]):
         return None
     return doc
 

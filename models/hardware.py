@@ -9,11 +9,11 @@ and model; measured devices are read from assets/measurements/*.json when presen
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from corpus.errors import InputError
+from models.measurements import BANDWIDTH_KEYS, FLOP_KEYS, MEMORY_KEYS, measurement_paths, read_measurement
 
 MEASUREMENTS_DIR = Path(__file__).resolve().parents[1] / "assets" / "measurements"
 
@@ -81,47 +81,41 @@ MODELS: dict[str, LlamaShape] = {
 
 MEASUREMENT_ERRORS: list[str] = []     # files in assets/measurements that could not be read (shown, not fatal)
 
-_BW_KEYS = {"hbm_bandwidth_Bps": 1.0, "bandwidth_Bps": 1.0, "read_bandwidth_Bps": 1.0,
-            "copy_bandwidth_Bps": 1.0, "bandwidth_GBps": 1e9, "copy_bandwidth_GBps": 1e9, "bandwidth_TBps": 1e12}
-_FLOP_KEYS = {"dense_bf16_flops": 1.0, "flops": 1.0, "matmul_flops": 1.0, "bf16_flops": 1.0,
-              "matmul_tflops": 1e12, "bf16_tflops": 1e12, "tflops": 1e12}
-
 
 def _first(d: dict, keys: dict) -> float | None:
     for k, scale in keys.items():
         v = d.get(k)
-        if isinstance(v, (int, float)) and v > 0:
+        if v is not None and v > 0:          # validated by models.measurements: a finite number in range
             return float(v) * scale
     return None
 
 
 def device_from_measurement(data: dict, stem: str) -> Device | None:
-    """A measured device from one bench JSON: looks in data['device'] then at the top level for a bandwidth
-    (bytes/s, GB/s or TB/s keys) and an arithmetic rate (ops/s or TFLOP/s keys). None if it has neither."""
+    """A measured device from one validated measurement file (models.measurements.read_measurement): looks in
+    data['device'], data['measured'], then the top level for a bandwidth (bytes/s, GB/s or TB/s keys) and an
+    arithmetic rate (ops/s or TFLOP/s keys). None if it lacks either."""
     dev = data.get("device") if isinstance(data.get("device"), dict) else {}
-    meas = data.get("measured") if isinstance(data.get("measured"), dict) else {}
-    bw = _first(dev, _BW_KEYS) or _first(meas, _BW_KEYS) or _first(data, _BW_KEYS)
-    fl = _first(dev, _FLOP_KEYS) or _first(meas, _FLOP_KEYS) or _first(data, _FLOP_KEYS)
+    meas = data.get("measured") or {}
+    bw = _first(dev, BANDWIDTH_KEYS) or _first(meas, BANDWIDTH_KEYS) or _first(data, BANDWIDTH_KEYS)
+    fl = _first(dev, FLOP_KEYS) or _first(meas, FLOP_KEYS) or _first(data, FLOP_KEYS)
     if bw is None or fl is None:
         return None
     name = dev.get("name") or dev.get("label") or (data.get("device") if isinstance(data.get("device"), str) else None)
-    dev_id = str(dev.get("id") or f"measured-{stem}")
-    mem = _first(dev, {"memory_bytes": 1.0, "memory_GB": 1e9}) or 0.0
+    dev_id = dev.get("id") or f"measured-{stem}"
+    mem = _first(dev, MEMORY_KEYS) or 0.0
     return Device(dev_id, f"{name or stem} (measured)", bw, fl, mem, f"assets/measurements/{stem}.json", True)
 
 
 def load_measurements(folder: Path | None = None) -> dict[str, Device]:
-    """Measured devices from every *.json in the folder (a missing folder is fine: none)."""
+    """Measured devices from every *.json in the folder (a missing folder is fine: none); a file that fails
+    validation is listed in MEASUREMENT_ERRORS and skipped."""
     folder = Path(folder) if folder is not None else MEASUREMENTS_DIR
     found: dict[str, Device] = {}
     MEASUREMENT_ERRORS.clear()
-    if not folder.is_dir():
-        return found
-    for f in sorted(folder.glob("*.json")):
+    for f in measurement_paths(folder):
         try:
-            data = json.loads(f.read_text(encoding="utf-8"))
-            dev = device_from_measurement(data, f.stem) if isinstance(data, dict) else None
-        except (OSError, ValueError) as exc:
+            dev = device_from_measurement(read_measurement(f), f.stem)
+        except InputError as exc:
             MEASUREMENT_ERRORS.append(f"{f.name}: {exc}")
             continue
         if dev is not None and dev.id not in PAPER_DEVICES:

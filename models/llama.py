@@ -20,6 +20,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from corpus.errors import InputError
+from corpus.validate import read_json
+from models.checkpoint_checks import (MAX_CONFIG_BYTES, MAX_INDEX_BYTES, check_config, check_finite, check_hf_config,
+                                      check_tensor_dtype, inside_checkpoint, select_rope, shard_names)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 RANDOM_WEIGHTS_NOTE = "random weights: timings are real, text is not"
@@ -49,8 +52,10 @@ class LlamaConfig:
         return replace(CONFIGS[name], rope_scaling=dict(CONFIGS[name].rope_scaling or {}) or None)
 
     @classmethod
-    def from_hf(cls, d: dict, name: str = "checkpoint") -> "LlamaConfig":
+    def from_hf(cls, d: dict, name: str = "checkpoint", where: str | None = None) -> "LlamaConfig":
         """Every size and epsilon from a transformers config.json, in either rope layout it has written."""
+        where = where or f"{name}/config.json"
+        check_hf_config(d, where)                      # types, ranges, finiteness: what follows trusts d
         if d.get("model_type", "llama") != "llama":
             raise InputError(f"config.json model_type is {d.get('model_type')!r}, not 'llama'")
         if d.get("hidden_act", "silu") != "silu":
@@ -73,11 +78,7 @@ class LlamaConfig:
         except (TypeError, ValueError) as exc:
             raise InputError(f"config.json has a malformed size: {exc}") from None
         # Newer transformers write rope_parameters (theta inside); older ones rope_theta + rope_scaling.
-        rope = d.get("rope_parameters")
-        if isinstance(rope, dict) and "rope_theta" not in rope and isinstance(next(iter(rope.values()), None), dict):
-            rope = next(iter(rope.values()))  # per-layer-type layout: llama has one type
-        if not isinstance(rope, dict):
-            rope = dict(d.get("rope_scaling") or {})
+        rope = select_rope(d)
         theta = rope.get("rope_theta", d.get("rope_theta", 10000.0))
         kind = rope.get("rope_type", rope.get("type", "default"))
         cfg.rope_theta = float(theta)
@@ -91,8 +92,7 @@ class LlamaConfig:
                 raise InputError(f"config.json llama3 rope scaling lacks {exc.args[0]!r}") from None
         else:
             raise InputError(f"rope type {kind!r} is not supported (default or llama3)")
-        if cfg.n_heads % cfg.n_kv_heads:
-            raise InputError("num_attention_heads must be a multiple of num_key_value_heads")
+        check_config(cfg, where)
         return cfg
 
     def to_hf(self) -> dict:
@@ -365,31 +365,26 @@ def read_checkpoint_config(path) -> LlamaConfig:
     d = Path(path)
     if not d.is_dir():
         raise InputError(f"checkpoint directory {str(d)!r} does not exist")
-    cfg_file = d / "config.json"
+    cfg_file = inside_checkpoint(d, "config.json", str(d))
     if not cfg_file.is_file():
         raise InputError(f"{str(d)!r} has no config.json: not a Hugging Face checkpoint directory")
-    try:
-        raw = json.loads(cfg_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {cfg_file}: {exc}") from None
+    raw = read_json(cfg_file, "config.json", MAX_CONFIG_BYTES)
     if not isinstance(raw, dict):
         raise InputError(f"{cfg_file} is not a JSON object")
-    return LlamaConfig.from_hf(raw, name=d.name)
+    return LlamaConfig.from_hf(raw, name=d.name, where=str(cfg_file))
 
 
 def _checkpoint_files(d: Path) -> list[Path]:
     index = d / "model.safetensors.index.json"
     if index.is_file():
-        try:
-            names = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
-            raise InputError(f"cannot read {index}: {exc}") from None
-        files = [d / n for n in names]
+        names = shard_names(read_json(index, "a shard index", MAX_INDEX_BYTES), str(index))
+        files = [inside_checkpoint(d, n, str(index)) for n in names]     # no '../other', no absolute path, no link out
         missing = [f.name for f in files if not f.is_file()]
         if missing:
             raise InputError(f"{index.name} names shards that are missing: {', '.join(missing[:3])}")
         return files
-    files = sorted(d.glob("*.safetensors"))
+    files = [inside_checkpoint(d, f.name, str(d)) for f in sorted(d.glob("*.safetensors"))
+             if not f.name.startswith(".")]                           # a hidden temp file is no shard
     if not files:
         pickles = [p.name for p in d.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt")]
         if pickles:
@@ -456,11 +451,14 @@ def load_checkpoint(path, *, dtype=torch.float32, device="cpu") -> Transformer:
                     if ours == "?":
                         raise InputError(f"{f}: tensor {key!r} is not part of a Llama model of this config.json")
                     target = params[ours] if rows is None else params[ours][rows]
-                    tensor = handle.get_tensor(key)
-                    if tuple(tensor.shape) != tuple(target.shape):
-                        raise InputError(f"{f}: {key} has shape {tuple(tensor.shape)}, config.json implies "
+                    view = handle.get_slice(key)             # dtype and shape before the tensor is read
+                    check_tensor_dtype(f, key, view.get_dtype())
+                    if tuple(view.get_shape()) != tuple(target.shape):
+                        raise InputError(f"{f}: {key} has shape {tuple(view.get_shape())}, config.json implies "
                                          f"{tuple(target.shape)}")
+                    tensor = handle.get_tensor(key)
                     target.copy_(tensor.to(dtype))
+                    check_finite(f, key, target, tensor)
                     filled[ours] += target.shape[0]
     missing = [n for n, p in params.items() if filled[n] < p.shape[0]]
     if missing:

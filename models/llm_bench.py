@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import sys
@@ -484,14 +485,25 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
 
 
 def write_json_atomic(path, obj) -> None:
-    p = Path(path)
+    """The measurement file, complete under its name or not at all: a full disk, a kill or any error leaves
+    the old file (or none) and no temp file (corpus.atomic). A figure that came out NaN or infinite (a timer
+    that read 0) is written as null, "not measured", which is what JSON and models.measurements accept."""
+    from corpus.atomic import write_text_atomic
+    text = json.dumps(_finite_or_null(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, p)
+        write_text_atomic(path, text)
     except OSError as exc:
-        raise InputError(f"cannot write {p}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _finite_or_null(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_or_null(v) for v in obj]
+    return obj
 
 
 def summary_lines(r: dict) -> list[str]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from corpus.errors import InputError
+from models.acceptance import ROW_SUM_TOLERANCE, check_rule_shapes, violation_message
 from models.llama import Transformer
 
 
@@ -47,14 +49,66 @@ class DeviceVerdicts:
     n_accepted: torch.Tensor         # () int64
     final_token: torch.Tensor        # () int64: replacement or bonus
     residual_fallback: torch.Tensor  # () bool
+    violation: torch.Tensor          # (2,) int64: [kind, position] of acceptance.VIOLATIONS, kind 0 = none
+
+
+def _first_true(flag: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(any, index of the first True) of a bool vector, also when it is empty (γ = 0): no host read."""
+    f = torch.cat([flag, flag.new_zeros(1)])
+    return f.any(), f.int().argmax()
+
+
+def find_violation_on_device(guesses, q_rows, p_rows, r, u_final) -> tuple[torch.Tensor, torch.Tensor]:
+    """acceptance.check_guesses + find_row_violation on tensors, the same tests in the same order
+    (acceptance.VIOLATIONS): ([kind, position], guesses with the out-of-range ones replaced by 0 so the rule's
+    gathers stay in bounds; on CUDA an out-of-range index would be a device-side assert, not an error)."""
+    V = p_rows.shape[1]
+    outside = (guesses < 0) | (guesses >= V)
+    safe = torch.where(outside, torch.zeros_like(guesses), guesses)
+    idx = torch.arange(guesses.shape[0], device=guesses.device)
+    flags = [
+        outside,
+        ~(q_rows[idx, safe] > 0),
+        ~(torch.isfinite(q_rows) & (q_rows >= 0)).all(1),
+        ~(torch.isfinite(p_rows) & (p_rows >= 0)).all(1),
+        (q_rows.double().sum(1) - 1.0).abs() > ROW_SUM_TOLERANCE,
+        (p_rows.double().sum(1) - 1.0).abs() > ROW_SUM_TOLERANCE,
+        ~((r >= 0) & (r <= 1)),
+        ~((u_final >= 0) & (u_final <= 1)).view(1),
+    ]
+    anys, firsts = zip(*(_first_true(f) for f in flags))
+    anys, firsts = torch.stack(anys), torch.stack(firsts)
+    k = anys.int().argmax()
+    has = anys.any()
+    kind = torch.where(has, k + 1, torch.zeros_like(k))
+    return torch.stack([kind, torch.where(has, firsts[k], torch.zeros_like(k))]), safe
+
+
+def raise_on_violation(violation, guesses, V: int) -> None:
+    """The host side of the check: the InputError acceptance.verify raises for the same inputs."""
+    kind, i = (int(x) for x in violation)
+    if kind:
+        raise InputError(violation_message(kind, i, list(guesses), V))
+
+
+def _is_integer(dtype: torch.dtype) -> bool:
+    return not (dtype.is_floating_point or dtype.is_complex or dtype == torch.bool)
 
 
 def verify_on_device(guesses: torch.Tensor, q_rows: torch.Tensor, p_rows: torch.Tensor, r: torch.Tensor,
-                     u_final: torch.Tensor, lenience: float = 1.0) -> DeviceVerdicts:
-    """acceptance.verify on tensors: guesses (γ,), q_rows (γ, V) fp32, p_rows (γ+1, V) fp32, r (γ,) fp64."""
-    gamma = guesses.shape[0]
+                     u_final: torch.Tensor, lenience: float = 1.0, check: bool = True) -> DeviceVerdicts:
+    """acceptance.verify on tensors: guesses (γ,), q_rows (γ, V) fp32, p_rows (γ+1, V) fp32, r (γ,) fp64.
+
+    The inputs are checked as acceptance.verify checks them: shapes and lenience at once, the data on the
+    device into `violation`. check=True reads it and raises the same InputError; the decoder passes
+    check=False and reads it with the pass's one host read (a CUDA graph cannot stop to raise)."""
+    gamma = guesses.shape[0] if guesses.dim() else -1
+    check_rule_shapes(gamma, guesses.dim(), _is_integer(guesses.dtype),
+                      q_rows.dtype.is_floating_point and p_rows.dtype.is_floating_point, q_rows.shape, p_rows.shape,
+                      r.shape, u_final.dim(), lenience)
+    violation, safe = find_violation_on_device(guesses, q_rows, p_rows, r, u_final)
     idx = torch.arange(gamma, device=guesses.device)
-    ratios = p_rows[idx, guesses] / q_rows[idx, guesses]              # acceptance_ratio = p / q, fp32 as numpy
+    ratios = p_rows[idx, safe] / q_rows[idx, safe]              # acceptance_ratio = p / q, fp32 as numpy
     passes = r.double() < (ratios / lenience).double()      # strict, as acceptance.verify: r ~ U[0, 1)
     n = passes.long().cumprod(0).sum()                                # leading passes = first rejection (γ if none)
     accepted = idx < n
@@ -67,8 +121,11 @@ def verify_on_device(guesses: torch.Tensor, q_rows: torch.Tensor, p_rows: torch.
     # Zero residual (p <= q everywhere, i.e. p == q up to rounding): draw from p, as acceptance.py does.
     row = torch.where(has_mass, res, p_n)
     token = sample_index(row, u_final)
-    return DeviceVerdicts(ratios=ratios, accepted=accepted, n_accepted=n, final_token=token,
-                          residual_fallback=(n < gamma) & ~has_mass)
+    verdicts = DeviceVerdicts(ratios=ratios, accepted=accepted, n_accepted=n, final_token=token,
+                              residual_fallback=(n < gamma) & ~has_mass, violation=violation)
+    if check:
+        raise_on_violation(violation.tolist(), guesses.tolist(), p_rows.shape[1])
+    return verdicts
 
 
 # --- forward steps: eager on CPU; on CUDA captured once as a CUDA graph (static shapes) ---------------
@@ -237,12 +294,12 @@ class SpeculativeDecoder:
 
         def verify_step(tokens, pos, q_rows, u_tail):
             # p rows at γ+1 positions in one target forward, then the rule, all on the device;
-            # packed = [n_accepted, final_token, residual_fallback, x_1..x_γ]
+            # packed = [n_accepted, final_token, residual_fallback, violation kind, its position, x_1..x_γ]
             g = tokens.shape[1] - 1
             p = probs_from_logits(forward_positions(target, tokens, pos), t)[0]
-            v = verify_on_device(tokens[0, 1:], q_rows, p, u_tail[:g], u_tail[g], lenience)
+            v = verify_on_device(tokens[0, 1:], q_rows, p, u_tail[:g], u_tail[g], lenience, check=False)
             return torch.cat([v.n_accepted.view(1), v.final_token.view(1), v.residual_fallback.long().view(1),
-                              tokens[0, 1:]])
+                              v.violation, tokens[0, 1:]])
 
         self.draft_step = StepRunner(torch.no_grad()(draft_step), graphs)
         self.verify_step = StepRunner(torch.no_grad()(verify_step), graphs)
@@ -297,7 +354,8 @@ class SpeculativeDecoder:
         # its own last guess (or, with no guesses, the token it was not asked to read)
         self.last_guess = guesses[-1] if guesses else self.cur
         self.cur = packed[1:2].view(1, 1).clone()
-        n, final, fallback, *guess_ids = packed.tolist()   # the one host read of the pass
+        n, final, fallback, kind, at, *guess_ids = packed.tolist()   # the one host read of the pass
+        raise_on_violation((kind, at), guess_ids, V)      # e.g. NaN rows from a model that overflowed
         # Rollback by position: the target wrote pos..pos+γ, valid up to pos+n; the draft wrote pos..pos+γ-1.
         self.pos = pos + n + 1
         self.draft_behind = n == g

@@ -180,13 +180,16 @@ def test_picking_a_file_and_matching_devices(tmp_path, meas_dir):
     assert F.sheet_device_of("NVIDIA H100 80GB HBM3").id == "h100-sxm" and F.sheet_device_of("AMD EPYC") is None
 
 
-@pytest.mark.parametrize("content", ["{not json", "[1, 2, 3]", json.dumps({"figures": {"decode_batch1": "x"}})])
+@pytest.mark.parametrize("content", [
+    "{not json", "[1, 2, 3]", json.dumps({"figures": {"decode_batch1": "x"}}), json.dumps({"note": "no figures"}),
+    '{"device": {"name": "X", "copy_bandwidth_GBps": Infinity, "matmul_tflops": 1}}', "[" * 200_000 + "]" * 200_000],
+    ids=["not-json", "a-list", "figure-of-wrong-type", "no-figures", "infinite-bandwidth", "nested-200000-deep"])
 def test_a_corrupt_file_is_a_message_not_a_crash(tmp_path, capsys, meas_dir, panel_state, content):
     (meas_dir / "broken.json").write_text(content, encoding="utf-8")
     state = run_app(capsys, tmp_path, "--mode", "hardware", "--lang", "en")
     panel = state["hardware_panel"]
     assert state["mode"] == "hardware" and panel["file"] == "broken.json"
-    if content.startswith("{\""):      # parses, but holds nothing readable
+    if content.startswith('{"note'):      # parses, and is valid, but holds no figures
         assert panel["rows"] == [] and Strings("en")("hw.no_figures") in panel["notes"]
     else:
         assert panel["error"].startswith("broken.json could not be read")

@@ -55,7 +55,7 @@ def test_the_long_runs_are_used_only_where_they_were_counted(pair, shipped, monk
     assert da.shipped_long_runs(pair, SamplerSettings(gamma=4, temperature=0.5)) is None
     assert da.shipped_long_runs(pair, SamplerSettings(gamma=4, top_k=5)) is None
     real = da.table_files(pair)
-    monkeypatch.setattr(da, "table_files", lambda p: dict(real, heads_sha256="0" * 64))
+    monkeypatch.setattr(da, "table_files", lambda p: dict(real, heads="0" * 64))
     assert da.shipped_long_runs(pair, SamplerSettings(gamma=4)) is None     # another heads table
     monkeypatch.undo()
     # the speedups follow the device, model, context and c of the moment, from the same counts

@@ -1,0 +1,136 @@
+"""Checks shared by every reader of user-editable input: bounded JSON, numbers, whole numbers, text, objects.
+
+Each kind of input has one validator, beside its loader, built from these checks: count tables and their
+manifests (corpus.tables.validate_tables), measurement files (models.measurements), checkpoint config.json,
+shard index and tensors (models.checkpoint_checks), CLI numbers (app.cli_numbers) and the acceptance rule's
+inputs (models.acceptance.check_rule_inputs). Each raises InputError with one line naming the file and the
+field; the code after it trusts what it returns.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from corpus.errors import InputError
+
+MAX_JSON_DEPTH = 64         # our files nest 5 deep; a 200,000-deep file must not reach the parser's recursion
+
+
+def short(value, limit: int = 40) -> str:
+    """A value as it may appear inside a one-line message."""
+    text = repr(value).replace("\n", " ")
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def type_name(value) -> str:
+    return {bool: "true/false", int: "a whole number", float: "a number", str: "text", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def read_json(path: str | Path, what: str, max_bytes: int, finite: bool = False):
+    """Parse a JSON file of at most max_bytes, nested at most MAX_JSON_DEPTH deep; any failure is one line.
+    finite=True also refuses NaN, Infinity and numbers too large for a float (1e400) anywhere in it."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InputError(f"{path}: {size:,} bytes is too large for {what} (at most {max_bytes:,})")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_json(raw, str(path), finite)
+
+
+def _refuse(token):
+    raise ValueError(f"{token} is not a finite number")
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    return value if math.isfinite(value) else _refuse(token)
+
+
+def parse_json(raw: bytes | str, where: str, finite: bool = False):
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{where} is not UTF-8 text (bad byte at offset {exc.start})") from None
+    try:
+        data = json.loads(raw, parse_constant=_refuse, parse_float=_finite_float) if finite else json.loads(raw)
+    except RecursionError:
+        raise InputError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError as exc:      # JSONDecodeError, and int('9' * 5000)'s digit limit
+        raise InputError(f"{where} is not valid JSON ({str(exc).splitlines()[0][:80]})") from None
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise InputError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
+    return data
+
+
+def json_depth(obj) -> int:
+    """Nesting depth of lists/objects, without recursion (a scalar is 0)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        o, d = stack.pop()
+        if isinstance(o, dict):
+            o = list(o.values())
+        if isinstance(o, list):
+            deepest = max(deepest, d)
+            stack.extend((v, d + 1) for v in o if isinstance(v, (dict, list)))
+    return deepest
+
+
+def mapping(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise InputError(f"{where} must be an object, not {type_name(value)}")
+    return value
+
+
+def text(value, where: str, max_len: int = 200) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{where} must be text, not {type_name(value)}")
+    if len(value) > max_len:
+        raise InputError(f"{where} is {len(value)} characters long (at most {max_len})")
+    return value
+
+
+def _in_range(value, lo, hi, lo_open: bool) -> bool:
+    # compared before any float(): a JSON integer of 400 digits is a Python int that float() cannot hold
+    if lo is not None and (value <= lo if lo_open else value < lo):
+        return False
+    return hi is None or value <= hi
+
+
+def _fmt(x) -> str:
+    return f"{x:,}" if isinstance(x, int) else f"{x:g}"
+
+
+def _range_text(lo, hi, lo_open: bool) -> str:
+    if hi is None:
+        return f"{'>' if lo_open else '>='} {_fmt(lo)}"
+    if lo is None:
+        return f"<= {_fmt(hi)}"
+    return f"{'above' if lo_open else 'from'} {_fmt(lo)} to {_fmt(hi)}"
+
+
+def number(value, where: str, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False) -> float:
+    """A finite number (not true/false) in [lo, hi] (lo excluded with lo_open)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where} must be a number, not {type_name(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"{where} = {short(value)} is not a finite number")
+    if not _in_range(value, lo, hi, lo_open):
+        raise InputError(f"{where} = {short(value)} is out of range ({_range_text(lo, hi, lo_open)})")
+    return float(value)
+
+
+def whole(value, where: str, lo: int | None = None, hi: int | None = None) -> int:
+    """A whole number in [lo, hi]; a float that is integral (1e3) counts, so 1e12 is told 'out of range'."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"{where} must be a whole number, not {type_name(value)}")
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        raise InputError(f"{where} = {short(value)} is not a whole number")
+    if not _in_range(value, lo, hi, False):
+        raise InputError(f"{where} = {short(value)} is out of range ({_range_text(lo, hi, False)})")
+    return int(value)

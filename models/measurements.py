@@ -1,0 +1,145 @@
+"""Measurement files (assets/measurements/*.json, what `spectable bench` writes, or any file a user points at):
+read and validated once, here, for both readers: models.hardware (measured devices) and the hardware panel
+(app.facts). A file that fails is one InputError line (the readers list it and skip it); in a file that
+passes, every field either reader uses has the right type and a finite value in a sane range.
+
+Checked where present (other keys are ignored): the bandwidth and arithmetic keys models.hardware reads, at
+the top level, in `device` and in `measured` (bytes/s 1e6..1e16, ops/s 1e6..1e19; 1e308, Infinity and
+1e-300 are refused), `device` (an object or a name) with name/label/type/torch/id text and memory 0..1e16 B,
+`date`, `dtype`, `weights.note`, `settings.target/draft`, `models.target/draft.name` as text, and every figure
+the panel shows (0, or 1e-12..1e15; null = not measured) with its `method` text. At most 4 MB, nested at
+most 64 deep.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from corpus.errors import InputError
+from corpus.validate import mapping, number, read_json, text, type_name
+
+MAX_BYTES = 4 << 20
+
+# Keys models.hardware looks up (value x scale = bytes/s or operations/s), in the order it tries them.
+BANDWIDTH_KEYS = {"hbm_bandwidth_Bps": 1.0, "bandwidth_Bps": 1.0, "read_bandwidth_Bps": 1.0,
+                  "copy_bandwidth_Bps": 1.0, "bandwidth_GBps": 1e9, "copy_bandwidth_GBps": 1e9,
+                  "bandwidth_TBps": 1e12}
+FLOP_KEYS = {"dense_bf16_flops": 1.0, "flops": 1.0, "matmul_flops": 1.0, "bf16_flops": 1.0,
+             "matmul_tflops": 1e12, "bf16_tflops": 1e12, "tflops": 1e12}
+MEMORY_KEYS = {"memory_bytes": 1.0, "memory_GB": 1e9}
+BANDWIDTH_RANGE = (1e6, 1e16)       # bytes/s: a slow disk .. 100x today's HBM
+FLOPS_RANGE = (1e6, 1e19)           # operations/s
+MEMORY_RANGE = (0.0, 1e16)          # bytes
+FIGURE_RANGE = (1e-12, 1e15)        # a shown figure (ms, tokens/s, GB/s, ratios): 0, or in this range
+
+# The figures the hardware panel reads: group -> numeric fields.
+FIGURES = {
+    "copy_bandwidth": ("GB_per_s",),
+    "matmul": ("TFLOP_per_s",),
+    "decode_batch1": ("ms_per_token", "on_paper_ms", "fraction_of_roofline"),
+    "verify_cost": ("tokens", "ratio", "on_paper_ratio"),
+    "draft_cost": ("c", "on_paper_c"),
+    "speculative": ("speedup", "on_paper_speedup", "alpha"),
+}
+POINT_FIELDS = ("batch", "context", "tokens_per_s", "on_paper_tokens_per_s", "fraction_of_roofline")
+MAX_POINTS = 1000
+DEVICE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def measurement_paths(folder: str | Path) -> list[Path]:
+    """The measurement files of a folder, by name: every *.json but hidden ones (a temp file that a killed
+    `bench` left, `.<name>.<random>.tmp.json`, is no measurement). A missing folder has none."""
+    folder = Path(folder)
+    try:
+        return sorted(p for p in folder.glob("*.json") if not p.name.startswith(".")) if folder.is_dir() else []
+    except OSError:
+        return []
+
+
+def read_measurement(path: str | Path) -> dict:
+    """The JSON object of a measurement file, validated; InputError (one line) for anything else."""
+    path = Path(path)
+    return validate_measurement(read_json(path, "a measurement file", MAX_BYTES), path.name)
+
+
+def validate_measurement(data, where: str) -> dict:
+    mapping(data, f"{where}: the file")
+    dev = data.get("device")
+    if dev is not None and not isinstance(dev, (dict, str)):
+        raise InputError(f"{where}: device must be an object or a name, not {type_name(dev)}")
+    if isinstance(dev, str):
+        text(dev, f"{where}: device")
+    sections = [("", data)]
+    if isinstance(dev, dict):
+        sections.append(("device.", dev))
+        for key in ("name", "label", "type", "torch", "cuda", "cpu_capability", "python"):
+            _optional_text(dev, key, f"{where}: device.{key}")
+        if dev.get("id") is not None and not DEVICE_ID.fullmatch(text(dev["id"], f"{where}: device.id")):
+            raise InputError(f"{where}: device.id {dev['id']!r} is not a name of letters, digits, '.', '_', '-'")
+        for key in MEMORY_KEYS:
+            _optional_number(dev, key, f"{where}: device.{key}", *_scaled(MEMORY_RANGE, MEMORY_KEYS[key]))
+    if data.get("measured") is not None:
+        sections.append(("measured.", mapping(data["measured"], f"{where}: measured")))
+    for prefix, section in sections:
+        for keys, bounds in ((BANDWIDTH_KEYS, BANDWIDTH_RANGE), (FLOP_KEYS, FLOPS_RANGE)):
+            for key, scale in keys.items():
+                _optional_number(section, key, f"{where}: {prefix}{key}", *_scaled(bounds, scale))
+    for key in ("date", "dtype", "schema"):
+        _optional_text(data, key, f"{where}: {key}")
+    for group, key in (("weights", "note"), ("settings", "target"), ("settings", "draft")):
+        if data.get(group) is not None:
+            _optional_text(mapping(data[group], f"{where}: {group}"), key, f"{where}: {group}.{key}", 2000)
+    if data.get("models") is not None:
+        models = mapping(data["models"], f"{where}: models")
+        for role in ("target", "draft"):
+            if models.get(role) is not None:
+                _optional_text(mapping(models[role], f"{where}: models.{role}"), "name", f"{where}: models.{role}.name")
+    if data.get("figures") is not None:
+        _check_figures(mapping(data["figures"], f"{where}: figures"), where)
+    return data
+
+
+def _check_figures(fig: dict, where: str) -> None:
+    for group, fields in FIGURES.items():
+        if fig.get(group) is None:
+            continue
+        g = mapping(fig[group], f"{where}: figures.{group}")
+        for key in fields:
+            _figure(g.get(key), f"{where}: figures.{group}.{key}")
+        _optional_text(g, "method", f"{where}: figures.{group}.method", 4000)
+    if fig.get("speculative") is not None:
+        _optional_text(fig["speculative"], "alpha_note", f"{where}: figures.speculative.alpha_note", 4000)
+    if fig.get("batch_sweep") is not None:
+        sweep = mapping(fig["batch_sweep"], f"{where}: figures.batch_sweep")
+        _optional_text(sweep, "method", f"{where}: figures.batch_sweep.method", 4000)
+        points = sweep.get("points")
+        if points is not None:
+            if not isinstance(points, list) or len(points) > MAX_POINTS:
+                raise InputError(f"{where}: figures.batch_sweep.points must be a list of at most {MAX_POINTS} objects")
+            for i, p in enumerate(points):
+                p = mapping(p, f"{where}: figures.batch_sweep.points[{i}]")
+                for key in POINT_FIELDS:
+                    _figure(p.get(key), f"{where}: figures.batch_sweep.points[{i}].{key}")
+
+
+def _scaled(bounds, scale: float) -> tuple[float, float]:
+    return bounds[0] / scale, bounds[1] / scale
+
+
+def _optional_number(d: dict, key: str, where: str, lo: float, hi: float) -> None:
+    if d.get(key) is not None:
+        number(d[key], where, lo, hi)
+
+
+def _optional_text(d: dict, key: str, where: str, max_len: int = 200) -> None:
+    if d.get(key) is not None:
+        text(d[key], where, max_len)
+
+
+def _figure(value, where: str) -> None:
+    """null = not measured; else 0 or a finite number from 1e-12 to 1e15 (1e-300 or 1e308 is no measurement)."""
+    if value is None:
+        return
+    v = number(value, where, 0.0, FIGURE_RANGE[1])
+    if 0 < v < FIGURE_RANGE[0]:
+        raise InputError(f"{where} = {value!r} is too small to be a measurement (0, or at least {FIGURE_RANGE[0]:g})")
