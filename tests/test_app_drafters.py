@@ -237,3 +237,15 @@ def test_the_drafters_plot_shows_the_long_runs_and_says_what_they_were_counted_o
     mp = figures.make(ctl, "drafters")
     assert ctl.t("plot.drafters_short", tokens="600") in mp.axes[0].get_title()
     plots.close(mp)
+
+
+def test_a_repeated_iid_candidate_is_named_and_cannot_pass():
+    ctl = controller(prompt=REPEAT, drafter="tree", steps=8)
+    repeats = [e for e in _explanations(ctl) if "repeat_of" in e]
+    assert repeats, "the run has i.i.d. siblings that repeat a rejected token"
+    for e in repeats:
+        first = e["candidates"][e["repeat_of"] - 1]
+        assert first["token_id"] == e["guess_id"] and first["verdict"] == "rejected"
+        assert e["p"] == 0.0 and e["verdict"] == "rejected"
+    ctl.update(tree_sampling="distinct")
+    assert not [e for e in _explanations(ctl) if "repeat_of" in e]

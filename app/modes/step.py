@@ -134,6 +134,10 @@ def _tree_check(pair, tr, j: int) -> dict:
                target=top_entries(pair, tree.target_rows[c.target_row]), target_is_residual=c.round > 1)
     if nd.head is not None:
         out["head"] = int(nd.head)
+    # i.i.d. siblings can repeat a token already rejected here: the residual holds 0 for it, a sure rejection
+    earlier = [k + 1 for k, cand in enumerate(out["candidates"][:c.round - 1]) if cand["token_id"] == nd.token]
+    if earlier:
+        out["repeat_of"] = earlier[0]
     if not c.accepted:
         last = c.round == out["rounds"]
         out.update(residual=top_entries(pair, tree.target_rows[c.residual_row]), residual_fallback=bool(c.fallback),
@@ -314,6 +318,8 @@ class StepPanel(Panel):
         """What the round's verdict does next: the residual the next candidate meets, the replacement, or the
         kept candidate's children; and the running target this round met."""
         t, c = self.ctl.t, self.ctl.colors
+        if "repeat_of" in ex:
+            ui.wrapped(t("step.tree_repeat", k=ex["repeat_of"], guess=ex["guess"]), c["muted"])
         if ex["verdict"] == "accepted":
             n = ex.get("next_candidates", 0)
             ui.wrapped(t("step.tree_kept", n=n) if n else t("step.tree_leaf"))
