@@ -180,7 +180,7 @@ def _cmd_probs(args) -> int:
     for i in order:
         tag = "  draft under-proposes" if q[i] < p[i] * 0.8 else ("  draft over-proposes" if q[i] > p[i] * 1.25 else "")
         print(f"  {pair.display(i):<6} {p[i]:>11.4f} {q[i]:>11.4f} {min(p[i], q[i]):>10.4f}{tag}")
-    print(f"overlap Σ min(p, q) = {overlap:.4f}  (chance one guess passes here)")
+    print(f"overlap Σ min(p, q) = {overlap:.4f}  (chance one guess is accepted here)")
     return 0
 
 
@@ -234,12 +234,12 @@ _WORDS = {
         "guesses": "Guesses (drawn from q): {g}",
         "test": "  Test {i}: guess 「{x}」  p = {p:.4f}  q = {q:.4f}  p/q = {ratio:.4f}  r = {r:.4f}  ->  {verdict}",
         "acc_sure": "accepted (q <= p: always kept)",
-        "acc": "accepted (r <= p/q)",
-        "rej": "REJECTED (r > p/q); later guesses are discarded",
+        "acc": "accepted (r < p/q)",
+        "rej": "REJECTED (r >= p/q); later guesses are discarded",
         "untested": "  Test {i}: guess 「{x}」 not tested (follows a rejected guess)",
         "repl": "  Replacement 「{x}」 drawn from the residual norm(max(0, p - q)); its largest entries: {top}",
         "fallback": "  (the residual summed to 0 in floating point, so p = q here; drew from p instead)",
-        "bonus": "  All {g} guesses passed: bonus token 「{x}」 drawn from p at position {pos}; its largest entries: {top}",
+        "bonus": "  All {g} guesses accepted: bonus token 「{x}」 drawn from p at position {pos}; its largest entries: {top}",
         "wrote": "  Written this pass: 「{w}」 ({n} tokens)",
         "backoff_p": "  Note: the target has never seen the two-character context at position(s) {pos}: p = q there.",
         "backoff_q": "  Note: the draft has never seen the context at position(s) {pos}: q = the unigram floor there.",
@@ -249,7 +249,7 @@ _WORDS = {
         "lookup_span": "Copied 「{copy}」 (positions {c0}..{c1}) from after the earlier 「{match}」 at {a}..{b}: the "
                        "last {n} token(s) of the text occurred there. q is one-hot: a guess is kept with "
                        "probability p; a rejection draws from p with that token removed.",
-        "lookup_none": "No earlier occurrence of the text's last token: nothing to copy, a plain target step "
+        "lookup_none": "No earlier occurrence of the text's last token: nothing to copy, a plain target pass "
                        "(1 lane).",
         "pass_heads": "Pass {k}: no draft model; heads 2..{h} on the big drum read the features before 「{y}」 "
                       "and guess {g} tokens at once; the big drum turns once with {l} lanes lit.",
@@ -268,35 +268,35 @@ _WORDS = {
         "tree_bonus": "  A leaf was kept: bonus token 「{x}」 drawn from p after it; its largest entries: {top}",
     },
     "zh": {
-        "pass": "第 {k} 轮：小鼓转 {g} 次；大鼓转一次，亮 {l} 条道。",
+        "pass": "第 {k} 步：小滚筒转 {g} 圈；大滚筒转一圈，亮 {l} 条通道。",
         "ctx": "已写：…{ctx}",
         "guesses": "猜测（从 q 抽取）：{g}",
         "test": "  检查 {i}：猜「{x}」  p = {p:.4f}  q = {q:.4f}  p/q = {ratio:.4f}  r = {r:.4f}  →  {verdict}",
         "acc_sure": "通过（q ≤ p，必留）",
-        "acc": "通过（r ≤ p/q）",
-        "rej": "不通过（r > p/q）；后面的猜测全部作废",
+        "acc": "通过（r < p/q）",
+        "rej": "被拒（r ≥ p/q）；后面的猜测全部作废",
         "untested": "  检查 {i}：猜「{x}」未检查（跟在被拒的猜测后面）",
-        "repl": "  换上「{x}」，从剩余分布 norm(max(0, p − q)) 抽取；其中最大的几项：{top}",
-        "fallback": "  （剩余分布在浮点数里总和为 0，此处 p = q，改从 p 抽取）",
+        "repl": "  换上替换词元「{x}」，从残差 norm(max(0, p − q)) 抽取；其中最大的几项：{top}",
+        "fallback": "  （残差在浮点运算里总和为 0，说明这里 p = q，改从 p 抽取）",
         "bonus": "  {g} 个猜测全部通过：从第 {pos} 个位置的 p 抽取奖励词元「{x}」；其中最大的几项：{top}",
-        "wrote": "  本轮写下：「{w}」（{n} 个词元）",
+        "wrote": "  这一步写下：「{w}」（{n} 个词元）",
         "backoff_p": "  注意：大模型没见过位置 {pos} 的前两个字，那里 p = q。",
-        "backoff_q": "  注意：小模型没见过位置 {pos} 的前一个字，那里 q 用一元底线。",
+        "backoff_q": "  注意：草稿模型没见过位置 {pos} 的前一个字，那里 q 用一元底线。",
         "inexact": "注意：lenience < 1，不是精确规则。",
-        "pass_lookup": "第 {k} 轮：没有小模型；从已写的文字里抄来 {g} 个猜测；大鼓转一次，亮 {l} 条道。",
+        "pass_lookup": "第 {k} 步：没有草稿模型；从已写的文字里抄来 {g} 个猜测；大滚筒转一圈，亮 {l} 条通道。",
         "lookup_span": "抄的是「{copy}」（位置 {c0}..{c1}），它跟在前面的「{match}」（位置 {a}..{b}）后面：文字最后 {n} 个词元"
-                       "在那里出现过。q 是单点分布：猜测以概率 p 留下；不通过就从去掉这个词元后的 p 里抽取。",
-        "lookup_none": "文字最后一个词元前面没出现过：没有可抄的，这一轮是大模型单独写一个（1 条道）。",
-        "pass_heads": "第 {k} 轮：没有小模型；大鼓上的 2..{h} 号头读「{y}」之前的特征，一次猜 {g} 个；大鼓转一次，亮 {l} 条道。",
+                       "在那里出现过。q 是单点分布：猜测以概率 p 留下；被拒就从去掉这个词元后的 p 里抽取。",
+        "lookup_none": "文字最后一个词元前面没出现过：没有可抄的，这一步由大模型单独写一个（1 条通道）。",
+        "pass_heads": "第 {k} 步：没有草稿模型；大滚筒上的 2..{h} 号头读「{y}」之前的特征，一次猜 {g} 个；大滚筒转一圈，亮 {l} 条通道。",
         "head_of": "  （{h} 号头）",
         "plain": "  大模型单独写「{x}」，从 p 抽取；其中最大的几项：{top}",
-        "backoff_heads": "  注意：位置 {pos} 的头读到的特征只有一个词元或没见过的两个字，那些头退回到更短的历史。",
-        "pass_tree": "第 {k} 轮：一棵 {n} 个候选的树（每层宽 {w}，来自 {base}，{sampling}）；大鼓转一次，亮 {l} 条道（所有节点一起算）。",
+        "backoff_heads": "  注意：位置 {pos} 的头读到的特征只有一个词元或没见过的两个字，那些头改用更短的历史。",
+        "pass_tree": "第 {k} 步：一棵 {n} 个候选的树（每层宽 {w}，来自 {base}，{sampling}）；大滚筒转一圈，亮 {l} 条通道（所有节点一起算）。",
         "tree_check": "  第 {d} 层，第 {j} 个候选「{x}」（接在「{path}」后）：p = {p:.4f}  q = {q:.4f}  p/q = {ratio:.4f}  "
                       "r = {r:.4f}  →  {verdict}",
         "tree_kept": "留下；接着检查它的子节点",
-        "tree_rej": "不通过；p 换成 norm(max(0, p − q))：{top}",
-        "tree_repl": "  第 {d} 层的候选全部不通过：从最后的剩余分布抽取「{x}」；其中最大的几项：{top}",
+        "tree_rej": "被拒；p 换成 norm(max(0, p − q))：{top}",
+        "tree_repl": "  第 {d} 层的候选全部被拒：从最后的残差抽取「{x}」；其中最大的几项：{top}",
         "tree_bonus": "  留下了一片叶子：从它后面的 p 抽取奖励词元「{x}」；其中最大的几项：{top}",
     },
 }
@@ -462,11 +462,12 @@ def _cmd_alpha(args) -> int:
     chars = args.chars
     if chars is None:
         # Shaped rows, and every drafter but the chain, need the SpeculativeSampler itself: a shorter default run.
-        chars = 20_000 if s.shapes_rows or not fast_chain else 200_000
+        chars = an.LONG_RUN_TOKENS_SHAPED if s.shapes_rows or not fast_chain else an.LONG_RUN_TOKENS
     if fast_chain:
-        a_corpus = an.alpha_corpus(pair, s)
-        run = an.alpha_generated(pair, s, chars=chars)
-        a, tpp, lanes, expected = run.alpha, run.tokens_per_pass, float(s.gamma + 1), run.alpha_expected
+        # The same long run (and cache) the program's panels read: the two cannot disagree.
+        run = an.pair_facts(pair, args.gamma, s, chars=chars)
+        a_corpus = run.alpha_corpus
+        a, tpp, lanes, expected = run.alpha, run.tokens_per_pass_counted, float(s.gamma + 1), run.alpha_expected
         n_tokens, passes, acc, tested, method = run.tokens, run.passes, run.accepted, run.tested, run.method
         per_position, proposing = a, 1.0
     else:
@@ -522,7 +523,7 @@ def _cmd_alpha(args) -> int:
           f"written: {out['arithmetic_per_token']:.2f}× the target alone")
     print(f"on paper ({cm['model']} on {cm['device']}, context {cm['context']}): a pass takes {cm['pass_ms']:.3f} ms "
           f"(read {cm['read_ms']:.3f}, arithmetic {cm['arithmetic_ms']:.3f}, {cm['bound']}-bound; draft "
-          f"{cm['draft_ms']:.3f}) vs {cm['target_step_ms']:.3f} ms a target step -> speedup "
+          f"{cm['draft_ms']:.3f}) vs {cm['target_step_ms']:.3f} ms a target pass -> speedup "
           f"{out['speedup_model']:.3f}× ({out['speedup_model_c0']:.3f}× with a free draft)")
     return 0
 
@@ -604,18 +605,23 @@ def _cmd_tubes(args) -> int:
 # ---- roofline ------------------------------------------------------------------------------------
 def _cmd_roofline(args) -> int:
     from models.hardware import busy_fraction, roofline
-    r = roofline(args.device, args.model, args.batch, args.context)
+    r = roofline(args.device, args.model, args.batch, args.context, args.positions)
     if args.lanes is not None:
         r["lanes"] = args.lanes
         r["lanes_busy"] = busy_fraction(args.device, args.model, args.lanes)
     if args.json:
         _emit_json(r)
         return 0
-    print(f"{r['model_label']} on {r['device_label']}, batch {r['batch']}, context {r['context']} (on paper)")
+    each = f", {r['positions']} positions each" if r["positions"] > 1 else ""
+    print(f"{r['model_label']} on {r['device_label']}, batch {r['batch']}, context {r['context']}{each} (on paper)")
     print(f"  weights {r['weight_bytes'] / 1e9:.2f} GB + KV cache {r['kv_bytes_per_step'] / 1e9:.2f} GB "
-          f"({r['kv_bytes_per_token']:,} B/token) = {r['bytes_per_step'] / 1e9:.2f} GB read per step")
-    print(f"  {r['ms_per_token']:.2f} ms per step -> {r['tokens_per_s']:,.0f} tokens/s "
-          f"({r['tokens_per_s_per_sequence']:,.1f} per sequence)")
+          f"({r['kv_bytes_per_token']:,} B/token) = {r['bytes_per_step'] / 1e9:.2f} GB read per pass")
+    if r["positions"] > 1:
+        print(f"  {r['ms_per_step']:.2f} ms per pass ({r['positions']} positions of each sequence checked at once; "
+              f"the KV cache is read once)")
+    else:
+        print(f"  {r['ms_per_token']:.2f} ms per pass -> {r['tokens_per_s']:,.0f} tokens/s "
+              f"({r['tokens_per_s_per_sequence']:,.1f} per sequence)")
     print(f"  arithmetic busy {100 * r['arithmetic_busy']:.1f}% (idle {100 * r['arithmetic_idle']:.1f}%); "
           f"device does {r['device_ops_per_byte']:.0f} ops per byte read; "
           f"{r['lanes_to_saturate']:.0f} lanes to keep it busy")
@@ -715,6 +721,8 @@ def register(sub) -> None:
     rf.add_argument("--model", default="llama-3.1-8b")
     rf.add_argument("--batch", type=whole(1, 1_000_000), default=1)
     rf.add_argument("--context", type=whole(0, 10_000_000), default=0)
+    rf.add_argument("--positions", type=whole(1, 1_000), default=1,
+                    help="tokens each sequence computes in the pass (γ + 1 when checking γ guesses; default 1)")
     rf.add_argument("--lanes", type=whole(1, 1_000_000), default=None, help="also: arithmetic busy with this many lanes lit")
     rf.add_argument("--json", action="store_true")
     rf.set_defaults(func=_cmd_roofline)

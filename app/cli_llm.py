@@ -90,6 +90,12 @@ def model_info(name: str) -> dict:
     return {"name": cfg.name, "source": source, "config": cfg.as_dict(), "params": params,
             "bytes": {k: params * v for k, v in item.items()},
             "weight_bytes_read_per_token": {k: cfg.weight_bytes_read_per_token(d) for k, d in DTYPES.items()},
+            # The difference: an untied input embedding is looked up (one row per token), not streamed.
+            "input_embedding_bytes": {k: 0 if cfg.tie_embeddings else cfg.vocab_size * cfg.dim * v
+                                      for k, v in item.items()},
+            "weight_bytes_note": "bytes = all parameters (the lesson's 'about 16 GB' for Llama 3.1 8B in bf16); "
+                                 "weight_bytes_read_per_token = what one decoding pass streams: every matrix once, "
+                                 "while an untied input embedding is looked up one row per token, not streamed",
             "kv_bytes_per_token": {k: cfg.kv_bytes_per_token(d) for k, d in DTYPES.items()},
             "tied_embeddings": cfg.tie_embeddings, "counted_on": "meta device (no memory)"}
 
@@ -103,7 +109,11 @@ def cmd_model_info(args) -> int:
         f"{c['n_kv_heads']} KV heads x {c['head_dim']}, vocab {c['vocab_size']}, "
         f"{'tied' if c['tie_embeddings'] else 'untied'} embeddings",
         f"  parameters {info['params']:,}",
-        "  bytes      " + ", ".join(f"{k} {v:,}" for k, v in info["bytes"].items()),
+        "  bytes      " + ", ".join(f"{k} {v:,}" for k, v in info["bytes"].items()) + "  (all parameters)",
+        "  read/token " + ", ".join(f"{k} {v:,}" for k, v in info["weight_bytes_read_per_token"].items())
+        + ("  (every matrix once; the input embedding, "
+           f"{info['input_embedding_bytes']['bf16'] / 1e9:.2f} GB in bf16, is looked up one row per token, not streamed)"
+           if info["input_embedding_bytes"]["bf16"] else "  (every matrix once)"),
         "  KV / token " + ", ".join(f"{k} {v:,}" for k, v in info["kv_bytes_per_token"].items())])
     return 0
 

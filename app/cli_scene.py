@@ -1,4 +1,4 @@
-"""`spectable render`: one frame (or a frame sequence) of the cast-iron table, headless, after K steps of a seeded run."""
+"""`spectable render`: one frame (or a frame sequence) of the cast-iron table, headless, after K target passes of a seeded run."""
 from __future__ import annotations
 
 import json
@@ -15,12 +15,12 @@ PHASES = ("draft", "verify", "check", "write", "mid-draft", "mid-verify", "mid-c
 
 def register(sub) -> None:
     p = sub.add_parser("render", help="render the table headless to PNG (one frame, or --frames N)",
-                       description="Render the cast-iron table offscreen (EGL) after K steps of a seeded run.")
+                       description="Render the cast-iron table offscreen (EGL) after K target passes of a seeded run.")
     p.add_argument("--view", default="table", help=f"one of: {', '.join(VIEW_NAMES)} (default table)")
     p.add_argument("--step", type=whole(0, 10_000), default=1,
-                   help="show step K (1-based) at the end of --phase; 0 = before the first step; "
+                   help="show target pass K (1-based) at the end of --phase; 0 = before the first pass; "
                         "for --view tubes: after K rounds of the tube experiment (default 1)")
-    p.add_argument("--phase", default="write", help=f"moment within the step: {', '.join(PHASES)} (default write: "
+    p.add_argument("--phase", default="write", help=f"moment within the pass: {', '.join(PHASES)} (default write: "
                                                     "verdicts shown, before the tape scrolls)")
     p.add_argument("--size", default="1280x720", help="WxH in pixels (default 1280x720)")
     p.add_argument("--out", default="shot.png", help="PNG file for one frame (default shot.png)")
@@ -28,7 +28,7 @@ def register(sub) -> None:
     p.add_argument("--out-dir", default=None, help="folder for --frames (created if missing)")
     p.add_argument("--fps", type=number(1, 240), default=30.0, help="frames per second of animation time for --frames")
     p.add_argument("--seed", type=SEED, default=0, help="sampler seed (default 0)")
-    p.add_argument("--gamma", type=whole(1, 16), default=4, help="guesses per step γ (default 4)")
+    p.add_argument("--gamma", type=whole(1, 16), default=4, help="guesses per pass γ (default 4)")
     p.add_argument("--prefix", default="孔乙己", help="text the run starts from (default 孔乙己)")
     p.add_argument("--tokens", default="char", choices=("char", "word"), help="character or jieba word tokens")
     p.add_argument("--batch", type=whole(1, 512), default=1, help="sequences batched: lanes x batch, one drawer each")

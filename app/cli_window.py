@@ -12,7 +12,7 @@ from corpus.errors import InputError
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="open the window; with --frames N run N frames (scripted keys) and exit")
-    p.add_argument("--frames", type=whole(1, 10_000_000), default=None, help="run this many frames, then exit (fixed 1/30 s steps)")
+    p.add_argument("--frames", type=whole(1, 10_000_000), default=None, help="run this many frames, then exit (a fixed clock: 1/30 s a frame)")
     p.add_argument("--screenshot", type=Path, default=None, help="save the last frame as PNG")
     p.add_argument("--script", type=Path, default=None, help="key presses, one per line (see README.md, 'The program')")
     p.add_argument("--mode", choices=("tour", "lab", "step", "tubes", "exploded", "hardware"), default=None)

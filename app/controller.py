@@ -18,6 +18,7 @@ from app.driver import TableDriver
 from app.i18n import Strings
 from app.palette import colors
 from app.session import DrafterWorker, Session, TubeWorker
+from app.session import LongRunWorker, Session, TubeWorker
 from app.settings import FIELDS, LAB_FIELDS, AppSettings, check_type, check_value, clamp_value, save_settings
 from app.tour import CHAPTERS, TourState
 from corpus.atomic import remove_stale_temps
@@ -43,6 +44,7 @@ class Controller:
         self.session = Session(self.settings)
         self.tube_worker = TubeWorker(self.session)
         self.drafter_worker = DrafterWorker(self.session)
+        self.long_worker = LongRunWorker(self.session)
         self.tour = TourState(self.settings.chapter)
         self.mode: str | None = None
         self.lab_values: dict | None = None  # the lab's own values, kept aside while the tour sets its own
@@ -256,6 +258,10 @@ class Controller:
         """Tokens and lanes per pass of every drafter (app.session.DrafterWorker): at once in a scripted run or when
         `wait` (exports), else None until the worker has them."""
         return self.drafter_worker.get() if (self.scripted or wait) else self.drafter_worker.ready()
+    def long_run(self, wait: bool = False):
+        """The pair's long-run facts (models.analytics.PairFacts) for the settings now: computed at once in a
+        scripted run or when `wait` (exports), else None until the worker thread has them."""
+        return self.long_worker.get() if (self.scripted or wait) else self.long_worker.ready()
 
     def facts(self):
         """facts.facts(), recomputed only when the run, a setting or the tubes' readiness changed."""
@@ -267,10 +273,14 @@ class Controller:
             self._facts_key, self._facts = key, facts(self)
         return self._facts
 
-    def state(self) -> dict:
-        """What the program is doing, as plain data (spectable run --json; tests read it)."""
+    def state(self, scr=None) -> dict:
+        """What the program is doing, as plain data (spectable run --json; tests read it). `scr`: the window's
+        Screen, for where the panels cover the table (the tour's `beat`); without one, the saved window size."""
         run = self.session.run
         s = self.settings
+        if scr is None:
+            from app.ui import screen_for
+            scr = screen_for(self, s.window_w, s.window_h)
         return {
             "mode": self.mode, "language": s.language, "palette": s.palette, "ui_scale": s.ui_scale,
             "fullscreen": s.fullscreen, "blank": self.blank, "help": self.help, "paused": self.paused,
@@ -288,6 +298,8 @@ class Controller:
             "drafter_settings": self.drafter_settings(),
             "settings": {k: getattr(s, k) for k in LAB_FIELDS}, "lab": self.lab(),
             "lanes_lit": self.driver.lanes_lit(),
+            "beat": self.panel.beat(scr) if self.mode == "tour" else None,
+            "facts": self.panel.facts_shown(),
         }
 
     def drafter_settings(self) -> dict | None:
@@ -303,4 +315,5 @@ class Controller:
         self.save()
         self.tube_worker.close()
         self.drafter_worker.close()
+        self.long_worker.close()
 

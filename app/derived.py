@@ -27,11 +27,6 @@ def alpha_corpus(pair, temperature: float | None = None) -> float:
     return float(analytics.alpha_corpus(pair, settings))
 
 
-def toy_alpha(run, pair) -> float:
-    """The α the plots mark: measured on the text the run actually wrote (1 - TV at tested positions)."""
-    return run.alpha_generated if run else alpha_corpus(pair)
-
-
 @lru_cache(maxsize=256)
 def speedups(alpha: float, c: float) -> tuple[float, ...]:
     from models import analytics
@@ -86,11 +81,30 @@ def extra_arithmetic(alpha: float, gamma: int) -> float:
     return float(analytics.extra_arithmetic(alpha, gamma))
 
 
-def roofline(device: str, model: str, lanes: int, context: int) -> dict:
+def roofline(device: str, model: str, lanes: int, context: int, positions: int = 1) -> dict:
     from models import hardware
-    return hardware.roofline(device, model, lanes, context)
+    return hardware.roofline(device, model, lanes, context, positions)
+
+
+def pass_busy(device: str, model: str, sequences: int, positions: int, context: int) -> float:
+    """The mill's busy share for a pass: `positions` (γ + 1 while checking) of each sequence at once, which
+    read that sequence's KV cache once (models.hardware.pass_busy)."""
+    from models import hardware
+    return hardware.pass_busy(device, model, sequences, positions, context)
 
 
 def lane_sweep(device: str, model: str, context: int) -> tuple[list[int], list[float], list[float]]:
     rows = [roofline(device, model, n, context) for n in LANE_SWEEP]
     return list(LANE_SWEEP), [float(r["tokens_per_s"]) for r in rows], [float(r["arithmetic_busy"]) for r in rows]
+
+
+@lru_cache(maxsize=64)
+def demo_seed(pair, prompt: str, gamma: int, temperature: float, top_k: int, top_p: float, events: tuple,
+              start: int) -> int:
+    """The first seed >= start whose real run from `prompt` shows `events` in its first passes (models.demo): a
+    tour page that describes a kept guess, a replacement or a bonus gets a pass in which it happens. Searched
+    once per chapter's settings (a few milliseconds a try); InputError when no seed within the search does."""
+    from models.demo import find_demo_seed
+    from models.sampler import SamplerSettings
+    settings = SamplerSettings(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p, seed=start)
+    return find_demo_seed(pair, pair.encode(prompt), settings, tuple(events), start=int(start)).seed

@@ -21,6 +21,7 @@ class TableDriver:
         self.stage = None
         self.stage_error: str | None = None
         self.play_until: float | None = None  # the tour plays one action then holds still
+        self.after_flight = False             # a played span waits for the camera to arrive at its frame
         self.loop = False                     # free play: the run repeats
         self.stage_stats = None
         self.shown_version = None             # the session's run version the table shows
@@ -59,14 +60,16 @@ class TableDriver:
     def timeline(self):
         return self.stage.timeline if self.stage is not None else None
 
-    def play(self, start: float, end: float | None = None) -> None:
-        """Play the table from `start` to `end` (then hold still), or freely to the end when end is None."""
+    def play(self, start: float, end: float | None = None, after_flight: bool = False) -> None:
+        """Play the table from `start` to `end` (then hold still), or freely to the end when end is None;
+        `after_flight`: not before the camera has arrived at the frame it is flying to (a tour beat)."""
         tl = self.timeline
         if tl is None:
             return
         tl.seek(start)
         tl.paused = False
         self.play_until = end
+        self.after_flight = after_flight
 
     def hold(self, t: float) -> None:
         """Show the table still at time t (step-through stops, the tour's text pages)."""
@@ -76,6 +79,7 @@ class TableDriver:
         tl.seek(t)
         tl.paused = True
         self.play_until = None
+        self.after_flight = False
 
     def advance(self, dt: float) -> None:
         """The one clock: everything on the table moves dt seconds on (the timeline only when not paused),
@@ -83,8 +87,10 @@ class TableDriver:
         st = self.stage
         if st is None:
             return
+        if self.after_flight and not st.camera.moving:
+            self.after_flight = False
         playing = not self.ctl.paused
-        st.advance(dt, play=playing)
+        st.advance(dt, play=playing and not self.after_flight)
         if not playing:
             return
         tl = st.timeline
@@ -107,6 +113,11 @@ class TableDriver:
                 self.stage.set_view(name)
             except (ValueError, KeyError) as exc:
                 self.ctl.notify(f"view {name}: {exc}")
+
+    def set_focus(self, parts, view: str = "table") -> None:
+        """Frame these parts (a tour beat): the camera fits them in the frame the HUD leaves free."""
+        if self.stage is not None:
+            self.stage.set_focus(parts, view)
 
     # ---- the run on the table ------------------------------------------------------------------
     def sync(self) -> bool:

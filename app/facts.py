@@ -1,7 +1,10 @@
 """Live numbers for narration and panels, each computed from a model, the run's traces or the hardware model.
 
-facts(ctl) returns formatted strings by name; a narration page writes {alpha} and gets the toy
-pair's α as measured on the run now on the table. A number that cannot be computed shows '—'.
+facts(ctl) returns formatted strings by name; a narration page writes {alpha} and gets the toy pair's α.
+Two kinds of numbers, labelled apart: the pair's own properties (α, tokens per pass, best γ, best speedup)
+come from one long run per table (models.analytics.pair_facts, what `spectable alpha` reports; ctl.long_run());
+what the short run on the table counted is named as that run's count (run_count: "9 / 21"), never as α.
+A number that cannot be computed shows '—'; one still being computed on a worker thread shows '…'.
 """
 from __future__ import annotations
 
@@ -20,27 +23,69 @@ class Facts(dict):
         self.lazy: dict = {}
 
     def __missing__(self, key):
-        fn = self.lazy.pop(key, None)
+        fn = self.lazy.get(key)
         if fn is not None:
             try:
-                self[key] = fn()
-                return self[key]
-            except Exception:  # noqa: BLE001 - a model still landing shows '—', not a crash
-                pass
+                value = fn()
+            except Exception:  # noqa: BLE001 - a model that cannot be computed shows '—', not a crash
+                self.lazy.pop(key, None)
+                return "—"
+            if value is None:            # still computing on a worker thread: asked again next frame
+                return "…"
+            self.lazy.pop(key, None)
+            self[key] = value
+            return value
         return "—"
 
 
+def pass_story(ctl, tr) -> str:
+    """What one pass did, in words: a replacement and a bonus are told apart."""
+    pair, t = ctl.session.pair(), ctl.t
+    if not tr.guesses:
+        return t("story.target", token=pair.display(tr.final_token))
+    token = pair.display(tr.final_token)
+    if tr.final_kind == "bonus":
+        return t("story.bonus", gamma=tr.gamma, token=token, n=len(tr.tokens_written))
+    if tr.n_accepted == 0:
+        return t("story.first_rejected", token=token)
+    return t("story.replaced", kept=tr.n_accepted, pos=tr.n_accepted + 1, token=token, n=len(tr.tokens_written))
+
+
+def checkpoint_pass(ctl, kind: str) -> int:
+    """The pass the tour chapter's checkpoint of this kind asks about (its action's "pass"; 0 when none)."""
+    if getattr(ctl, "mode", None) == "tour":
+        for page in ctl.tour.pages():
+            a = page.action
+            if a is not None and a.do == "checkpoint" and a.kind == kind:
+                return a.pass_index or 0
+    return 0
+
+
 def checkpoint(ctl):
-    """The guess a predict-then-reveal page asks about: the first tested guess with q > p (a real gamble)."""
+    """The guess a predict-then-reveal page asks about: the first tested guess with q > p (a real gamble) in the
+    pass the checkpoint names, else in any pass."""
     run = ctl.session.ensure()
     if not run:
         return None
-    for tr in run.traces:
+    k = min(checkpoint_pass(ctl, "test"), len(run.traces) - 1)
+    for tr in (run.traces[k], *run.traces):
         for i in range(tr.tested):
             if tr.ratios[i] < 1.0:
                 return tr, i
-    tr = run.traces[0]
+    tr = run.traces[k]
     return (tr, 0) if tr.guesses else None     # the target alone (tour chapters 1-2) guesses nothing
+
+
+def count_reveal(ctl, tr) -> str:
+    """The count checkpoint's answer, naming what the target wrote last: a replacement or the bonus token."""
+    pair, t = ctl.session.pair(), ctl.t
+    token, written = pair.display(tr.final_token), "".join(pair.display(g) for g in tr.tokens_written)
+    if tr.final_kind == "bonus":
+        return t("check.count_reveal_bonus", kept=tr.n_accepted, token=token, written=written)
+    if tr.n_accepted == 0:
+        return t("check.count_reveal_none", token=token, written=written)
+    return t("check.count_reveal_replaced", kept=tr.n_accepted, pos=tr.n_accepted + 1, token=token,
+             written=written)
 
 
 def under_over(pair):
@@ -64,6 +109,7 @@ def facts(ctl) -> Facts:
         except Exception:  # noqa: BLE001 - a model still landing shows '—', not a crash
             pass
 
+    from models import analytics
     put("lanes", lambda: f"{s.lanes}")
     put("gamma", lambda: f"{s.gamma}")
     put("c", lambda: f"{s.c:g}")
@@ -81,33 +127,74 @@ def facts(ctl) -> Facts:
         put("tokens_per_s", lambda: f"{roof['tokens_per_s']:,.0f}")
         put("busy", lambda: f"{100 * roof['arithmetic_busy']:.1f}%")
         put("lanes_to_saturate", lambda: f"{roof['lanes_to_saturate']:.0f}")
-    # A speculative pass computes γ + 1 tokens per sequence (a tree: its nodes + 1): what the mill shows while it checks.
-    spec_lanes = s.lanes * pass_positions(s)
-    put("spec_lanes", lambda: f"{spec_lanes}")
-    spec_busy = lambda: derived.roofline(s.device, s.model, spec_lanes, s.context)["arithmetic_busy"]  # noqa: E731
-    put("busy_spec", lambda: f"{100 * spec_busy():.1f}%")
+        put("weights_gb", lambda: f"{roof['weight_bytes'] / 1e9:.2f} GB")
+        put("bandwidth", lambda: fmt_bandwidth(roof["bandwidth_Bps"]))
+        put("device_ops_per_byte", lambda: f"{roof['device_ops_per_byte']:.0f}")
+        put("kv_per_token", lambda: f"{roof['kv_bytes_per_token']:,}")
+        put("kv_gb", lambda: f"{roof['kv_bytes_per_step'] / 1e9:.1f} GB")
+        put("arith_ms", lambda: f"{roof['arithmetic_ms_per_step']:.3f} ms")
+        ops = roof["ops_per_step"]
+        put("ops_per_step", lambda: f"{ops / 1e8:,.0f} 亿" if s.language == "zh" else f"{ops / 1e9:.1f} billion")
+    # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
+    weights_only = lambda lanes=s.lanes: derived.roofline(s.device, s.model, lanes, 0)  # noqa: E731
+    put("tps_weights", lambda: f"{weights_only()['tokens_per_s']:,.0f}")
+    put("busy_weights", lambda: f"{100 * weights_only()['arithmetic_busy']:.1f}%")
+    gain = lambda: weights_only()["tokens_per_s"] / weights_only(1)["tokens_per_s"]  # noqa: E731
+    put("batch_gain", lambda: f"{gain():.0f} 倍" if s.language == "zh" else f"{gain():.0f}×")
+    # A speculative pass computes γ + 1 positions of each sequence at once (a tree: its nodes + 1); they read its KV
+    # cache once.
+    put("spec_lanes", lambda: f"{s.lanes * pass_positions(s)}")
+    # What a pass costs in big-drum turns: γ turns of the small drum at c each, then one of the big drum.
+    put("pass_cost", lambda: f"{s.gamma * s.c + 1:g}")
+    put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, pass_positions(s), s.context):.1f}%")
+    # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
+    put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
+    put("lev_faster", lambda: f"{100 * (analytics.speedup(0.6, 2, 0.0) - 1):.0f}%")
+
+    # The pair's own properties: the long run (lazy: computed when a page or panel shows one).
+    def long(fmt):
+        def fn():
+            pf = ctl.long_run()
+            return None if pf is None else fmt(pf)
+        return fn
+    f.lazy["alpha"] = long(lambda pf: f"{pf.alpha:.3f}")
+    f.lazy["long_tokens"] = long(lambda pf: f"{pf.tokens:,}")
+    f.lazy["long_count"] = long(lambda pf: f"{pf.accepted:,} / {pf.tested:,}")
+    f.lazy["tpp_formula"] = long(lambda pf: f"{pf.tokens_per_pass_formula:.2f}")
+    f.lazy["tpp_counted"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
+    f.lazy["best_gamma"] = long(lambda pf: f"{pf.best(s.c)[0]}")
+    f.lazy["best_speedup"] = long(lambda pf: f"{pf.best(s.c)[1]:.2f}×")
+    f.lazy["speedup_now"] = long(lambda pf: f"{pf.speedup(s.c):.2f}×")
+    # extra_arithmetic is a ratio to the target alone (1.53 = 53% more)
+    f.lazy["extra_pct"] = long(lambda pf: f"{100 * (pf.extra_arithmetic() - 1):.0f}%")
+    f.lazy["backed_off_pct"] = long(lambda pf: f"{100 * pf.backed_off_share:.0f}%")
     run = ses.ensure()
     if run:
-        alpha = run.alpha_generated
-        put("alpha", lambda: f"{alpha:.3f}")
-        put("tpp_counted", lambda: f"{run.tokens_per_pass_counted:.2f}")
-        put("tpp_formula", lambda: f"{derived.tokens_per_pass_formula(alpha)[s.gamma - 1]:.2f}")
-        put("best_gamma", lambda: f"{derived.best_gamma(alpha, s.c)[0]}")
-        put("best_speedup", lambda: f"{derived.best_gamma(alpha, s.c)[1]:.2f}×")
-        put("speedup_now", lambda: f"{derived.speedups(alpha, s.c)[s.gamma - 1]:.2f}×")
-        # extra_arithmetic is a ratio to the target alone (1.53 = 53% more)
-        put("extra_pct", lambda: f"{100 * (derived.extra_arithmetic(alpha, s.gamma) - 1):.0f}%")
         tr0 = run.traces[0]
         pair = ses.pair()
-        put("step_written", lambda: f"{pair.decode(tr0.tokens_written)} ({tr0.n_accepted}+1)")
-        put("count_guesses", lambda: "".join(pair.display(g) for g in tr0.guesses))
-        put("count_kept", lambda: f"{tr0.n_accepted}")
-        put("count_written", lambda: "".join(pair.display(g) for g in tr0.tokens_written))
+        # What the short run on the table counted: named as this run's count.
+        count = analytics.count_run(run.traces)
+        put("run_passes", lambda: f"{count.passes}")
+        put("run_kept", lambda: f"{count.accepted}")
+        put("run_tested", lambda: f"{count.tested}")
+        put("run_count", lambda: f"{count.accepted} / {count.tested}")
+        put("run_tpp", lambda: f"{count.tokens_per_pass:.2f}")
+        for name, tr in zip(("story_1", "story_2", "story_3"), run.traces):
+            put(name, lambda tr=tr: pass_story(ctl, tr))
+        # The count checkpoint's pass (the first, unless the chapter's checkpoint names another).
+        trc = run.traces[min(checkpoint_pass(ctl, "count"), len(run.traces) - 1)]
+        put("step_written", lambda: f"{pair.decode(trc.tokens_written)} ({trc.n_accepted}+1)")
+        put("count_guesses", lambda: "".join(pair.display(g) for g in trc.guesses))
+        put("count_kept", lambda: f"{trc.n_accepted}")
+        put("count_written", lambda: "".join(pair.display(g) for g in trc.tokens_written))
+        put("count_reveal", lambda: count_reveal(ctl, trc))
         cp = checkpoint(ctl)
         if cp:
             tr, i = cp
             g = tr.guesses[i]
             put("check_guess", lambda: pair.display(g))
+            put("check_pass", lambda: f"{tr.step_index + 1}")
+            put("check_index", lambda: f"{i + 1}")
             put("check_p", lambda: f"{tr.p_rows[i][g]:.4f}")
             put("check_q", lambda: f"{tr.q_rows[i][g]:.4f}")
             put("check_ratio", lambda: f"{tr.ratios[i]:.3f}")
@@ -372,6 +459,13 @@ def measurement_view(entry: dict, t, paper_device: str, paper_model: str) -> dic
             view["notes"].append(t("hw.alpha_note") if "not meaningful" in an else an)
     if not rows:
         view["notes"].append(t("hw.no_figures"))
+    # The bench's on-paper decode reads every matrix once but looks the input embedding up (one row per token):
+    # say so beside the lesson's "about 16 GB", which is all the weights.
+    tm = _dict(models, "target")
+    read, whole = _num(tm, "weight_bytes_read_per_token"), _num(tm, "weight_bytes")
+    if read is not None and whole is not None and whole > read and ms is not None:
+        view["notes"].append(t("hw.embedding_note", read=f"{read / 1e9:.2f} GB", emb=f"{(whole - read) / 1e9:.2f} GB",
+                               all=f"{whole / 1e9:.2f} GB"))
 
     # Which device measured this, and (GPU only) the same decode scaled to the on-paper device by bandwidth.
     paper_dev = hardware.DEVICES.get(paper_device)

@@ -16,19 +16,21 @@ def make(ctl, name: str):
     pair = ctl.session.pair()
     plots.use_font(str(ctl.font_file))
     if name == "speedup":
-        alpha = derived.toy_alpha(ctl.session.ensure(), pair)
+        alpha = long_alpha(ctl)
         g, _ = derived.best_gamma(alpha, s.c)
         curves = {a: derived.speedups(a, s.c) for a in REFERENCE_ALPHAS}
         return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c)
     if name == "tpp":
-        alpha = derived.toy_alpha(ctl.session.ensure(), pair)
+        alpha = long_alpha(ctl)
         passes = max(40, s.steps)
         counted = derived.tokens_per_pass_counted(pair, s.prompt, s.temperature, s.top_k, s.top_p, s.seed, passes)
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), derived.tokens_per_pass_formula(alpha), counted,
                                           alpha, passes)
     if name == "roofline":
         lanes, tps, busy = derived.lane_sweep(s.device, s.model, s.context)
-        return plots.roofline_plot(t, pal, lanes, tps, busy, s.lanes, s.device, s.model, s.context)
+        from models import hardware
+        return plots.roofline_plot(t, pal, lanes, tps, busy, s.lanes, hardware.get_device(s.device).label,
+                                   hardware.get_model(s.model).label, f"{s.context:,}")
     if name == "tubes":
         res = ctl.tube_worker.get()
         tv_l, tv_r = tube_tv_curves(res)
@@ -51,6 +53,12 @@ def drafter_points(ctl, wait: bool = False) -> dict | None:
     if fig is None:
         return None
     return dict(fig, points=with_speedups(fig["points"], s.device, s.model, s.context, s.c))
+def long_alpha(ctl) -> float:
+    """The pair's α from the long run (Controller.long_run), the figure the panels print beside the plot."""
+    return float(ctl.long_run(wait=True).alpha)
+
+
+LONG_RUN_PLOTS = ("speedup", "tpp")     # plots drawn at the long run's α (the panel waits for it to land)
 
 
 def tube_tv_curves(res) -> tuple[np.ndarray, np.ndarray]:

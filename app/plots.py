@@ -107,7 +107,7 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes:
     return fig
 
 
-def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device: str, model: str, context: int):
+def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device: str, model: str, context: str):
     fig, ax = _figure(pal)
     ax.plot(lanes, tokens_per_s, color=_hex(pal["target"]), lw=2.5, label=t("plot.tokens_per_s"))
     ax.set_xscale("log", base=2)

@@ -1,5 +1,6 @@
 """The run cache: from the settings to the n-gram pair and a run of step traces, recomputed only when a field
-that the run depends on changed (app.settings.RUN_FIELDS), and the test-tube experiment's worker.
+that the run depends on changed (app.settings.RUN_FIELDS), the test-tube experiment's worker and the worker of
+the pair's long run.
 
 Everything the UI shows about the run is read from here; the numbers derived from it (α, speedups,
 roofline) are plain cached functions in app/derived.py.
@@ -7,8 +8,6 @@ roofline) are plain cached functions in app/derived.py.
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-import numpy as np
 
 from app.settings import RUN_FIELDS, AppSettings
 from corpus.errors import InputError
@@ -21,8 +20,8 @@ class Run:
     prompt_ids: tuple[int, ...]
     traces: tuple
     tokens: tuple[int, ...]           # prompt + written
-    alpha_generated: float            # mean of sum_x min(p, q) over tested positions (1 - TV)
-    tokens_per_pass_counted: float
+    # No α here: a short run's counts are that run's (models.analytics.count_run); the pair's α and tokens per
+    # pass come from its long run (LongRunWorker).
 
     @property
     def written(self) -> int:
@@ -86,7 +85,6 @@ class Session:
         key = self.settings.values(RUN_FIELDS)
         if key == self._run_key:
             return self.run
-        from models.analytics import overlap
         from models.sampler import SpeculativeSampler, TargetSampler
         s = self.settings
         self._run_key = key
@@ -105,10 +103,7 @@ class Session:
             self.error = str(exc)
             return self.run
         self.error = None
-        tested = [overlap(tr.p_rows[i], tr.q_rows[i]) for tr in traces for i in range(tr.tested)]
-        self.run = Run(prompt_ids=tuple(prompt_ids), traces=traces, tokens=tuple(sampler.tokens),
-                       alpha_generated=float(np.mean(tested)) if tested else 0.0,
-                       tokens_per_pass_counted=float(np.mean([len(tr.tokens_written) for tr in traces])))
+        self.run = Run(prompt_ids=tuple(prompt_ids), traces=traces, tokens=tuple(sampler.tokens))
         self.version += 1
         return self.run
 
@@ -232,6 +227,46 @@ class DrafterWorker:
             self._jobs[key] = self._pool.submit(self._compute, key)
             return None
         return self.get() if job.done() else None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class LongRunWorker:
+    """The pair's long-run facts (models.analytics.pair_facts: about 0.6 s once per table, γ and row shaping)
+    on one background thread. Seed 0, the run `spectable alpha` reports, not the lab's seed (which only picks
+    the demo text). get() waits; ready() returns the facts if done, else starts them and returns None."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._jobs: dict = {}
+        self._pool = None
+
+    def _args(self):
+        from models import analytics
+        ses, s = self.session, self.session.settings
+        pair = ses.pair()
+        st = ses.sampler_settings()
+        return (analytics.table_key(pair), s.gamma, st.temperature, st.top_k, st.top_p), (pair, s.gamma, st)
+
+    def get(self):
+        from models import analytics
+        key, (pair, gamma, st) = self._args()
+        job = self._jobs.get(key)
+        return job.result() if job is not None else analytics.pair_facts(pair, gamma, st, seed=0)
+
+    def ready(self):
+        from models import analytics
+        key, (pair, gamma, st) = self._args()
+        job = self._jobs.get(key)
+        if job is None:
+            from concurrent.futures import ThreadPoolExecutor
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="long-run")
+            job = self._jobs[key] = self._pool.submit(analytics.pair_facts, pair, gamma, st, None, 0)
+        return job.result() if job.done() else None
 
     def close(self) -> None:
         if self._pool is not None:

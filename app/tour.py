@@ -1,14 +1,19 @@
-"""The tour: twelve chapters of the lesson, each a camera view, parts in focus, parameters and paged narration.
+"""The tour: twelve chapters of the lesson, each a set of parameters and paged narration whose beats frame parts.
 
 Narration lives in assets/tour/NN-slug.json (zh and en, our own words); this module holds what each
 chapter does to the table. Pacing follows llm-viz: a page of text, then a key press, then the action;
 a checkpoint page asks for a prediction first and reveals it on the next key press.
 
+Every beat (a page's text, then its action) names the parts it talks about (`parts`, names of
+scenes.layout.PARTS): the camera frames exactly those (scenes.framing) and holds the frame while the action
+plays. A beat may stand the table 'cutaway' (the read head cut open) or 'exploded' (`view`).
+
 A chapter file is checked against a typed schema when it loads (Narration, Page, Action): an unknown key,
-a missing language, an unknown action or camera view is an InputError naming the file and page, never a
-silent no-op. Actions: {"do": "play"} plays the next target pass (the tubes' rounds on the tube view);
-{"do": "checkpoint", "kind": "test"|"count"} asks for a prediction and reveals it; either may name the
-camera "view" to fly to first and carry the words "zh"/"en" shown once it has run.
+a missing language, an unknown part, action or view is an InputError naming the file and page, never a
+silent no-op. Actions: {"do": "play"} plays the next target pass (or pass "pass", 0-based; the tubes' rounds
+when the beat frames the tubes); {"do": "checkpoint", "kind": "test"|"count"} asks for a prediction about
+pass "pass" (default the first) and reveals it; either may name its own "parts" and "view" and carry the
+words "zh"/"en" shown once it has run.
 """
 from __future__ import annotations
 
@@ -22,20 +27,26 @@ from corpus.errors import InputError
 ACTION_KINDS = ("play", "checkpoint")
 CHECKPOINT_KINDS = ("test", "count")     # test: will this guess pass?  count: how many will the target keep?
 LANGS = ("zh", "en")
+BEAT_VIEWS = ("table", "cutaway", "exploded")     # how the table stands while a beat frames its parts
+HOLDS = ("start", "drafted", "end")
 
 
 @dataclass(frozen=True)
 class Action:
     do: str                       # 'play' | 'checkpoint'
-    view: str | None = None       # camera view to fly to when the action runs (scenes.camera.VIEWS)
+    parts: tuple[str, ...] = ()   # parts the action frames (empty: the page's)
+    view: str | None = None       # how the table stands (BEAT_VIEWS; None: as the page)
     kind: str = "test"            # checkpoint only: 'test' | 'count'
+    pass_index: int | None = None  # "pass" in the file, 0-based: which pass to play or ask about; None: the next
     text: dict = field(default_factory=dict)   # {'zh', 'en'} shown once the action has run (may be empty)
 
 
 @dataclass(frozen=True)
 class Page:
     text: dict                    # {'zh', 'en'}; may hold {fact} fields (app.facts)
+    parts: tuple[str, ...]        # the parts the text talks about: what the camera frames
     action: Action | None = None
+    view: str = "table"           # how the table stands while the text shows (BEAT_VIEWS)
 
     def __getitem__(self, lang: str) -> str:
         return self.text[lang]
@@ -50,38 +61,43 @@ class Narration:
 @dataclass(frozen=True)
 class Chapter:
     slug: str
-    view: str                     # Stage.set_view name
-    focus: tuple[str, ...]        # parts the narration talks about
     # lab settings the chapter sets through the controller's update() (gamma, lanes, context, decoder...);
     # decoder 'target': the big drum alone (the chapters before speculation is introduced)
     params: dict = field(default_factory=dict)
     plot: str | None = None       # panel plot: 'speedup' | 'tpp' | 'roofline' | 'tubes'
     facts: tuple[str, ...] = ()   # live numbers listed beside the narration
+    # What the passes the text describes must show, in order (models.demo.EVENTS): the tour picks the first seed
+    # from the lab's on whose real run they happen (app.derived.demo_seed), never a made-up trace.
+    events: tuple[str, ...] = ()
+    # Where the table stands on the text pages before a pass has played: the start of the run, the first
+    # pass's guesses pencilled in (waiting for the check), or the end of the run.
+    hold: str = "start"
 
 
 CHAPTERS: tuple[Chapter, ...] = (
-    Chapter("01-one-token", "bigdrum", ("bigdrum", "readhead"), {"lanes": 1, "context": 1, "decoder": "target"},
+    Chapter("01-one-token", {"lanes": 1, "context": 1, "decoder": "target"},
             facts=("bytes_per_step", "ms_per_token", "tokens_per_s", "busy")),
-    Chapter("02-batching", "cabinet", ("readhead", "cabinet"), {"lanes": 64, "context": 4096, "decoder": "target"},
-            plot="roofline", facts=("lanes", "bytes_per_step", "tokens_per_s", "busy")),
-    Chapter("03-guess-first", "smalldrum", ("smalldrum", "tape", "bigdrum"), {"gamma": 4, "lanes": 1, "context": 1},
-            facts=("vocab", "gamma", "c")),
-    Chapter("04-keep-replace", "tape", ("tape",), {"gamma": 4},
-            facts=("step_written", "tpp_counted")),
-    Chapter("05-acceptance-rule", "bridge", ("bridge",), {"gamma": 4},
-            facts=("check_p", "check_q", "check_ratio")),
-    Chapter("06-same-as-target", "tubes", ("tubes",), {"tube_rule": "exact"}, plot="tubes",
+    Chapter("02-batching", {"lanes": 64, "context": 4096, "decoder": "target"}, plot="roofline",
+            facts=("lanes", "tps_weights", "busy_weights", "kv_gb", "bytes_per_step", "tokens_per_s", "busy")),
+    Chapter("03-guess-first", {"gamma": 4, "lanes": 1, "context": 1},
+            facts=("vocab", "gamma", "c", "spec_lanes")),
+    Chapter("04-keep-replace", {"gamma": 4}, facts=("step_written", "run_passes", "run_tpp"),
+            events=("kept_and_replaced", "all_kept_bonus"), hold="drafted"),
+    Chapter("05-acceptance-rule", {"gamma": 4}, facts=("check_p", "check_q", "check_ratio"),
+            events=("kept_and_replaced", "gamble"), hold="drafted"),
+    Chapter("06-same-as-target", {"tube_rule": "exact"}, plot="tubes",
             facts=("under_char", "over_char", "tv_left", "tv_right")),
-    Chapter("07-alpha", "table", ("bridge", "tape"), {"gamma": 4}, plot="tpp",
-            facts=("alpha", "alpha_corpus", "alpha_t0", "alpha_t1", "tpp_formula", "tpp_counted")),
-    Chapter("08-how-much-faster", "table", ("smalldrum", "bigdrum"), {"c": 0.1}, plot="speedup",
-            facts=("alpha", "c", "best_gamma", "best_speedup")),
-    Chapter("09-idle-arithmetic", "mill", ("mill", "readhead"), {"lanes": 1, "context": 1}, plot="roofline",
+    Chapter("07-alpha", {"gamma": 4}, plot="tpp",
+            facts=("alpha", "long_count", "alpha_corpus", "run_count", "tpp_formula", "tpp_counted", "run_tpp"),
+            hold="end"),
+    Chapter("08-how-much-faster", {"c": 0.1}, plot="speedup",
+            facts=("alpha", "c", "pass_cost", "best_gamma", "best_speedup")),
+    Chapter("09-idle-arithmetic", {"lanes": 1, "context": 1}, plot="roofline",
             facts=("extra_pct", "busy", "busy_spec", "lanes_to_saturate")),     # context 1: as the mill counts
-    Chapter("10-no-second-model", "table", ("bigdrum",), {}, facts=()),
-    Chapter("11-inside-read-head", "cutaway", ("readhead", "mill"), {"lanes": 9, "context": 1, "decoder": "target"},
+    Chapter("10-no-second-model", {}, facts=(), hold="end"),      # the bridge shows a finished check
+    Chapter("11-inside-read-head", {"lanes": 9, "context": 1, "decoder": "target"},
             facts=("lanes", "busy", "lanes_to_saturate")),     # nine sequences: nine lanes
-    Chapter("12-taken-apart", "exploded", ("table",), {}, facts=("vocab", "alpha")),
+    Chapter("12-taken-apart", {}, facts=("vocab", "alpha")),
 )
 
 
@@ -114,21 +130,42 @@ def _keys(obj, allowed: set, where: str) -> None:
         raise InputError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
 
 
+def _parts(raw, where: str, required: bool) -> tuple[str, ...]:
+    """A beat's parts: a non-empty list of the scene's part names (scenes.layout.PARTS), each once."""
+    from scenes.layout import PARTS
+    if raw is None and not required:
+        return ()
+    if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
+        raise InputError(f"{where}: 'parts' must be a non-empty list of part names ({', '.join(PARTS)})")
+    unknown = [p for p in raw if p not in PARTS]
+    if unknown:
+        raise InputError(f"{where}: unknown part {unknown[0]!r} (choose from {', '.join(PARTS)})")
+    if len(set(raw)) != len(raw):
+        raise InputError(f"{where}: a part is named twice in {raw}")
+    return tuple(raw)
+
+
+def _view(raw, where: str):
+    if raw is not None and raw not in BEAT_VIEWS:
+        raise InputError(f"{where}: unknown view {raw!r} (a beat stands the table as {', '.join(BEAT_VIEWS)})")
+    return raw
+
+
 def parse_action(raw, where: str) -> Action:
-    from scenes.camera import VIEWS
-    _keys(raw, {"do", "view", "kind", *LANGS}, where)
+    _keys(raw, {"do", "parts", "view", "kind", "pass", *LANGS}, where)
     do = raw.get("do")
     if do not in ACTION_KINDS:
         raise InputError(f"{where}: 'do' must be one of {', '.join(ACTION_KINDS)}, not {do!r}")
-    view = raw.get("view")
-    if view is not None and view not in VIEWS:
-        raise InputError(f"{where}: unknown view {view!r}")
     kind = raw.get("kind", "test")
     if "kind" in raw and do != "checkpoint":
         raise InputError(f"{where}: 'kind' belongs to a checkpoint, not to {do!r}")
     if kind not in CHECKPOINT_KINDS:
         raise InputError(f"{where}: checkpoint kind must be one of {', '.join(CHECKPOINT_KINDS)}, not {kind!r}")
-    return Action(do=do, view=view, kind=kind, text=_texts(raw, where, required=False))
+    index = raw.get("pass")
+    if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+        raise InputError(f"{where}: 'pass' is a pass number (a whole number >= 0, 0 the first), not {index!r}")
+    return Action(do=do, parts=_parts(raw.get("parts"), where, required=False), view=_view(raw.get("view"), where),
+                  kind=kind, pass_index=index, text=_texts(raw, where, required=False))
 
 
 def parse_narration(raw, where: str) -> Narration:
@@ -140,9 +177,10 @@ def parse_narration(raw, where: str) -> Narration:
     pages = []
     for i, p in enumerate(pages_raw):
         at = f"{where}: page {i + 1}"
-        _keys(p, {"action", *LANGS}, at)
+        _keys(p, {"action", "parts", "view", *LANGS}, at)
         action = parse_action(p["action"], f"{at}: action") if "action" in p else None
-        pages.append(Page(text=_texts(p, at), action=action))
+        pages.append(Page(text=_texts(p, at), parts=_parts(p.get("parts"), at, required=True), action=action,
+                          view=_view(p.get("view"), at) or "table"))
     return Narration(title=title, pages=tuple(pages))
 
 
@@ -166,6 +204,13 @@ class TourState:
 
     def action(self) -> Action | None:
         return self.page_data().action
+
+    def beat(self) -> tuple[tuple[str, ...], str]:
+        """(parts, view) of the beat showing now: the page's text, or its action once it has run."""
+        page = self.page_data()
+        if self.acted and page.action is not None:
+            return page.action.parts or page.parts, page.action.view or page.view
+        return page.parts, page.view
 
     def next(self) -> str:
         """Advance one beat. Returns 'act' (run this page's action), 'page', 'chapter' or 'end'."""

@@ -36,6 +36,21 @@ class Screen:
         return self.ctl.t
 
 
+def screen_for(ctl, w: int, h: int, renderer=None) -> Screen:
+    """The Screen of a w x h framebuffer: text size follows its height (HiDPI, projectors) times the UI scale."""
+    base = max(14.0, min(48.0, h / 40.0))
+    return Screen(ctl, int(w), int(h), round(base * ctl.settings.ui_scale), renderer)
+
+
+def ui_rects(scr: Screen) -> list[tuple[float, float, float, float]]:
+    """The rectangles (x0, y0, x1, y1) the mode's UI covers: the mode bar, the status line, the panel and, in
+    the tour and the lab, the lower-left box."""
+    rects = [(0.0, 0.0, scr.w, bar_h(scr)), (0.0, scr.h - status_h(scr), scr.w, scr.h)]
+    for x, y, w, h in (panel_rect(scr), narration_rect(scr)):
+        rects.append((x, y, x + w, y + h))
+    return rects
+
+
 def bar_h(scr: Screen) -> float:
     return scr.font_size * 2.0
 
@@ -216,6 +231,9 @@ class PlotTextures:
             return
         if name == "drafters" and ctl.drafter_figures() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("plot.drafters_computing"))
+            return
+        if name in figures.LONG_RUN_PLOTS and ctl.long_run() is None:
+            imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("plot.computing_long"))
             return
         if entry is None or entry[0] != full_key:
             try:

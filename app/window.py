@@ -120,8 +120,7 @@ class App:
 
     def screen(self) -> ui.Screen:
         """What panels draw with this frame; text size follows the framebuffer height (HiDPI, projectors)."""
-        base = max(14.0, min(48.0, self.fb_h / 40.0))
-        return ui.Screen(self.ctl, self.fb_w, self.fb_h, round(base * self.ctl.settings.ui_scale), self.renderer)
+        return ui.screen_for(self.ctl, self.fb_w, self.fb_h, self.renderer)
 
     # ---- window-only actions -------------------------------------------------------------------------
     def toggle_fullscreen(self) -> None:
@@ -275,7 +274,7 @@ class App:
 
     def state(self) -> dict:
         """What the run ended on (spectable run --json): the controller's state and the window's own."""
-        return {"frames": self.frame, **self.ctl.state(), "framebuffer": [self.fb_w, self.fb_h]}
+        return {"frames": self.frame, **self.ctl.state(self.screen()), "framebuffer": [self.fb_w, self.fb_h]}
 
     def close(self) -> None:
         self.ctl.close()

@@ -1,5 +1,6 @@
 """Analytics of the pair: acceptance rate α (over the corpus and over generated text), tokens per pass,
-speedup, the best γ, and the extra arithmetic speculative decoding spends (Leviathan et al., §3-4).
+speedup, the best γ, and the extra arithmetic speculative decoding spends (Leviathan et al., §3-4); the pair's
+own figures from one long run, cached per table (pair_facts), and what a short run counted (count_run).
 
     β(context)        = Σ_x min(p(x), q(x))  = 1 - TV(p, q): the chance one guess passes there
     tokens per pass   = (1 - α^(γ+1)) / (1 - α)
@@ -11,6 +12,7 @@ The long generated run uses the pair's sparse structure (below) so 200,000 token
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from dataclasses import dataclass
 
@@ -156,6 +158,9 @@ class GeneratedRun:
     gamma: int
     seed: int
     method: str                # "vectorised" (unshaped exact rows) | "sampler" (SpeculativeSampler loop)
+    # tested positions whose two-token history never occurs in the book: the target backs off wholly to the
+    # draft there (p = q), so the guess always passes (vectorised run only; -1 on the sampler path)
+    backed_off: int = -1
 
     @property
     def tokens_per_pass(self) -> float:
@@ -199,7 +204,7 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
     pos = np.zeros(M, dtype=np.int64)               # place in the current pass: 0..γ-1 tested, γ = bonus
     in_pass = np.zeros(M, dtype=np.int64)           # tokens written so far in the current pass
     Gb = sp.Gb
-    acc = tested = passes = tokens_done = 0
+    acc = tested = passes = tokens_done = backed = 0
     beta_sum = 0.0
     steps = -(-chars // M)
 
@@ -250,6 +255,7 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         if k.size:
             tok[k] = t.tri_indices[_segment_draw(sp.Gc, lo[k], hi[k], u[2][k])]
         tested += int(is_test.sum())
+        backed += int((is_test & ~seen).sum())
         acc += int(passed.sum())
         beta_sum += float(beta[is_test].sum())
         in_pass += 1
@@ -260,8 +266,143 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         pos = np.where(ends, 0, pos + 1)
         a, b = b, tok
     return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=tokens_done, passes=passes,
-                        accepted=acc, tested=tested, gamma=gamma, seed=s.seed, method="vectorised")
+                        accepted=acc, tested=tested, gamma=gamma, seed=s.seed, method="vectorised",
+                        backed_off=backed)
 
 
 def speedup_table(alpha: float, c: float, gammas=range(1, 9)) -> dict[int, float]:
     return {int(g): speedup(alpha, int(g), c) for g in gammas}
+
+
+# ---- the pair's own properties, from long runs, computed once per table ---------------------------
+# A short demo run (the tour's 12 passes) is luck as much as the pair: 9 of 21 guesses kept says little.
+# What the panels show as the pair's α, tokens per pass, best γ and best speedup comes from here, the same
+# run `spectable alpha` reports (seed 0, 64 texts from a paragraph start, 200,000 tokens; 20,000 when the
+# rows are shaped, where the SpeculativeSampler itself runs).
+LONG_RUN_TOKENS = 200_000
+LONG_RUN_TOKENS_SHAPED = 20_000
+
+
+@dataclass(frozen=True)
+class PairFacts:
+    """What the pair is like at γ: α and tokens per pass counted over one long seeded run, α over the corpus."""
+
+    table: str                   # table_key(pair): the counts these numbers belong to
+    gamma: int
+    seed: int
+    temperature: float
+    top_k: int
+    top_p: float
+    alpha: float                 # accepted / tested guesses in the long run
+    alpha_expected: float        # mean β over the tested positions (vectorised run only; else NaN)
+    accepted: int
+    tested: int
+    tokens: int                  # tokens written in completed passes
+    passes: int
+    tokens_per_pass_counted: float
+    alpha_corpus: float          # mean Σ min(p, q) over the corpus's own positions (held-in: optimistic)
+    method: str                  # "vectorised" | "sampler"
+    backed_off: int = -1         # tested positions with an unseen history (p = q there); -1: not counted
+
+    @property
+    def backed_off_share(self) -> float:
+        """Share of tested positions where the target backed off to the draft (NaN when not counted)."""
+        return self.backed_off / self.tested if self.backed_off >= 0 and self.tested else float("nan")
+
+    @property
+    def tokens_per_pass_formula(self) -> float:
+        """(1 - α^(γ+1)) / (1 - α): what the pass would write if every position were equally easy."""
+        return tokens_per_pass_formula(self.alpha, self.gamma)
+
+    def speedup(self, c: float, gamma: int | None = None) -> float:
+        return speedup(self.alpha, self.gamma if gamma is None else gamma, c)
+
+    def best(self, c: float, max_gamma: int = 64) -> tuple[int, float]:
+        """(best γ, its speedup) at this α for a draft cost ratio c."""
+        g = best_gamma(self.alpha, c, max_gamma)
+        return g, speedup(self.alpha, g, c)
+
+    def extra_arithmetic(self, gamma: int | None = None, c_hat: float = 0.0) -> float:
+        return extra_arithmetic(self.alpha, self.gamma if gamma is None else gamma, c_hat)
+
+
+_TABLE_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_PAIR_FACTS: dict = {}
+_PAIR_FACTS_MAX = 64
+_PAIR_FACTS_LOCK = threading.Lock()
+
+
+def table_key(pair) -> str:
+    """A digest of the pair's counts (vocabulary and every count array): two loads of one table share it,
+    two tables with different counts never do."""
+    hit = _TABLE_KEYS.get(pair)
+    if hit is not None:
+        return hit
+    import hashlib
+    t = pair.tables
+    h = hashlib.sha256()
+    h.update("\x00".join(pair.vocab).encode("utf-8"))
+    for name in ("unigram", "bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tri_indices",
+                 "tri_counts"):
+        arr = np.ascontiguousarray(getattr(t, name))
+        h.update(name.encode())
+        h.update(str(arr.dtype).encode())
+        h.update(arr.tobytes())
+    key = h.hexdigest()[:16]
+    _TABLE_KEYS[pair] = key
+    return key
+
+
+def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, seed: int | None = None) -> PairFacts:
+    """The pair's α and tokens per pass at γ from one long seeded run (as `spectable alpha`), cached by
+    (table, γ, row shaping, seed, length): the first call costs about 0.6 s, later ones nothing."""
+    from dataclasses import replace
+
+    from models.sampler import SamplerSettings
+    _check_gamma(gamma)
+    s = settings or SamplerSettings()
+    s = replace(s, gamma=int(gamma), seed=s.seed if seed is None else int(seed))
+    if chars is None:
+        chars = LONG_RUN_TOKENS_SHAPED if s.shapes_rows else LONG_RUN_TOKENS
+    key = (table_key(pair), s.gamma, s.temperature, s.top_k, s.top_p, s.lenience, s.seed, int(chars))
+    with _PAIR_FACTS_LOCK:
+        hit = _PAIR_FACTS.get(key)
+    if hit is not None:
+        return hit
+    run = alpha_generated(pair, s, chars=chars)
+    out = PairFacts(table=key[0], gamma=s.gamma, seed=s.seed, temperature=s.temperature, top_k=s.top_k,
+                    top_p=s.top_p, alpha=run.alpha, alpha_expected=run.alpha_expected, accepted=run.accepted, tested=run.tested, tokens=run.tokens,
+                    passes=run.passes, tokens_per_pass_counted=run.tokens_per_pass,
+                    alpha_corpus=alpha_corpus(pair, s), method=run.method, backed_off=run.backed_off)
+    with _PAIR_FACTS_LOCK:
+        if len(_PAIR_FACTS) >= _PAIR_FACTS_MAX:
+            _PAIR_FACTS.pop(next(iter(_PAIR_FACTS)))
+        _PAIR_FACTS[key] = out
+    return out
+
+
+@dataclass(frozen=True)
+class RunCount:
+    """What one (short) run counted: labelled as that run's count, never as the pair's α."""
+
+    passes: int
+    tested: int
+    accepted: int
+    written: int
+    bonus: int                   # passes that kept all γ guesses and wrote the bonus token
+    replacements: int
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return self.written / self.passes if self.passes else float("nan")
+
+
+def count_run(traces) -> RunCount:
+    """Counts over a run's traces (speculative passes; a target-alone pass tests nothing and writes one)."""
+    tested = sum(int(tr.tested) for tr in traces)
+    accepted = sum(int(tr.n_accepted) for tr in traces)
+    written = sum(len(tr.tokens_written) for tr in traces)
+    bonus = sum(1 for tr in traces if tr.gamma > 0 and tr.final_kind == "bonus")
+    repl = sum(1 for tr in traces if tr.final_kind == "replacement")
+    return RunCount(passes=len(traces), tested=tested, accepted=accepted, written=written, bonus=bonus,
+                    replacements=repl)

@@ -1,11 +1,21 @@
-"""The hardware model: bytes per step, ms per token, tokens/s and arithmetic busy fraction (on paper), per device
+"""The hardware model: bytes per pass, ms per token, tokens/s and arithmetic busy fraction (on paper), per device
 and model; measured devices are read from assets/measurements/*.json when present.
 
-    bytes per step   = weights (params × 2 bytes, bf16) + batch × context × KV bytes per token
+A pass is one forward of the target over `batch` sequences, each computing `positions` tokens at once (1 when
+decoding plainly; γ + 1 when checking γ guesses: those positions belong to one sequence and read its KV cache
+once, they are not γ + 1 sequences).
+
+    bytes per pass   = weights (params × 2 bytes, bf16) + batch × context × KV bytes per token
     KV bytes/token   = layers × KV heads × head dim × 2 (K and V) × 2 bytes
-    step time        >= bytes per step / memory bandwidth       (decoding is a read-bound loop)
-    arithmetic       = 2 ops per parameter per token computed (attention's own ops left out, as in SCIENCE.md)
-    busy fraction    = arithmetic time / step time = lanes × model ops-per-byte / device ops-per-byte
+    pass time        >= bytes per pass / memory bandwidth       (decoding is a read-bound loop)
+    arithmetic       = 2 ops per parameter per token computed = 2 × params × batch × positions
+                       (attention's own ops left out, as in SCIENCE.md)
+    busy fraction    = arithmetic time / pass time (weights only: batch × positions × model ops-per-byte /
+                       device ops-per-byte)
+
+The weights term is all parameters (16.06 GB for Llama 3.1 8B), as SCIENCE.md rounds it: a real decoder looks
+up one row of the untied input embedding (1.05 GB) instead of streaming it, so it reads about 15.01 GB
+(models.llama.LlamaConfig.weight_bytes_read_per_token, what `spectable model-info` and the bench report).
 """
 from __future__ import annotations
 
@@ -156,26 +166,38 @@ def busy_fraction(device, model, lanes: int) -> float:
     return min(1.0, lanes * m.ops_per_byte / d.ops_per_byte)
 
 
-def roofline(device, model, batch: int = 1, context: int = 0) -> dict:
-    """On-paper decoding figures for `batch` sequences each holding `context` tokens of KV cache."""
+def pass_busy(device, model, sequences: int = 1, positions: int = 1, context: int = 0) -> float:
+    """Arithmetic busy share of one pass: `sequences` sequences of `context` tokens, each computing `positions`
+    tokens (γ + 1 while checking guesses). The mill turns at this rate."""
+    return float(roofline(device, model, sequences, context, positions)["arithmetic_busy"])
+
+
+def roofline(device, model, batch: int = 1, context: int = 0, positions: int = 1) -> dict:
+    """On-paper figures of one pass over `batch` sequences, each holding `context` tokens of KV cache and
+    computing `positions` tokens at once (γ + 1 when the target checks γ guesses; 1 for plain decoding).
+    The KV cache of a sequence is read once per pass whatever `positions` is."""
     d, m = get_device(device), get_model(model)
     if not isinstance(batch, int) or batch < 1 or batch > 1_000_000:
         raise InputError(f"batch must be a whole number between 1 and 1000000, got {batch!r}")
     if not isinstance(context, int) or context < 0 or context > 10_000_000:
         raise InputError(f"context must be a whole number between 0 and 10000000, got {context!r}")
+    if isinstance(positions, bool) or not isinstance(positions, int) or positions < 1 or positions > 1_000:
+        raise InputError(f"positions must be a whole number between 1 and 1000, got {positions!r}")
     kv_step = batch * context * m.kv_bytes_per_token
     bytes_step = m.weight_bytes + kv_step
     read_s = bytes_step / d.bandwidth_Bps
-    ops_step = 2.0 * m.params * batch
+    ops_step = 2.0 * m.params * batch * positions
     arith_s = ops_step / d.flops
     step_s = max(read_s, arith_s)
     return {
         "device": d.id, "device_label": d.label, "measured_device": d.measured, "model": m.id,
-        "model_label": m.label, "batch": batch, "context": context,
+        "model_label": m.label, "batch": batch, "context": context, "positions": positions,
         "params": m.params, "weight_bytes": m.weight_bytes, "kv_bytes_per_token": m.kv_bytes_per_token,
         "kv_bytes_per_step": kv_step, "bytes_per_step": bytes_step,
         "bandwidth_Bps": d.bandwidth_Bps, "flops": d.flops,
-        "ms_per_step": step_s * 1e3, "ms_per_token": step_s * 1e3,     # per sequence: each step writes one token each
+        # A plain pass writes one token per sequence; a checking pass writes 1..positions of them (that depends
+        # on the acceptance rate, models.analytics), so tokens/s here is per pass written at one token each.
+        "ms_per_step": step_s * 1e3, "ms_per_token": step_s * 1e3,
         "tokens_per_s": batch / step_s, "tokens_per_s_per_sequence": 1.0 / step_s,
         "ops_per_step": ops_step, "arithmetic_ms_per_step": arith_s * 1e3,
         "arithmetic_busy": arith_s / step_s, "arithmetic_idle": 1.0 - arith_s / step_s,

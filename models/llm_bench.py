@@ -383,7 +383,7 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
         "on_paper_ms_with_arithmetic": paper_s(t_bytes, tcfg, 1) * 1e3,
         "bytes_per_step": t_bytes,
         "method": "median time of one target forward of 1 token at batch 1 (graph replays back to back on CUDA); "
-                  "on paper = bytes read per step (every matrix once, one embedding row, the KV so far) / "
+                  "on paper = bytes read per pass (every matrix once, one embedding row, the KV so far) / "
                   "measured copy bandwidth (the weights-only roofline); *_all_params counts every parameter's "
                   "bytes instead; *_with_arithmetic also bounds by 2 ops per weight / measured matmul rate"}
     fig["verify_cost"] = {
@@ -396,7 +396,7 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
         "draft_ms": t_draft * 1e3, "target_ms": t_dec * 1e3, "c": t_draft / t_dec,
         "on_paper_c": paper_s(d_bytes, dcfg, 1) / paper_s(t_bytes, tcfg, 1),
         "method": "c = draft decode time / target decode time at batch 1; on paper = ratio of the two rooflines "
-                  "(bytes read per step, or arithmetic where that is longer)"}
+                  "(bytes read per pass, or arithmetic where that is longer)"}
 
     seq_sweep = sweep_seq_len(s.context)
     sweep = []
@@ -418,7 +418,7 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
         if spec:
             entry["spec_sheet_roofline"] = spec
         sweep.append(entry)
-    fig["batch_sweep"] = {"points": sweep, "method": "median time of one decode step of every sequence at "
+    fig["batch_sweep"] = {"points": sweep, "method": "median time of one decoding pass of every sequence at "
                           "position context-1 (each attends to `context` cached positions; cache contents are "
                           "not meaningful, their bytes are); on paper = (weights + batch x context x KV bytes "
                           "per token) / measured copy bandwidth, or the arithmetic / measured matmul rate where "

@@ -40,10 +40,10 @@ PIP_V = 0.11            # a tree's round pips, along the plate's foot (under the
 VERDICT_SIZE = 0.31
 VERDICT_W = 0.6         # room for the verdict word beside its mark (x the cell scale)
 # The verdict in words, per language (Stage.language); 'both' stacks them, zh over en.
-VERDICT_WORDS = {"pass": ("通过", "pass"), "fail": ("退回", "reject"), "untested": ("未检", "untested")}
+VERDICT_WORDS = {"pass": ("通过", "accepted"), "fail": ("被拒", "rejected"), "untested": ("未检", "untested")}
 IDLE_METERS = 4         # meters shown, empty, while the target writes alone (no guesses, no tests)
-IDLE_WORDS = ("目标单独写 · 不检验", "target alone · no tests")
-LOOKUP_IDLE_WORDS = ("没有可抄的 · 不检验", "nothing to copy · no tests")   # lookup found no earlier occurrence
+IDLE_WORDS = ("大模型单独写 · 不检查", "target alone · no tests")
+LOOKUP_IDLE_WORDS = ("没有可抄的 · 不检查", "nothing to copy · no tests")   # lookup found no earlier occurrence
 
 
 def meter_point(i: int, v: float, w: float = 0.0, u: float = 0.0, gamma: int = 4) -> np.ndarray:

@@ -94,3 +94,9 @@ class KVCabinet:
         n = int(round(state.kv_tokens + state.kv_tentative))
         fb.text(f"KV {n}", (cx + fw * 0.08, cy, cz + 0.07), (1, 0, 0), (0, 1, 0), 0.26, pal.label,
                 anchor="left", valign="middle")
+        # More sequences than drawers: the figures count them all, the cabinet draws nine (say so on it).
+        batch = int(ec.run.batch_lanes)
+        if batch > self.slots:
+            note = ec.say(f"{batch} 个序列 · 画出 {self.slots} 个抽屉", f"{batch} sequences · {self.slots} drawers drawn")
+            fb.text(note, (xm, self.y1 + 0.3, self.z1 + 0.1), (1, 0, 0), (0, 1, 0), 0.3, pal.label,
+                    anchor="center", valign="middle")

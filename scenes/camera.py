@@ -61,6 +61,16 @@ def perspective(fov_deg: float, aspect: float, near: float = 0.3, far: float = 1
     return m
 
 
+def projection(pose: CameraPose, aspect: float) -> np.ndarray:
+    """The pose's projection. Keeps the horizontal extent on very tall windows: the vertical fov widens when
+    aspect < 16:9."""
+    fov = pose.fov_deg
+    if aspect < 16 / 9:
+        t = math.tan(math.radians(fov) / 2) * (16 / 9) / aspect
+        fov = math.degrees(2 * math.atan(t))
+    return perspective(fov, aspect)
+
+
 def _smooth(x: float) -> float:
     x = min(max(x, 0.0), 1.0)
     return x * x * (3 - 2 * x)
@@ -86,11 +96,15 @@ class Camera:
             raise InputError(f"unknown view {view!r} (choose from {', '.join(VIEWS)})")
         return view
 
-    def move_to(self, view: str, duration: float) -> None:
-        self.check(view)
-        self.view = view
+    def move_to(self, view, duration: float) -> None:
+        """Fly to a named view, or to a pose (a framing of parts: scenes.framing), over `duration` seconds."""
+        if isinstance(view, CameraPose):
+            self.view, to = "framed", view
+        else:
+            self.check(view)
+            self.view, to = view, VIEWS[view]
         self._from = self.pose
-        self._to = VIEWS[view]
+        self._to = to
         self._elapsed = 0.0
         self._duration = max(duration, 0.0)
         if self._duration == 0.0:
@@ -115,12 +129,12 @@ class Camera:
         return look_at(self.pose.eye, self.pose.target)
 
     def proj_matrix(self, aspect: float) -> np.ndarray:
-        # Keep the horizontal extent on very tall windows: widen the vertical fov when aspect < 16:9.
-        fov = self.pose.fov_deg
-        if aspect < 16 / 9:
-            t = math.tan(math.radians(fov) / 2) * (16 / 9) / aspect
-            fov = math.degrees(2 * math.atan(t))
-        return perspective(fov, aspect)
+        return projection(self.pose, aspect)
+
+    @property
+    def target_pose(self) -> CameraPose:
+        """Where the camera is going (its pose once the flight is over)."""
+        return self._to
 
     def viewproj(self, aspect: float) -> np.ndarray:
         self.aspect = aspect

@@ -5,32 +5,37 @@ they stay legible from the back of a classroom whatever the camera does.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from scenes.camera import project
 from scenes.layout import PARTS, EmitContext
 
 PHASES = {
     "idle": ("准备", "ready"),
-    "draft": ("小鼓猜词", "the draft guesses"),
-    "verify": ("大鼓转一圈，一起验证", "one turn of the target checks every guess"),
-    "check": ("逐个比较 p/q 与 r", "each guess: p/q against r"),
-    "write": ("留下对的，换掉错的", "keep the right ones, replace the wrong one"),
+    "draft": ("小滚筒转：草稿在猜", "the small drum turns: the draft guesses"),
+    "verify": ("大滚筒转一圈，一起检查所有猜测", "one turn of the big drum checks every guess"),
+    "check": ("逐个比较 p/q 和 r", "each guess: p/q against r"),
+    "write": ("留下通过的，换掉被拒的", "keep the accepted, replace the rejected"),
     "scroll": ("纸带前进", "the tape moves on"),
     "done": ("写完了", "finished"),
 }
+# The write phase of a pass that kept every guess: no replacement, the bonus token instead.
+WRITE_BONUS = ("全部通过，再白送一个奖励词元", "all accepted, and a bonus token")
 # A pass of the target alone (TargetSampler, γ = 0): no guesses to check, one token per lane per turn.
 TARGET_PHASES = dict(PHASES, **{
-    "draft": ("大鼓单独写", "the target writes alone"),
-    "verify": ("大鼓转一圈，每条通道写一个词元", "one turn of the target: one token per lane"),
-    "check": ("没有猜测，不用检验", "no guesses, nothing to test"),
-    "write": ("打字头印下大鼓的词元", "the typing head inks the target's token"),
+    "draft": ("大模型单独写", "the target writes alone"),
+    "verify": ("大滚筒转一圈，每条通道写一个词元", "one turn of the big drum: one token per lane"),
+    "check": ("没有猜测，不用检查", "no guesses, nothing to test"),
+    "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
-TARGET_MODE = ("目标单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+TARGET_MODE = ("大模型单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
 # Who drafted the pass changes what the draft and check phases do (models.drafters; scenes.timeline).
 DRAFTER_PHASES = {
     "lookup": {"draft": ("铅笔车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
     "lookup_none": {"draft": ("前文里没有可抄的", "nothing earlier to copy"),
                     "verify": ("大滚筒转一圈，只写一个词元", "one turn of the big drum writes one token"),
-                    "check": ("没有猜测，不用检验", "no guesses, nothing to test"),
+                    "check": ("没有猜测，不用检查", "no guesses, nothing to test"),
                     "write": ("打字头印下大模型的词元", "the typing head inks the target's token")},
     "heads": {"draft": ("预测头一起猜，不用第二个模型", "the heads propose: no second model")},
     "tree": {"draft": ("画出一棵猜测树", "the draft pencils a tree of guesses"),
@@ -76,7 +81,12 @@ def drafter_mode(state, ec: EmitContext) -> str | None:
 
 
 def _plate_size(fb, lines) -> tuple[float, float]:
-    widths = [fb.atlas.advance(t) * sz for t, sz, _ in lines]
+    return plate_size(fb.atlas, lines)
+
+
+def plate_size(atlas, lines) -> tuple[float, float]:
+    """(width, height) in pixels of a plate of text lines [(text, size_px, colour)]."""
+    widths = [atlas.advance(t) * sz for t, sz, _ in lines]
     return max(widths) + 0.9 * lines[0][1], sum(sz * 1.22 for _, sz, _ in lines) + 0.45 * lines[0][1]
 
 
@@ -128,9 +138,11 @@ def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[t
 
 
 def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set,
-                     exploded: bool = False, readouts: dict | None = None, keep_out=()) -> list[tuple]:
+                     exploded: bool = False, readouts: dict | None = None, keep_out=(),
+                     anchors: dict | None = None) -> list[tuple]:
     """Name plates over the parts; `readouts` {part: [(text, 'main'|'sub')]} adds lines to a part's plate
-    (the mill's busy fraction in the wide views). Plates never overlap each other or `keep_out`.
+    (the mill's busy fraction in the wide views); `anchors` {part: world point} moves a plate's anchor (a
+    framed beat puts it over the part of the part it shows). Plates never overlap each other or `keep_out`.
     Returns the plates drawn as (part, x, y, w, h) in pixels."""
     pal = ec.palette
     big = height / 34.0
@@ -142,6 +154,8 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
             continue
         off = offsets.get(name, (0, 0, 0))
         base = info.exploded_anchor if exploded and info.exploded_anchor else info.anchor
+        if anchors and name in anchors:
+            base, off = anchors[name], (0, 0, 0)
         a = tuple(base[i] + off[i] for i in range(3))
         x, y, depth = project(viewproj, a, width, height)
         if not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
@@ -171,44 +185,94 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
     return drawn
 
 
-def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
-             timing=None) -> tuple | None:
-    """Top-left: where we are in the run and what is happening now, and a strip of the step's phases."""
+def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamma: int, lanes_true: int,
+              target_only: bool, phase: tuple[str, str], mode: str | None = None) -> list[tuple]:
+    """The HUD's text lines [(text, size_px, colour)]: the part's title, where we are in the run, the phase.
+    `mode`: who drafted the pass (drafter_mode), said instead of γ."""
     pal = ec.palette
     # Sized by the view's height, with a floor: in the app the table gets only part of the window, and the
     # step line must still read from the back of a classroom.
     big = max(height / 30.0, 24.0)
     small = max(height / 46.0, 18.0)
-    target_only = bool(state.extra.get("target_only"))
-    zh, en = phase_words(state)
+    zh, en = phase
     lines = []
     if title:
         lines.append((ec.say(*title), big, pal.label))
-    if state.step >= 0:
-        step = ec.say(f"第 {state.step + 1}/{n_steps} 步", f"step {state.step + 1}/{n_steps}")
-        n = state.lanes_true
+    if step >= 0:
+        step_words = ec.say(f"第 {step + 1}/{n_steps} 步", f"pass {step + 1}/{n_steps}")
+        n = lanes_true
         lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
+        if n > DRAWN_LANES:       # the figures count them all; the read head draws nine
+            lanes += ec.say(f"（台上画 {DRAWN_LANES} 条）", f" ({DRAWN_LANES} drawn)")
         # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);
         # with both languages the line keeps to "target alone" and the phase line says the rest.
-        if drafter_mode(state, ec):
-            mode = drafter_mode(state, ec)
+        if mode:
+            pass
         elif target_only:
-            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "目标单独写  target alone"
+            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "大模型单独写  target alone"
         else:
-            mode = f"γ = {state.gamma}"
-        lines.append(("  ·  ".join(s for s in (step, mode, lanes) if s), small, pal.label_sub))
+            mode = f"γ = {gamma}"
+        lines.append(("  ·  ".join(s for s in (step_words, mode, lanes) if s), small, pal.label_sub))
         if ec.language in ("zh", "both"):
             lines.append((zh, big, pal.label))
         if ec.language in ("en", "both"):
             lines.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
+    return lines
+
+
+def hud_origin(height: int) -> tuple[float, float]:
+    return height * 0.025, height * 0.025
+
+
+def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
+             timing=None, passes: bool = True) -> tuple | None:
+    """Top-left: where we are in the run and what is happening now, and a strip of the step's phases
+    (`passes` False: the title alone, for a view of the test tubes, which run rounds of their own)."""
+    pal = ec.palette
+    target_only = bool(state.extra.get("target_only"))
+    phase = phase_words(state)
+    if state.phase == "write" and not target_only and kept_all(state):
+        phase = WRITE_BONUS
+    step = state.step if passes else -1
+    timing = timing if passes else None
+    lines = hud_lines(ec, height, n_steps, title, step, state.gamma, state.lanes_true, target_only, phase,
+                      drafter_mode(state, ec))
     if lines:
-        x0, y0 = height * 0.025, height * 0.025
+        x0, y0 = hud_origin(height)
         w, h = _plate(fb, x0, y0, lines, pal, anchor="left")
         if timing is not None:
             _phase_strip(fb, state, timing, x0, y0 + h + height * 0.006, w, height * 0.012, pal)
             h += height * 0.024
         return (x0, y0, w, h)           # the HUD's rectangle: part labels keep out of it
     return None
+
+
+def hud_extent(atlas, height: int, ec: EmitContext, n_steps: int, title, gamma: int, lanes_true: int,
+               target_only: bool, passes: bool = True, drafted=()) -> tuple[float, float, float, float]:
+    """The largest HUD rectangle (x, y, w, h) any moment of this run can show (every phase's words, the phase
+    strip): the camera frames the parts it names clear of it, and keeps that frame while the pass plays.
+    drafted: (drafter, extra) of the run's passes by other drafters than the chain (their own words)."""
+    phases = list((TARGET_PHASES if target_only else PHASES).values()) + ([] if target_only else [WRITE_BONUS])
+    modes = [None]
+    for drafter, extra in drafted:
+        probe = SimpleNamespace(drafter=drafter, extra=extra, gamma=gamma)
+        modes.append(drafter_mode(probe, ec))
+        for key in (drafter, drafter + "_none", drafter + "_heads"):
+            phases += list(DRAFTER_PHASES.get(key, {}).values())
+    step = max(n_steps - 1, 0) if passes else -1
+    w = h = 0.0
+    for phase, mode in ((p, m) for p in phases for m in dict.fromkeys(modes)):
+        lines = hud_lines(ec, height, n_steps, title, step, gamma, lanes_true, target_only, phase, mode)
+        if lines:
+            pw, ph = plate_size(atlas, lines)
+            w, h = max(w, pw), max(h, ph + (height * 0.024 if passes else 0.0))
+    x0, y0 = hud_origin(height)
+    return (x0, y0, w, h)
+
+
+def kept_all(state) -> bool:
+    """The current pass kept all γ guesses (every meter passed), so its last token is the bonus."""
+    return bool(state.meters) and len(state.meters) == state.gamma and all(m.verdict == "pass" for m in state.meters)
 
 
 def _phase_strip(fb, state, st, x, y, w, h, pal) -> None:

@@ -95,11 +95,11 @@ class PartInfo:
 
 
 PARTS: dict[str, PartInfo] = {
-    "bigdrum": PartInfo("bigdrum", "大鼓 · 目标模型", "big drum · target", (-1.6, 3.9, -2.75), (-1.0, 4.6, -1.6),
+    "bigdrum": PartInfo("bigdrum", "大滚筒 · 大模型", "big drum · target", (-1.6, 3.9, -2.75), (-1.0, 4.6, -1.6),
                         (-1.6, 2.1 + 1.25, -2.75)),
     "readhead": PartInfo("readhead", "读头 · 九条通道", "read head · nine lanes", (-1.6, 1.0, 1.3),
                          (-0.6, 3.2, 0.6), (-1.6, 2.1, -0.2)),
-    "smalldrum": PartInfo("smalldrum", "小鼓 · 草稿模型", "small drum · draft", (10.2, 3.3, 0.6), (1.6, 3.2, 0.4),
+    "smalldrum": PartInfo("smalldrum", "小滚筒 · 草稿模型", "small drum · draft", (10.2, 3.3, 0.6), (1.6, 3.2, 0.4),
                           (8.4, 1.6, 1.6), (8.4, 2.3, 1.6)),
     "tape": PartInfo("tape", "纸带", "paper tape", (-5.7, 0.5, 4.4), (0.0, 0.9, 2.0), (0.0, 0.62, 4.35)),
     "bridge": PartInfo("bridge", "验证表桥", "bridge of meters", (2.1, 1.1, 3.0), (0.0, 2.6, 1.4),

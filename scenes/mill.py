@@ -1,7 +1,8 @@
 """The arithmetic mill: gears that turn as fast as the arithmetic units are busy.
 
-Gear speed = busy fraction from the hardware model (models.hardware.roofline(device, model, batch=lanes,
-context)['arithmetic_busy'], the figure the app's panels show): with one lane lit the gears barely move;
+Gear speed = busy fraction from the hardware model (models.hardware.pass_busy(device, model, sequences,
+positions, context), the figure the app's panels show; a checking pass computes γ + 1 positions of each
+sequence, which read its KV cache once): with one lane lit the gears barely move;
 nine lanes at H100's ratio keep them about 3% busy; about 295 lanes would be needed for the arithmetic to
 keep up with the reading (SCIENCE.md sections 1, 2 and 11). A long context adds KV-cache reads to every
 pass, so the same lanes are less busy: 64 lanes at 4,096 tokens ≈ 6.9%, not the ≈ 22% of the weights alone.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -44,6 +45,10 @@ VIEW_SHOWS = {
 }
 # Parts that ride along with another part when the table is taken apart.
 LIFT_WITH = {"pencil": "smalldrum", "typing": "tape"}
+RIDERS = {"smalldrum": ("pencil",), "tape": ("typing",)}
+# A framed beat (set_focus) draws the parts it names, what rides with them, and what they work with.
+FOCUS_WITH = {"bigdrum": ("readhead",), "readhead": ("bigdrum",)}
+FOCUS_VIEWS = ("table", "cutaway", "exploded")     # how the table stands while parts are framed
 
 
 @dataclass(frozen=True)
@@ -64,14 +69,15 @@ class RunInfo:
 
 
 def _hardware(device: str, model: str):
-    """((lanes, context) -> busy fraction, label) from models.hardware: the mill shows
-    roofline(device, model, batch=lanes, context)['arithmetic_busy'], the figure the app's panels show, so
-    the KV reads of a long context slow the gears down. InputError now for an unknown device or model."""
-    from models.hardware import get_device, get_model, roofline
+    """((sequences, positions, context) -> busy fraction, label) from models.hardware: the mill shows
+    pass_busy(device, model, sequences, positions, context), the figure the app's panels show: the γ + 1
+    positions a pass checks belong to one sequence and read its KV cache once, and the KV reads of a long
+    context slow the gears down. InputError now for an unknown device or model."""
+    from models.hardware import get_device, get_model, pass_busy
     label = f"{get_device(device).label} · {get_model(model).label}"
 
-    def busy_at(lanes: int, context: int) -> float:
-        return float(roofline(device, model, max(1, int(lanes)), max(0, int(context)))["arithmetic_busy"])
+    def busy_at(sequences: int, positions: int, context: int) -> float:
+        return pass_busy(device, model, max(1, int(sequences)), max(1, int(positions)), max(0, int(context)))
 
     return busy_at, label
 
@@ -130,6 +136,12 @@ class Stage:
         self.run = RunInfo()
         self.traces: list = []
         self.timeline = Timeline([])
+        # A framed beat: the parts a sentence names (set_focus), the camera fitted to them in the frame left free
+        # by the HUD. `fit` holds what the fit used: the parts' world boxes, the HUD's rectangle, the free one.
+        self.focus: tuple[str, ...] | None = None
+        self.fit: dict = {}
+        self._fit_key = None
+        self._size = (1280, 720)        # the frame size a fit assumes until render() tells the real one
 
     # ---------------------------------------------------------------- configuration
     def set_run(self, pair, traces, *, tubes=None, device: str = "h100-sxm", model: str = "llama-3.1-8b",
@@ -163,15 +175,182 @@ class Stage:
         """Move the camera to a view (and lift or lower the parts for the exploded one) over
         camera_transition_s of the clock that advance(dt) drives; at once before the first frame."""
         Camera.check(name)
-        duration = 0.0 if (self._reduced_motion or not self._rendered) else self.camera_transition_s
-        self.camera.move_to(name, duration)
+        self.focus, self.fit, self._fit_key = None, {}, None
+        self.camera.move_to(name, self._lift_to(name))
         self.view = name
+
+    def _lift_to(self, view: str) -> float:
+        """Start lifting the parts out (exploded) or setting them down; returns the move's duration."""
+        duration = 0.0 if (self._reduced_motion or not self._rendered) else self.camera_transition_s
         self._explode_from = self._explode
-        self._explode_to = 1.0 if name == "exploded" else 0.0
+        self._explode_to = 1.0 if view == "exploded" else 0.0
         self._explode_elapsed = 0.0
         self._explode_duration = duration
         if duration == 0.0:
             self._explode = self._explode_to
+        return duration
+
+    def set_focus(self, parts, view: str = "table") -> None:
+        """Frame exactly these parts (names of scenes.layout.PARTS): the camera flies (over camera_transition_s
+        of the one clock) to the pose that fits their boxes in the frame the HUD leaves free, looking from
+        where their writing reads (scenes.framing), and holds it; the table shows them and what they work
+        with. `view` is how the table stands meanwhile: 'table', 'cutaway' (the read head cut open) or
+        'exploded' (every part lifted out). InputError for an unknown part or view."""
+        from corpus.errors import InputError
+        parts = tuple(parts)
+        unknown = [p for p in parts if p not in PARTS]
+        if unknown or not parts:
+            raise InputError(f"unknown part(s) {', '.join(unknown) or '(none)'} (choose from {', '.join(PARTS)})")
+        if view not in FOCUS_VIEWS:
+            raise InputError(f"a framed beat stands the table as {' / '.join(FOCUS_VIEWS)}, not {view!r}")
+        self.focus = parts
+        self.view = view
+        duration = self._lift_to(view)
+        self._refit(duration)
+
+    def shows(self) -> set[str] | None:
+        """The parts drawn now (None: all of them)."""
+        if self.focus is None:
+            return VIEW_SHOWS.get(self.view)
+        if self.view == "exploded":
+            return None
+        shown = {"table", *self.focus}
+        for p in self.focus:
+            shown.update(RIDERS.get(p, ()))
+            shown.update(FOCUS_WITH.get(p, ()))
+        return shown
+
+    def part_boxes(self, parts) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """World bounds of each part as drawn now with the lift it is heading for (scenes.framing): its own
+        instances and words (not those of the parts riding with it, which stand elsewhere: the pencil cart
+        writes on the tape); the tape's is its writing window, the read
+        head's its teeth, rods and lanes, the bridge's its meters on their beam."""
+        from scenes.framing import builder_bounds, readhead_box, tape_box
+        state = self.timeline.state_at()
+        right, up = self.camera.basis()
+        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run)
+        by_name = {p.name: p for p in self.parts}
+        out = {}
+        for name in parts:
+            off = np.asarray(PARTS[name].lift, dtype=np.float64) * self._explode_to
+            if name in ("tape", "readhead"):
+                lo, hi = (tape_box(state.gamma if not state.extra.get("target_only") else 0) if name == "tape"
+                          else readhead_box(self.readhead))
+                out[name] = (lo + off, hi + off)
+                continue
+            fb = FrameBuilder(self.atlas)
+            fb.offset = off
+            by_name[name].emit(fb, state, ec)
+            bounds = builder_bounds(fb)
+            if bounds is not None and name == "bridge":
+                # The meters and the beam they stand on, not its legs: the meters are what a sentence means.
+                from scenes.bridge import BEAM_H, BEAM_Y
+                lo, hi = bounds
+                bounds = (np.array([lo[0], max(lo[1], BEAM_Y - BEAM_H / 2 - 0.05 + off[1]), lo[2]]), hi)
+            if bounds is not None:
+                out[name] = bounds
+        return out
+
+    def hud_rect(self, width: int, height: int) -> tuple[float, float, float, float] | None:
+        """(x0, y0, x1, y1) of the largest HUD this run can show in a frame of this size (None: no HUD)."""
+        if not self.show_hud:
+            return None
+        from scenes.labels import hud_extent
+        right, up = self.camera.basis()
+        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run)
+        lanes = max((st.lanes for st in self.timeline.steps), default=0)
+        target_only = bool(self.timeline.steps) and all(st.target_only for st in self.timeline.steps)
+        gamma = max((len(tr.guesses) for tr in self.traces), default=0)
+        # Other drafters say who drafted (and their own phases): the longest of those words count too (per
+        # drafter, the pass whose mode line is the longest).
+        from scenes.labels import drafter_mode
+        drafted: dict = {}
+        for tr in self.traces:
+            if tr.drafter != "chain":
+                extra = Timeline._drafter_extra(tr)
+                probe = SimpleNamespace(drafter=tr.drafter, extra=extra, gamma=gamma)
+                n = len(drafter_mode(probe, ec) or "")
+                if n >= drafted.get(tr.drafter, (-1, None))[0]:
+                    drafted[tr.drafter] = (n, (tr.drafter, extra))
+        drafted = {k: v[1] for k, v in drafted.items()}
+        x, y, w, h = hud_extent(self.atlas, height, ec, len(self.traces), self._title(), gamma, lanes, target_only,
+                                passes=self.hud_passes(), drafted=list(drafted.values()))
+        return (x, y, x + w, y + h)
+
+    def hud_passes(self) -> bool:
+        """The HUD tells the passes of the run, except over the test tubes alone (they run rounds of their own)."""
+        return not (self.view == "tubes" or self.focus == ("tubes",))
+
+    def _title(self):
+        if self.view == "cutaway":
+            return ("读头剖面", "read head, cut away")
+        if self.focus is not None:
+            if len(self.focus) == 1 and self.view != "exploded":
+                return PARTS[self.focus[0]].zh, PARTS[self.focus[0]].en
+            return None
+        part = VIEW_PART.get(self.view)
+        return (PARTS[part].zh, PARTS[part].en) if part else None
+
+    def _refit(self, duration: float) -> None:
+        """Fit the camera to the focus parts in the frame the HUD leaves free: below the HUD or right of it,
+        whichever shows the parts larger."""
+        from scenes.framing import fit_pose, view_direction
+        w, h = self._size
+        boxes = self.part_boxes(self.focus)
+        hud = self.hud_rect(w, h)
+        m = 0.03 * h
+        if hud is None:
+            rects = [(m, m, w - m, h - m)]
+        else:
+            rects = [(m, hud[3] + m, w - m, h - m), (hud[2] + m, m, w - m, h - m)]
+        direction = view_direction(self.focus, cutaway=self.view == "cutaway")
+        best = None
+        for rect in rects:
+            if rect[2] - rect[0] < 0.2 * w or rect[3] - rect[1] < 0.2 * h:
+                continue
+            pose, _ = fit_pose(list(boxes.values()), direction, rect, w, h)
+            dist = float(np.linalg.norm(np.subtract(pose.eye, pose.target)))
+            if best is None or dist < best[0]:
+                best = (dist, pose, rect)
+        if best is None:
+            return
+        _, pose, rect = best
+        self.camera.move_to(pose, duration)
+        self.fit = {"boxes": boxes, "hud": hud, "rect": rect, "size": (w, h)}
+        self._fit_key = self._focus_key(w, h)
+
+    def frame_for(self, width: int, height: int) -> None:
+        """Refit a framed beat when what it was fitted for changed (render() calls this first): a new frame size
+        (the first frame, a resize) is fitted at once, a new run or language flies there."""
+        if self.focus is None or self._focus_key(width, height) == self._fit_key:
+            return
+        resized = (width, height) != self._size
+        self._size = (width, height)
+        self._refit(0.0 if (resized or not self._rendered or self._reduced_motion) else self.camera_transition_s)
+
+    def _focus_key(self, w: int, h: int):
+        return (self.focus, self.view, w, h, self.language, len(self.traces), self.show_hud, id(self.timeline))
+
+    def part_rects(self, width: int, height: int) -> dict[str, tuple | None]:
+        """Each framed part's projected box now, (x0, y0, x1, y1) pixels (None: behind the eye)."""
+        from scenes.framing import projected_rect
+        vp = self.viewproj(width, height)
+        return {p: projected_rect(vp, *self.fit["boxes"][p], width, height) if p in self.fit.get("boxes", {})
+                else None for p in (self.focus or ())}
+
+    def beat_report(self, width: int, height: int, covers=()) -> dict:
+        """What a class sees of the framed parts in a frame of this size now: {'parts', 'in_view': {part: share
+        of its projected box inside the frame and clear of the HUD and `covers` (x0, y0, x1, y1 rectangles:
+        the panels over the frame)}, 'covered': [parts more than 1% under the HUD or a cover]}."""
+        from scenes.framing import overlap_share, visible_share
+        parts = list(self.focus or ())
+        rects = self.part_rects(width, height)
+        hud = self.hud_rect(width, height)
+        over = ([hud] if hud else []) + [tuple(c) for c in covers]
+        frame = (0.0, 0.0, float(width), float(height))
+        return {"parts": parts,
+                "in_view": {p: round(visible_share(rects[p], frame, over), 4) for p in parts},
+                "covered": [p for p in parts if overlap_share(rects[p], over) > 0.01]}
 
     def advance(self, dt: float, play: bool = True) -> None:
         """The one clock of everything that moves: the timeline (when `play`), the camera's flight and the
@@ -215,7 +394,7 @@ class Stage:
         vp = self.viewproj(width, height)
         offsets = self.offsets()
         # Where the parts stand in this view, hidden or not: hiding a part for a moment does not move plates.
-        shows = VIEW_SHOWS.get(self.view)
+        shows = self.shows()
         seen = lambda name: shows is None or name in shows  # noqa: E731
         boxes = []
         if seen("tubes"):
@@ -264,6 +443,7 @@ class Stage:
     def render(self, fbo, width: int, height: int) -> RenderStats:
         t0 = time.perf_counter()        # only for stats.frame_ms: what is drawn never depends on the wall clock
         ctx = self.ctx
+        self.frame_for(width, height)
         vp = self.viewproj(width, height)
         scale = min(max(float(self.render_scale or 1.0), 0.25), 1.0)
         out_w, out_h = width, height
@@ -271,18 +451,21 @@ class Stage:
         scaled = (width, height) != (out_w, out_h)
         right, up = self.camera.basis()
         state = self.timeline.state_at()
-        wide = self.show_labels and self.view in ("table", "exploded")
-        shows = VIEW_SHOWS.get(self.view)
+        framed_many = self.focus is not None and len(self.focus) > 1 and self.view != "exploded"
+        wide = self.show_labels and ((self.focus is None and self.view in ("table", "exploded"))
+                                     or framed_many or (self.focus is not None and self.view == "exploded"))
+        shows = self.shows()
         drawn = lambda name: name not in self.hidden and (shows is None or name in shows)  # noqa: E731
         # The mill's readout rides on a screen plate wherever the mill is seen from afar or from in front of
-        # the bridge (which hides its base); only its own close-up reads it off the base.
-        mill_plate = self.show_labels and self.view != "mill" and drawn("mill")
+        # the bridge (which hides its base); only its own close-up (or a beat framing it alone) reads the base.
+        mill_alone = self.view == "mill" or (self.focus == ("mill",) and self.view != "exploded")
+        mill_plate = self.show_labels and not mill_alone and drawn("mill")
         ec = EmitContext(self.palette, right, up, self.language, self.view, self.run,
                          labelled=wide or mill_plate)
         fb = FrameBuilder(self.atlas)
         offsets = self.offsets()
         for part in self.parts:
-            if part.name in self.hidden or (shows is not None and part.name not in shows):
+            if not drawn(part.name):
                 continue
             key = LIFT_WITH.get(part.name, part.name)
             fb.offset = np.asarray(offsets.get(key, (0.0, 0.0, 0.0)), dtype=np.float64)
@@ -290,12 +473,9 @@ class Stage:
         fb.offset = np.zeros(3)
         hud = None
         if self.show_hud:
-            part = VIEW_PART.get(self.view)
-            title = (PARTS[part].zh, PARTS[part].en) if part else None
-            if self.view == "cutaway":
-                title = ("读头剖面", "read head, cut away")
             timing = self.timeline.steps[state.step] if state.step >= 0 else None
-            hud = emit_hud(fb, state, width, height, ec, len(self.traces), title, timing)
+            hud = emit_hud(fb, state, width, height, ec, len(self.traces), self._title(), timing,
+                           passes=self.hud_passes())
         self.label_plates = []
         self.lane_numbers = []
         if drawn("readhead"):
@@ -305,11 +485,28 @@ class Stage:
         self.label_keep_out = []
         if wide or mill_plate:
             readouts = {"mill": self.mill.readout_lines(state, ec)}
+            if self.focus is not None and len(self.focus) > 3:
+                # A frame of most of the table: the busy share alone, so the plate does not cover its neighbours.
+                readouts["mill"] = [line for line in readouts["mill"] if line[1] == "main"][:1]
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}
+            anchors = None
+            if self.focus is not None and self.view != "exploded":
+                # A framed beat names its parts on plates over what it shows of them (the tape's writing window,
+                # not the far end of its paper) and keeps the HUD's largest extent clear.
+                hidden = hidden | (set(PARTS) - set(self.focus))
+                anchors = {p: ((lo[0] + hi[0]) / 2, hi[1], (lo[2] + hi[2]) / 2)
+                           for p, (lo, hi) in self.fit.get("boxes", {}).items() if p != "mill"}
+                if "tape" in anchors:       # over the text before the writing window: the bridge stands behind it
+                    lo, hi = self.fit["boxes"]["tape"]
+                    anchors["tape"] = (lo[0] + 1.0, hi[1], (lo[2] + hi[2]) / 2)
+                big_hud = self.hud_rect(width, height)
+                if big_hud is not None:
+                    hud = (big_hud[0], big_hud[1], big_hud[2] - big_hud[0], big_hud[3] - big_hud[1])
             self.label_plates = emit_part_labels(fb, vp, width, height, ec, offsets, hidden,
                                                  exploded=self._explode > 0.5, readouts=readouts,
-                                                 keep_out=([hud] if hud else []) + self.label_keep_out)
+                                                 keep_out=([hud] if hud else []) + self.label_keep_out,
+                                                 anchors=anchors)
 
         target = fbo if fbo is not None else ctx.screen
         frame_fbo = target

@@ -186,13 +186,15 @@ class Timeline:
 
     def __init__(self, traces: list[StepTrace] | None = None, *, timing: Timing | None = None, batch_lanes: int = 1,
                  busy_at=None, tube_rounds: int = 0, prefix_len: int | None = None, context: int | None = None):
-        """busy_at: (lanes, context length) -> arithmetic busy fraction of a pass (the KV reads grow with the
+        """busy_at: (sequences, positions, context length) -> arithmetic busy fraction of a pass: `sequences`
+        sequences each computing `positions` tokens at once (γ + 1 while checking, 1 for the target alone) and
+        reading its KV cache of `context` tokens once (models.hardware.pass_busy: the KV reads grow with the
         context, so the same lanes are less busy at 4,096 tokens than at 1); context: the context length to
         model, else each step's own (len(trace.context))."""
         self.timing = timing or Timing()
         self.traces = list(traces or [])
         self.batch_lanes = max(1, int(batch_lanes))
-        self.busy_at = busy_at or (lambda lanes, context: min(1.0, lanes / 295.0))
+        self.busy_at = busy_at or (lambda sequences, positions, context: min(1.0, sequences * positions / 295.0))
         self.context = None if context is None else max(0, int(context))
         self.tube_rounds = int(tube_rounds)
         self.paused = False
@@ -249,8 +251,10 @@ class Timeline:
             write = (check[1], t)
             scroll = (t, t + T.scroll)
             t = scroll[1]
-            lanes = max(1, int(tr.lanes_lit)) * self.batch_lanes
-            busy = self.pass_busy(lanes, self.pass_context(tr))
+            # The lanes lit are every position computed at once; the γ + 1 of one sequence read its KV cache once.
+            positions = max(1, int(tr.lanes_lit))
+            lanes = positions * self.batch_lanes
+            busy = self.pass_busy(self.batch_lanes, positions, self.pass_context(tr))
             st = StepTiming(k, start, draft, verify, check, write, scroll, strokes, tests, strike, erase, inks,
                             len(tr.context), lanes, busy, is_target_only(tr), tr.drafter, look, view_back, drum,
                             len(tree.widths) if tree is not None else -1)
@@ -278,9 +282,10 @@ class Timeline:
         """Context length the hardware model reads the KV cache for: the run's setting, else the trace's own."""
         return self.context if self.context is not None else len(trace.context)
 
-    def pass_busy(self, lanes: int, context: int) -> float:
-        """Arithmetic busy fraction of a pass computing `lanes` tokens with `context` tokens of KV each."""
-        return float(self.busy_at(lanes, context))
+    def pass_busy(self, sequences: int, positions: int, context: int) -> float:
+        """Arithmetic busy fraction of a pass: `positions` tokens of each of `sequences` sequences, each with
+        `context` tokens of KV cache read once."""
+        return float(self.busy_at(sequences, positions, context))
 
     # ---------------------------------------------------------------- clock
     @property
@@ -389,7 +394,8 @@ class Timeline:
             kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull,
             gamma=st.meters if st.meters >= 0 else len(tr.guesses),
             tube_round=tube_round, tube_progress=tube_progress,
-            extra={"pass_busy": st.busy if lanes_true else 0.0, "target_only": st.target_only,
+            # The mill's readout: the busy share of the pass on the table (its gears turn only while it computes).
+            extra={"pass_busy": st.busy, "target_only": st.target_only,
                    "context": self.pass_context(tr), **self._drafter_extra(tr)},
             drafter=tr.drafter, source=self._source(t, st, tr), heads=heads, head_lit=head_lit,
             tree=self._tree(t, st, tr),

@@ -116,7 +116,7 @@ class TestTubes:
             fb.add("tube", np.stack([compose(translate(x, TUBE_Y0 + TUBE_H / 2, z), scale(TUBE_R, TUBE_H, TUBE_R))
                                      for x in xs]), pal.glass)
             fb.shadow(xm, 0.012, z, w + 0.8, 1.3, 0.5)
-            title = ec.say("目标独写", "target alone") if rack == 0 else ec.say("投机解码", "speculative")
+            title = ec.say("大模型单独写", "target alone") if rack == 0 else ec.say("推测解码", "speculative")
             fb.text(title, (xm, TUBE_Y0 + TUBE_H + 1.22, z), right, READ_UP, 0.3, pal.label, anchor="center")
         r = self.result
         if r is None:
@@ -190,7 +190,7 @@ class TestTubes:
 RULE_LABELS = {
     "exact": ("精确规则", "the exact rule"),
     "resample_from_p": ("用 p 重抽", "resample from p"),
-    "exact_match_only": ("只收完全一致", "accept exact matches only"),
+    "exact_match_only": ("只留大模型首选", "keep only the target's top token"),
     "draft_only": ("只让草稿写", "draft only, target never writes"),
     "typical": ("典型接受（Medusa）", "typical acceptance (Medusa)"),
 }

@@ -115,16 +115,26 @@ def test_step_stops_come_from_the_trace_and_its_final_row():
 
 def test_a_bad_tour_file_is_an_error_at_load(tmp_path, monkeypatch):
     from app import tour
-    good = {"title": {"zh": "甲", "en": "a"}, "pages": [{"zh": "甲", "en": "a", "action": {"do": "play"}}]}
-    assert tour.parse_narration(good, "x").pages[0].action.do == "play"
+    good = {"title": {"zh": "甲", "en": "a"},
+            "pages": [{"zh": "甲", "en": "a", "parts": ["tape"], "action": {"do": "play"}}]}
+    parsed = tour.parse_narration(good, "x").pages[0]
+    assert parsed.action.do == "play" and parsed.parts == ("tape",) and parsed.view == "table"
+    page = lambda **kw: {"pages": [{"zh": "甲", "en": "a", "parts": ["tape"], **kw}]}  # noqa: E731
     bad_cases = [
-        ({"pages": [{"zh": "甲", "en": "a", "action": {"do": "play", "step": 2}}]}, "'step'"),
-        ({"pages": [{"zh": "甲", "en": "a", "action": {"do": "dance"}}]}, "'do'"),
-        ({"pages": [{"zh": "甲", "en": "a", "view": "bridge"}]}, "'view'"),
-        ({"pages": [{"zh": "甲", "en": "a", "action": {"do": "play", "view": "ceiling"}}]}, "view"),
-        ({"pages": [{"zh": "甲", "en": "a", "action": {"do": "play", "kind": "count"}}]}, "kind"),
-        ({"pages": [{"zh": "甲", "en": "a", "action": {"do": "checkpoint", "kind": "guess"}}]}, "kind"),
-        ({"pages": [{"zh": "甲"}]}, "'en'"),
+        (page(action={"do": "play", "step": 2}), "'step'"),
+        (page(action={"do": "dance"}), "'do'"),
+        (page(view="ceiling"), "unknown view 'ceiling'"),
+        (page(view="bridge"), "unknown view 'bridge'"),          # a beat names parts; views only stand the table
+        (page(action={"do": "play", "view": "ceiling"}), "view"),
+        (page(action={"do": "play", "pass": -1}), "'pass'"),
+        (page(action={"do": "play", "kind": "count"}), "kind"),
+        (page(action={"do": "checkpoint", "kind": "guess"}), "kind"),
+        (page(action={"do": "play", "parts": ["drum"]}), "unknown part 'drum'"),
+        (page(action={"do": "play", "parts": []}), "'parts'"),
+        ({"pages": [{"zh": "甲", "en": "a"}]}, "'parts'"),             # every beat names what it talks about
+        ({"pages": [{"zh": "甲", "en": "a", "parts": ["mill", "mill"]}]}, "twice"),
+        ({"pages": [{"zh": "甲", "en": "a", "parts": "mill"}]}, "'parts'"),
+        ({"pages": [{"zh": "甲", "parts": ["mill"]}]}, "'en'"),
         ({"pages": []}, "pages"),
     ]
     for change, needle in bad_cases:

@@ -151,7 +151,7 @@ def test_tokens_per_pass_with_and_without_the_bonus():
 def _controller(**settings):
     """The real controller, with no window (no table: the driver's calls are no-ops), scripted, never saving."""
     from app.controller import Controller
-    return Controller(AppSettings(language="en", **settings), persist=False, scripted=True).start()
+    return Controller(AppSettings(**{"language": "en", **settings}), persist=False, scripted=True).start()
 
 
 def test_alpha_chapter_says_what_the_live_numbers_say():
@@ -174,14 +174,17 @@ def test_alpha_chapter_says_what_the_live_numbers_say():
 
 
 def test_extra_arithmetic_fact_is_the_extra_not_the_ratio():
-    """extra_arithmetic is a ratio to the target alone (2.0 = 100% more): the fact shows the extra."""
-    from app.derived import extra_arithmetic
+    """extra_arithmetic is a ratio to the target alone (2.0 = 100% more): the fact shows the extra, at the pair's
+    long-run α (not the short run's)."""
+    from models import analytics
+
     from app.facts import facts
     ctl = _controller(mode="lab")
     f = facts(ctl)
-    run = ctl.session.ensure()
-    ratio = extra_arithmetic(run.alpha_generated, 4)
+    pf = analytics.pair_facts(ctl.session.pair(), 4)
+    ratio = analytics.extra_arithmetic(pf.alpha, 4)
     assert ratio > 1 and f["extra_pct"] == f"{100 * (ratio - 1):.0f}%"
+    assert f["alpha"] == f"{pf.alpha:.3f}" and f["tpp_counted"] == f"{pf.tokens_per_pass_counted:.2f}"
 
 
 def test_chinese_wraps_between_characters_and_keeps_numbers_whole():
@@ -214,3 +217,149 @@ def test_count_checkpoint_answer_is_hidden_until_revealed():
     assert panel.unrevealed(shown=True) == set()                    # revealed
     st.page = k + 1
     assert panel.unrevealed(shown=False) == set()
+
+
+def test_facts_name_the_long_run_and_this_run_apart():
+    """The pair's α is the long run's; the short run on the table is reported as its own count ("9 / 21")."""
+    from models import analytics, hardware
+
+    from app.facts import facts
+    ctl = _controller(mode="lab", lanes=64, context=4096)
+    f = facts(ctl)
+    run = ctl.session.ensure()
+    count = analytics.count_run(run.traces)
+    pf = analytics.pair_facts(ctl.session.pair(), 4)
+    assert f["run_count"] == f"{count.accepted} / {count.tested}" and f["run_passes"] == f"{len(run.traces)}"
+    assert f["alpha"] == f"{pf.alpha:.3f}" and f["long_tokens"] == f"{pf.tokens:,}"
+    assert f["alpha"] != f"{count.accepted / count.tested:.3f}"
+    assert f["best_gamma"] == f"{pf.best(0.1)[0]}" and f["best_speedup"] == f"{pf.best(0.1)[1]:.2f}×"
+    # A check's γ + 1 positions are one sequence's: 64 sequences × 5 positions at 4,096 tokens is 34.5% busy.
+    assert f["busy_spec"] == "34.5%" == f"{100 * hardware.pass_busy('h100-sxm', 'llama-3.1-8b', 64, 5, 4096):.1f}%"
+    assert f["busy"] == "6.9%" and f["busy_weights"] == "21.7%" and f["tps_weights"] == "13,350"
+    assert f["lev_extra"] == "53%" and f["lev_faster"] == "96%"
+    tr = run.traces[1]
+    story = f["story_2"]
+    assert ("bonus" in story) == (tr.final_kind == "bonus") and ("replacement" in story) == (tr.final_kind != "bonus")
+
+
+def test_hardware_panel_says_why_a_pass_reads_less_than_all_weights():
+    from app.facts import measurement_view
+    entry = {"file": "gpu.json", "data": {
+        "device": {"type": "cuda", "name": "NVIDIA H200"}, "dtype": "bf16",
+        "models": {"target": {"name": "llama-3.1-8b", "weight_bytes": 16_060_522_496,
+                              "weight_bytes_read_per_token": 15_009_849_344}},
+        "figures": {"decode_batch1": {"ms_per_token": 4.0, "on_paper_ms": 3.13}}}}
+    view = measurement_view(entry, Strings("en"), "h200", "llama-3.1-8b")
+    note = next(n for n in view["notes"] if "embedding" in n)
+    assert "15.01 GB" in note and "1.05 GB" in note and "16.06 GB" in note
+    tied = json.loads(json.dumps(entry))
+    tied["data"]["models"]["target"]["weight_bytes_read_per_token"] = 16_060_522_496
+    assert not any("embedding" in n for n in measurement_view(tied, Strings("en"), "h200", "llama-3.1-8b")["notes"])
+
+
+def test_hardware_toy_rows_and_the_skip_bonus_note_use_the_long_run():
+    """The pair's α and tokens per pass in the hardware panel and the tubes' skip-bonus note are the long run's
+    (pair_facts), not what the short run on the table happened to count."""
+    from models import analytics
+
+    from app.derived import tokens_per_pass_bonus
+    ctl = _controller(mode="hardware")
+    pf = analytics.pair_facts(ctl.session.pair(), 4, ctl.session.sampler_settings(), seed=0)
+    rows = dict(ctl.modes["hardware"].toy_rows())
+    assert rows[ctl.t("fact.alpha")] == f"{pf.alpha:.3f}"
+    assert rows[ctl.t("fact.tpp_counted")] == f"{pf.tokens_per_pass_counted:.2f}"
+    assert rows[ctl.t("fact.tpp_formula")] == f"{pf.tokens_per_pass_formula:.2f}"
+    count = analytics.count_run(ctl.session.ensure().traces)
+    assert f"{count.accepted / count.tested:.3f}" != f"{pf.alpha:.3f}"     # the short run would read otherwise
+    note = ctl.modes["tubes"].skip_bonus_note()
+    with_b, without_b = tokens_per_pass_bonus(pf.alpha, 4)
+    assert f"α = {pf.alpha:.3f}" in note and f"{with_b:.2f}" in note and f"{without_b:.2f}" in note
+    ctl.update(skip_bonus=True)
+    shown = ctl.modes["tubes"].facts_shown()
+    assert (shown["alpha"], shown["tpp_with_bonus"], shown["tpp_without_bonus"]) == (
+        f"{pf.alpha:.3f}", f"{with_b:.2f}", f"{without_b:.2f}")
+    assert ctl.modes["hardware"].facts_shown()["alpha"] == f"{pf.alpha:.3f}"
+
+
+def test_chapters_that_describe_an_event_play_a_real_pass_where_it_happens():
+    """Ch. 4 plays a pass that keeps guesses and replaces one, then one that keeps all γ and adds the bonus; ch. 5
+    asks about a real gamble (q > p) in its second pass. The seed is searched on the real sampler from the lab's
+    seed; the run is the session's ordinary run (nothing made up), and leaving the tour gives the lab its seed back."""
+    from models.sampler import SamplerSettings, SpeculativeSampler
+
+    from app.facts import checkpoint
+    ctl = _controller(mode="lab", seed=5)
+    ctl.set_mode("tour")
+    pair = ctl.session.pair()
+    for slug, events in (("04-keep-replace", ("kept_and_replaced", "all_kept_bonus")),
+                         ("05-acceptance-rule", ("kept_and_replaced", "gamble"))):
+        ch = next(i for i, c in enumerate(CHAPTERS) if c.slug == slug)
+        assert CHAPTERS[ch].events == events
+        ctl.tour.goto(ch)
+        ctl.panel.apply_chapter()
+        seed = ctl.settings.seed
+        assert seed >= 5
+        run = ctl.session.ensure()
+        sm = SpeculativeSampler(pair, SamplerSettings(gamma=4, seed=seed))
+        sm.reset(pair.encode(ctl.settings.prompt))
+        assert [sm.step().tokens_written for _ in range(2)] == [tr.tokens_written for tr in run.traces[:2]]
+        one, two = run.traces[0], run.traces[1]
+        assert 0 < one.n_accepted < 4 and one.final_kind == "replacement"       # dots and a replacement diamond
+        if slug.startswith("04"):
+            assert two.n_accepted == 4 and two.final_kind == "bonus"          # four dots and the bonus diamond
+        else:
+            tr, i = checkpoint(ctl)
+            assert tr.step_index == 1 and tr.ratios[i] < 1.0 and tr.q_rows[i][tr.guesses[i]] > tr.p_rows[i][tr.guesses[i]]
+    ctl.set_mode("lab")
+    assert ctl.settings.seed == 5
+
+
+def test_the_count_reveal_names_a_replacement_or_the_bonus():
+    """"The target writes one more" is a bonus only when all γ were kept: the reveal says which it was."""
+    from app.facts import count_reveal
+    from models.sampler import SamplerSettings, SpeculativeSampler
+    for lang in ("en", "zh"):
+        ctl = _controller(mode="lab", language=lang)
+        pair = ctl.session.pair()
+        kinds = set()
+        for seed in range(40):
+            sm = SpeculativeSampler(pair, SamplerSettings(gamma=4, seed=seed))
+            sm.reset(pair.encode("慢慢"))
+            tr = sm.step()
+            text = count_reveal(ctl, tr)
+            bonus_word, repl_word = ("bonus", "replacement") if lang == "en" else ("奖励词元", "替换词元")
+            assert (bonus_word in text) == (tr.final_kind == "bonus") and (repl_word in text) != (bonus_word in text)
+            assert pair.display(tr.final_token) in text
+            assert (f"{tr.n_accepted}" in text) if tr.n_accepted else ("none" in text or "一个也没" in text)
+            kinds.add((tr.final_kind, tr.n_accepted == 0))
+        assert {("bonus", False), ("replacement", False), ("replacement", True)} <= kinds
+
+
+def test_facts_report_every_number_the_beat_shows():
+    """`facts` (spectable run --json) names every number a beat shows with the string on screen: each field of
+    the page's text (and of the action's words once it has run) is there, and its value is in the filled text;
+    the panel's numbers are there as the panel shows them ('?' while a checkpoint keeps them back)."""
+    import string
+
+    from app.facts import fill
+    for lang in ("zh", "en"):
+        ctl = _controller(mode="tour", language=lang, chapter=0)
+        while True:
+            st, panel = ctl.tour, ctl.panel
+            shown = panel.facts_shown()
+            f = ctl.facts()
+            page = st.page_data()
+            texts = [page[lang]] + ([page.action.text[lang]] if st.acted and page.action and page.action.text else [])
+            for text in texts:
+                filled = fill(text, f)
+                for _, name, _, _ in string.Formatter().parse(text):
+                    if name:
+                        assert name in shown and shown[name] in filled, (lang, st.chapter, st.page, name)
+            hidden = panel.unrevealed(panel.revealed())
+            for name in st.current.facts:
+                assert shown[name] == ("?" if name in hidden else f[name]), (lang, st.chapter, name)
+                assert shown[name] not in ("—", "…"), (lang, st.chapter, name)
+            before = (st.chapter, st.page, st.acted)
+            ctl.do("next")
+            if (st.chapter, st.page, st.acted) == before:
+                break

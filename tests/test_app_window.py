@@ -162,3 +162,23 @@ def test_tube_switches_step_through_exact_skip_bonus_and_wrong_rules(capsys, tmp
         seen.append((st["tube_rule"], st["skip_bonus"]))
     assert seen == [("exact", False), ("exact", True), ("resample_from_p", False), ("exact_match_only", False),
                     ("draft_only", False), ("typical", False), ("exact", False)]
+
+
+def test_json_reports_the_beat_and_the_facts_on_screen(capsys, tmp_path):
+    """spectable run --json: `beat` (the framed parts, the share of each in view, the parts the UI covers) and
+    `facts` (every number the beat shows, as shown) from the real window, here ch. 5's checkpoint revealed."""
+    from app.tour import narration
+    pages = narration("05-acceptance-rule").pages
+    k = next(i for i, p in enumerate(pages) if p.action is not None and p.action.do == "checkpoint")
+    beats = k + sum(1 for p in pages[:k] if p.action) + 1
+    st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "5", "--lang", "en",
+                 script=["page down"] * beats + ["wait 45"])
+    assert (st["page"], st["acted"]) == (k, True)
+    beat = st["beat"]
+    assert beat["parts"] == list(pages[k].action.parts or pages[k].parts) and beat["covered"] == []
+    assert all(beat["in_view"][p] >= 0.98 for p in beat["parts"])
+    f = st["facts"]
+    assert f["check_pass"] == "2" and float(f["check_ratio"]) < 1 and f["check_verdict"] in ("accepted", "rejected")
+    assert 0 <= float(f["check_r"]) < 1 and f["hud_pass"] == "2/12" and f["check_p"] != "?"
+    lab = run_app(capsys, tmp_path, "--no-save", "--mode", "lab")
+    assert lab["beat"] is None and {"alpha", "tpp_counted", "busy_spec"} <= set(lab["facts"])

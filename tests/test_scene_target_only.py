@@ -73,13 +73,13 @@ def test_hud_says_target_alone_and_no_gamma(shooter, said):
                 shooter.shoot(st)
                 hud = " | ".join(said.screen)
                 assert "γ" not in hud, (lang, phase, hud)
-                assert "checks every guess" not in hud and "一起验证" not in hud and "replace the wrong" not in hud
+                assert "checks every guess" not in hud and "一起检查" not in hud and "replace the rejected" not in hud
                 if lang != "zh":
                     assert "target alone" in hud, hud
                     if lang == "en" or phase == "mid-verify":
                         assert "one token per lane" in hud, hud
                 if lang != "en":
-                    assert "目标单独写" in hud, hud
+                    assert "大模型单独写" in hud, hud
                     if phase == "mid-verify":
                         assert "每条通道写一个词元" in hud, hud
     finally:
@@ -156,7 +156,7 @@ def test_bridge_stands_idle_no_columns_no_red_lines(shooter, said):
                     x, y = st.project(meter_point(i, COLUMN_V0 + f * COLUMN_H, 0.06, 0.0, IDLE_METERS), W, H)
                     px = img[int(round(y)), int(round(x))]
                     assert not copper(px) and not red(px), (phase, i, f, px)
-            assert not any(w in said for w in ("通过", "退回", "未检", "pass", "reject", "untested"))
+            assert not any(w in said for w in ("通过", "被拒", "未检", "accepted", "rejected", "untested"))
             assert any("no tests" in w for w in said)
         # The idle meters stand there: hiding the bridge changes the plates' box.
         pts = [st.project(meter_point(i, v, 0.0, 0.0, IDLE_METERS), W, H)
@@ -219,6 +219,34 @@ def test_mill_64_lanes_at_4096_reads_the_panel_figure(said, shooter):
         st.release()
 
 
+def test_a_checking_pass_is_one_sequence_reading_its_kv_cache_once(said, shooter):
+    """A speculative pass computes γ + 1 positions of each sequence; they read that sequence's KV cache once.
+    64 sequences × 5 positions at 4,096 tokens: the mill shows pass_busy(64, 5, 4096) = 34.5% (the hardware
+    panel's figure), not the 320 sequences roofline(320, 4096) would make of the lanes (which reads 5× the KV)."""
+    from models.hardware import pass_busy
+    from scenes.stage import Stage
+    st = Stage(gl_context())
+    st.set_run(pair(), list(traces(0, 4, 3)), batch_lanes=64, context=4096)
+    st.camera_transition_s = 0.0
+    st.show_hud = False
+    try:
+        want = pass_busy("h100-sxm", "llama-3.1-8b", 64, 5, 4096)
+        assert f"{100 * want:.1f}%" == "34.5%"
+        assert abs(want - _roof_busy(320, 4096)) > 0.05            # the lanes-as-a-batch figure is different
+        tl = st.timeline
+        s = tl.state_at(tl.step_moment(0, "mid-verify"))
+        assert s.lanes_true == 320 and s.extra["pass_busy"] == pytest.approx(want)
+        v0, v1 = tl.steps[0].verify
+        assert tl.mill_angle(v1) - tl.mill_angle(v0) == pytest.approx((v1 - v0) * want * 4 * np.pi, rel=1e-9)
+        tl.seek(tl.step_moment(0, "mid-verify"))
+        st.set_view("mill")
+        said.clear()
+        shooter.shoot(st)
+        assert any("34.5%" in w for w in said), said
+    finally:
+        st.release()
+
+
 def test_without_a_context_setting_each_trace_context_is_used():
     st = target_stage(batch_lanes=9)
     try:
@@ -242,14 +270,14 @@ def test_verdict_words_follow_the_language(shooter, said):
             st.language = lang
             said.clear()
             imgs[lang] = shooter.shoot(st).astype(int)
-            zh = {"通过", "退回", "未检"} & set(said)
-            en = {"pass", "reject", "untested"} & set(said)
+            zh = {"通过", "被拒", "未检"} & set(said)
+            en = {"accepted", "rejected", "untested"} & set(said)
             if lang == "zh":
-                assert zh == {"通过", "退回", "未检"} and not en
+                assert zh == {"通过", "被拒", "未检"} and not en
             elif lang == "en":
-                assert en == {"pass", "reject", "untested"} and not zh, said
+                assert en == {"accepted", "rejected", "untested"} and not zh, said
             else:
-                assert zh == {"通过", "退回", "未检"} and en == {"pass", "reject", "untested"}
+                assert zh == {"通过", "被拒", "未检"} and en == {"accepted", "rejected", "untested"}
         # On screen: the word beside meter 0's mark changes with the language.
         x, y = st.project(meter_point(0, 0.0, 0.0, 0.18, 4) + np.array([0, -0.25, 0.21]), W, H)
         y0, y1, x0, x1 = int(y) - 8, int(y) + 8, int(x) - 12, int(x) + 12
@@ -267,7 +295,7 @@ def test_wrong_rules_are_named_in_words_not_ids():
     from scenes.tubes import rule_label, wrong_rule_text
     assert set(RULES) <= {r for r in RULES if rule_label(r) != (r, r)}
     want = {"resample_from_p": ("用 p 重抽", "resample from p"),
-            "exact_match_only": ("只收完全一致", "accept exact matches only"),
+            "exact_match_only": ("只留大模型首选", "keep only the target's top token"),
             "draft_only": ("只让草稿写", "draft only, target never writes")}
     for rule, (zh, en) in want.items():
         for lang in ("zh", "en", "both"):
@@ -296,5 +324,54 @@ def test_tubes_show_the_rule_in_words(shooter, said):
         shooter.shoot(st)
         assert "wrong rule: draft only, target never writes" in said
         assert not any("draft_only" in w for w in said)
+    finally:
+        st.release()
+
+
+# ------------------------------------------------------------------ a bonus is not a replacement; nine drawn of 64
+def test_write_phase_tells_the_bonus_from_a_replacement(shooter, said):
+    st = make_stage(seed=3, gamma=4, steps=12, with_tubes=False)
+    st.show_hud = True
+    st.camera_transition_s = 0.0
+    try:
+        trs = traces(3, 4, 12)
+        bonus = next(k for k, tr in enumerate(trs) if tr.n_accepted == 4)
+        repl = next(k for k, tr in enumerate(trs) if tr.n_accepted < 4)
+        for lang, bonus_words, repl_words in (("en", "a bonus token", "replace the rejected"),
+                                              ("zh", "奖励词元", "换掉被拒的")):
+            st.language = lang
+            for k, want, not_want in ((bonus, bonus_words, repl_words), (repl, repl_words, bonus_words)):
+                said.clear()
+                st.timeline.seek(st.timeline.step_moment(k, "mid-write"))
+                shooter.shoot(st)
+                hud = " | ".join(said.screen)
+                assert want in hud and not_want not in hud, (lang, k, hud)
+    finally:
+        st.release()
+
+
+def test_sixty_four_sequences_say_that_nine_are_drawn(shooter, said):
+    st = target_stage(batch_lanes=64, context=4096)
+    st.show_hud = True
+    try:
+        st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))
+        for lang, hud_words, cabinet_words in (("en", "64 lanes lit (9 drawn)", "64 sequences · 9 drawers drawn"),
+                                               ("zh", "亮 64 条通道（台上画 9 条）", "64 个序列 · 画出 9 个抽屉")):
+            st.language = lang
+            st.set_view("cabinet")
+            said.clear()
+            shooter.shoot(st)
+            assert any(hud_words in w for w in said.screen), said.screen
+            assert cabinet_words in said, said
+    finally:
+        st.release()
+    st = target_stage(batch_lanes=9)
+    st.show_hud = True
+    try:
+        st.language = "en"
+        st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))
+        said.clear()
+        shooter.shoot(st)
+        assert not any("drawn" in w for w in said)                   # nine of nine: nothing to say
     finally:
         st.release()

@@ -145,8 +145,8 @@ def test_drawers_are_pulled_to_read_and_again_to_roll_back():
 
 def test_mill_turns_with_busy_fraction():
     trs = traces()
-    slow = Timeline(list(trs), busy_at=lambda lanes, context: lanes / 295.0)
-    fast = Timeline(list(trs), busy_at=lambda lanes, context: lanes / 10.0)
+    slow = Timeline(list(trs), busy_at=lambda sequences, positions, context: sequences * positions / 295.0)
+    fast = Timeline(list(trs), busy_at=lambda sequences, positions, context: sequences * positions / 10.0)
     t = slow.step_moment(0, "verify")
     assert fast.mill_angle(t) > 20 * slow.mill_angle(t) > 0
     # Idle while drafting: the gears do not move.

@@ -34,6 +34,10 @@ class Panel:
     def draw(self, scr) -> None:
         raise NotImplementedError
 
+    def facts_shown(self) -> dict[str, str]:
+        """Every number this mode's panel shows now, by fact name, as shown (spectable run --json `facts`)."""
+        return {}
+
     def on_key(self, action: str) -> None:
         """Default next/previous: seek the table one target pass forward or back."""
         tl = self.driver.timeline

@@ -45,17 +45,7 @@ class HardwarePanel(Panel):
         ui.begin_panel("##hw", ui.panel_rect(scr))
         ui.heading(scr, t("hw.paper", device=s.device, model=s.model))
         try:
-            r = derived.roofline(s.device, s.model, s.lanes, s.context)
-            ui.facts_table(scr, [
-                (t("fact.lanes"), f"{s.lanes}"), (t("fact.context"), f"{s.context:,}"),
-                (t("fact.bytes_per_step"), f"{r['bytes_per_step'] / 1e9:.2f} GB"),
-                (t("fact.ms_per_token"), f"{r['ms_per_token']:.3f} ms"),
-                (t("fact.tokens_per_s"), f"{r['tokens_per_s']:,.0f}"),
-                (t("fact.busy"), f"{100 * r['arithmetic_busy']:.1f}%"),
-                # what the mill shows while the big drum checks γ + 1 positions per sequence
-                (t("fact.busy_spec"), ctl.facts()["busy_spec"]),
-                (t("fact.lanes_to_saturate"), f"{r['lanes_to_saturate']:.0f}"),
-            ])
+            ui.facts_table(scr, [(t(f"fact.{k}"), v) for k, v in self.paper_rows().items()])
         except Exception as exc:  # noqa: BLE001
             ui.wrapped(f"{type(exc).__name__}: {exc}")
         imgui.spacing()
@@ -63,17 +53,40 @@ class HardwarePanel(Panel):
         self._draw_measurement(t, s, c, muted)
         imgui.spacing()
         ui.heading(scr, t("hw.toy"), 1.1)
-        run = ctl.session.run
-        if run:
-            ui.facts_table(scr, [(t("fact.vocab"), f"{ctl.session.pair().V:,}"),
-                                 (t("fact.alpha"), f"{run.alpha_generated:.3f}"),
-                                 (t("fact.tpp_counted"), f"{run.tokens_per_pass_counted:.2f}")])
+        # The pair's own figures come from its long run (computed once per table and γ; '…' until it lands).
+        ui.facts_table(scr, self.toy_rows())
         imgui.end()
         # The roofline gets the wide box under the table, where it can be read from the back row.
         ui.begin_panel("##hwplot", ui.narration_rect(scr), bg_alpha=0.9)
         avail = imgui.get_content_region_avail()
         self.plots.image(scr, "roofline", avail.x, aspect=avail.x / max(avail.y, 1))
         imgui.end()
+
+    def paper_rows(self) -> dict[str, str]:
+        """The on-paper rows: fact name -> the value shown (models.hardware.roofline for the lab's settings)."""
+        s = self.ctl.settings
+        r = derived.roofline(s.device, s.model, s.lanes, s.context)
+        return {"lanes": f"{s.lanes}", "context": f"{s.context:,}",
+                "bytes_per_step": f"{r['bytes_per_step'] / 1e9:.2f} GB",
+                "ms_per_token": f"{r['ms_per_token']:.3f} ms",
+                "tokens_per_s": f"{r['tokens_per_s']:,.0f}",
+                "busy": f"{100 * r['arithmetic_busy']:.1f}%",
+                # what the mill shows while the big drum checks γ + 1 positions per sequence
+                "busy_spec": self.ctl.facts()["busy_spec"],
+                "lanes_to_saturate": f"{r['lanes_to_saturate']:.0f}"}
+
+    def facts_shown(self) -> dict[str, str]:
+        f = self.ctl.facts()
+        try:
+            rows = self.paper_rows()
+        except Exception:  # noqa: BLE001 - the panel shows the error instead
+            rows = {}
+        return {**rows, **{k: f[k] for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")}}
+
+    def toy_rows(self) -> list[tuple[str, str]]:
+        """The toy's rows: its vocabulary and the pair's long-run α and tokens per pass (app.facts)."""
+        t, f = self.ctl.t, self.ctl.facts()
+        return [(t(f"fact.{k}"), f[k]) for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")]
 
     def _draw_measurement(self, t, s, c, muted) -> None:
         meas = self.measurements()

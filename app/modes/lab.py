@@ -127,6 +127,11 @@ class LabPanel(Panel):
                 new["tree_sampling"] = sampling
         n = node_count([s.tree_width] * s.tree_depth)
         ui.wrapped(t("lab.tree_nodes", nodes=n, lanes=n + 1) + "  " + t("lab.gamma_tree"), ctl.colors["accent"])
+    def facts_shown(self) -> dict[str, str]:
+        f = self.ctl.facts()
+        mine = ("alpha", "tpp_counted", "tpp_formula", "speedup_now", "best_gamma", "best_speedup") \
+            if self.ctl.settings.drafter == "chain" else ("run_kept", "run_tpp", "run_lanes", "run_speedup")
+        return {k: f[k] for k in mine + ("tokens_per_s", "busy", "busy_spec", "bytes_per_step")}
 
     def stage_rect(self, scr):
         x, y, w, h = ui.narration_rect(scr)

@@ -8,6 +8,7 @@ from app.facts import fill
 from app.modes.base import Panel
 from app.settings import DEFAULTS, LAB_FIELDS
 from app.tour import CHAPTERS, Action, narration
+from corpus.errors import InputError
 
 
 class TourPanel(Panel):
@@ -25,26 +26,69 @@ class TourPanel(Panel):
     def enter(self) -> None:
         self.apply_chapter()
 
+    # ---- where the table stands ----------------------------------------------------------------
+    def hold_moment(self) -> float:
+        """Where the table holds on a text page: the end of the last pass played (its result on the table: the
+        inked tokens and marks, the meters' verdicts, the mill's figure), before any the chapter's `hold`; on a
+        checkpoint page the moment just before its answer."""
+        tl = self.driver.timeline
+        if tl is None or not tl.steps:
+            return 0.0
+        st = self.state
+        action = st.action()
+        if action is not None and action.do == "checkpoint" and not st.acted:
+            return self.checkpoint_span(action)[0]
+        n = len(tl.steps)
+        if self.plays > 0:
+            return tl.step_moment(min(self.plays, n) - 1, "write")
+        hold = st.current.hold
+        if hold == "drafted":
+            return tl.step_moment(0, "draft")
+        if hold == "end":
+            return tl.step_moment(n - 1, "write")
+        return tl.step_start(0)
+
     def restage(self) -> None:
         """Text pages show the table still; an action plays it (text -> key -> action)."""
         self.driver.loop = False
-        tl = self.driver.timeline
-        if tl is not None:
-            self.driver.hold(tl.step_start(min(self.plays, max(0, len(tl.steps) - 1))) if tl.steps else 0.0)
+        if self.driver.timeline is not None:
+            self.driver.hold(self.hold_moment())
+
+    def frame(self) -> None:
+        """The camera frames the beat's parts (and holds the frame while its action plays)."""
+        parts, view = self.state.beat()
+        self.driver.set_focus(parts, view)
 
     def apply_chapter(self) -> None:
-        """A chapter sets its parameters (through the controller's update(), as the lab does) and its view."""
+        """A chapter sets its parameters (through the controller's update(), as the lab does), finds the seed
+        whose real run shows the events its text describes, and frames its first beat."""
         ch = self.state.current
+        ctl = self.ctl
         # Every chapter starts from the same tour defaults (so jumping to a chapter shows what reading up to it
         # would), keeps the lab's prompt and seed (the text on the table), then sets its own parameters. The
         # lab's values are restored when the tour is left (Controller.leave_tour) and never saved over.
         values = {k: getattr(DEFAULTS, k) for k in LAB_FIELDS if k not in ("prompt", "seed")}
         values.update(ch.params)
-        self.ctl.update(**values)
+        values["seed"] = ctl.lab()["seed"]
+        ctl.update(**values)
+        if ch.events:
+            ctl.update(seed=self.demo_seed(ch))
         self.plays = 0
-        self.ctl.set_view(ch.view)
+        self.frame()
         self.restage()
-        self.ctl.save()
+        ctl.save()
+
+    def demo_seed(self, ch) -> int:
+        """The first seed from the lab's whose run shows the chapter's events (models.demo); the lab's seed with
+        a message if none within the search does (the narration's {story_N} then says what did happen)."""
+        from app import derived
+        ctl, s = self.ctl, self.ctl.settings
+        try:
+            pair = ctl.session.pair()
+            return derived.demo_seed(pair, s.prompt, s.gamma, s.temperature, s.top_k, s.top_p, ch.events, s.seed)
+        except InputError as exc:
+            ctl.notify(str(exc))
+            return s.seed
 
     def on_key(self, action: str) -> None:
         st = self.state
@@ -52,36 +96,63 @@ class TourPanel(Panel):
         res = st.next() if action == "next" else st.prev()
         if st.chapter != before:
             self.apply_chapter()
-        elif res == "page" and action == "prev":
-            self.restage()
+            return
+        self.frame()
         if res == "act":
             self.act(st.action())
+        elif res == "page" and (action == "prev" or (st.action() is not None and st.action().do == "checkpoint")):
+            self.restage()
+
+    # ---- actions -------------------------------------------------------------------------------
+    def pass_to_play(self, action: Action) -> int:
+        tl = self.driver.timeline
+        k = self.plays if action.pass_index is None else action.pass_index
+        return min(k, len(tl.steps) - 1)
+
+    def play_pass(self, k: int) -> None:
+        """Play pass k to the end of its writing (held there: its result stays on the table). From where the
+        table stands if that is between the previous pass's result and this pass's guesses (so the tape scrolls
+        on and pencilled guesses are not written twice), else from the pass's start."""
+        tl = self.driver.timeline
+        lo = tl.step_moment(k - 1, "write") if k > 0 else 0.0
+        start = tl.t if lo <= tl.t <= tl.step_moment(k, "draft") + 1e-9 else tl.step_start(k)
+        self.plays = k + 1
+        self.driver.play(start, tl.step_moment(k, "write"), after_flight=True)
+
+    def checkpoint_span(self, action: Action) -> tuple[float, float]:
+        """(setup, answer) of a checkpoint on the table: a count checkpoint's pass from its pencilled guesses to
+        its written result; a test checkpoint's meter from the start of its test to its verdict."""
+        from app.facts import checkpoint
+        tl = self.driver.timeline
+        k = action.pass_index or 0
+        if action.kind == "count":
+            k = min(k, len(tl.steps) - 1)
+            return tl.step_moment(k, "draft"), tl.step_moment(k, "write")
+        cp = checkpoint(self.ctl)
+        if not cp:
+            return tl.step_start(0), tl.step_start(0)
+        tr, i = cp
+        return tl.steps[tr.step_index].tests[i]
 
     def act(self, action: Action) -> None:
-        """The page's action: fly the camera to its view, then play the next pass on the table (the tubes' rounds
-        on the tube view), or reveal a checkpoint by playing the moment that answers it."""
-        ctl, drv = self.ctl, self.driver
-        if action.view:
-            ctl.set_view(action.view)
+        """The page's action: play the next pass on the table (the tubes' rounds when the beat frames the tubes),
+        or reveal a checkpoint by playing the moment that answers it."""
+        drv = self.driver
         tl = drv.timeline
         if tl is None or not tl.steps:
             return
+        parts, _ = self.state.beat()
         if action.do == "play":
-            if (action.view or self.state.current.view) == "tubes":
-                drv.play(0.0)                 # the tubes fill round after round
+            if "tubes" in parts:
+                drv.play(0.0, after_flight=True)                 # the tubes fill round after round
                 return
-            k = self.plays % len(tl.steps)
-            self.plays = k + 1
-            drv.play(tl.step_start(k), tl.step_end(k))
+            self.play_pass(self.pass_to_play(action))
         elif action.kind == "count":
-            drv.play(tl.step_start(0), tl.step_end(0))     # the reveal is the pass itself
+            self.play_pass(min(action.pass_index or 0, len(tl.steps) - 1))     # the reveal is the pass itself
         else:
-            from app.facts import checkpoint
-            cp = checkpoint(ctl)
-            if cp:
-                tr, i = cp
-                a, b = tl.steps[tr.step_index].tests[i]
-                drv.play(a, b)           # the meter fills and the red line r appears: the reveal
+            a, b = self.checkpoint_span(action)
+            if b > a:
+                drv.play(a, b, after_flight=True)     # the meter fills and the red line r appears: the reveal
 
     @property
     def panel_frac(self) -> float:
@@ -111,7 +182,7 @@ class TourPanel(Panel):
         ui.wrapped(fill(page[lang], f))
         action = page.action
         # A reveal's words wait until the table has finished showing it (the animation is the answer).
-        shown = st.acted and (self.driver.play_until is None or self.driver.stage is None)
+        shown = self.revealed()
         if action is not None and action.do == "checkpoint" and action.kind == "count":
             self.draw_count_checkpoint(f, revealed=shown)
         elif action is not None and action.do == "checkpoint":
@@ -138,7 +209,7 @@ class TourPanel(Panel):
             self.plots.image(scr, ch.plot, imgui.get_content_region_avail().x)
         imgui.spacing()
         sep = "、" if lang == "zh" else ", "
-        ui.wrapped(t("tour.focus") + " " + sep.join(t("part." + p) for p in ch.focus), colors["muted"])
+        ui.wrapped(t("tour.focus") + " " + sep.join(t("part." + p) for p in st.beat()[0]), colors["muted"])
         imgui.spacing()
         imgui.set_next_item_width(imgui.get_content_region_avail().x)
         if imgui.begin_combo("##chapter", t("tour.jump")):
@@ -149,6 +220,62 @@ class TourPanel(Panel):
             imgui.end_combo()
         imgui.end()
 
+    # ---- what a class sees: spectable run --json `beat` and `facts` ------------------------------
+    def beat(self, scr) -> dict:
+        """The beat's parts, the share of each part's projected box the class sees (inside the table's frame,
+        clear of the HUD and every panel) and the parts the UI covers; from the stage's projected boxes."""
+        from app import ui
+        parts, _ = self.state.beat()
+        stage = self.driver.stage
+        if stage is None or stage.focus is None:
+            return {"parts": list(parts), "in_view": None, "covered": []}
+        x, y, w, h = self.stage_rect(scr)
+        covers = [(a - x, b - y, c - x, d - y) for a, b, c, d in ui.ui_rects(scr)]
+        return stage.beat_report(max(16, int(w)), max(16, int(h)), covers)
+
+    def revealed(self) -> bool:
+        """The page's action has run and the table has finished showing it (the animation is the answer)."""
+        return self.state.acted and (self.driver.play_until is None or self.driver.stage is None)
+
+    def facts_shown(self) -> dict[str, str]:
+        """Every number the beat shows, by fact name, with the string on screen: the fields of the page's text
+        (and of its action's words or checkpoint once shown), the panel's live numbers ('?' while a checkpoint
+        keeps them back), and the table's own: the HUD's pass and lanes lit, the mill's busy share."""
+        import string
+        ctl, st = self.ctl, self.state
+        lang, f = ctl.settings.language, ctl.facts()
+        shown = self.revealed()
+        names = []
+
+        def fields(text):
+            names.extend(n for _, n, _, _ in string.Formatter().parse(text) if n)
+
+        page = st.page_data()
+        fields(page[lang])
+        action = page.action
+        if action is not None and action.do == "checkpoint" and action.kind == "count":
+            names += ["count_guesses", "gamma"] + (["count_reveal"] if shown else [])
+        elif action is not None and action.do == "checkpoint":
+            names += ["check_pass", "check_index", "check_guess", "check_p", "check_q", "check_ratio"]
+            names += ["check_r", "check_verdict"] if shown else []
+        elif st.acted and action is not None and action.text.get(lang):
+            fields(action.text[lang])
+        hidden = self.unrevealed(shown)
+        names += list(st.current.facts)
+        out = {n: ("?" if n in hidden else f[n]) for n in dict.fromkeys(names)}
+        stage = self.driver.stage
+        if stage is not None and stage.timeline.steps:
+            s = stage.state()
+            if s.step >= 0 and stage.show_hud and stage.hud_passes():
+                out["hud_pass"] = f"{s.step + 1}/{len(stage.traces)}"
+                if s.lanes_true:
+                    out["hud_lanes_lit"] = f"{s.lanes_true}"
+            shows = stage.shows()
+            if shows is None or "mill" in shows:
+                from scenes.mill import busy_words
+                out["mill_busy"] = busy_words(s)[1].split()[-1]
+        return out
+
     def unrevealed(self, shown: bool) -> set[str]:
         """Live numbers that would give a checkpoint's answer away: hidden until its reveal has been shown."""
         st = self.state
@@ -156,7 +283,7 @@ class TourPanel(Panel):
             action = page.action
             if action is not None and action.do == "checkpoint" and action.kind == "count":
                 if st.page < k or (st.page == k and not shown):
-                    return {"step_written", "count_kept", "count_written"}
+                    return {"step_written", "count_kept", "count_written", "count_reveal"}
         return set()
 
     def draw_count_checkpoint(self, f, revealed: bool) -> None:
@@ -165,13 +292,13 @@ class TourPanel(Panel):
         imgui.spacing()
         ui.wrapped(t("check.count_question", guesses=f["count_guesses"], gamma=f["gamma"]), colors["target"])
         if revealed:
-            ui.wrapped(t("check.count_reveal", kept=f["count_kept"], written=f["count_written"]), colors["accent"])
+            ui.wrapped(f["count_reveal"], colors["accent"])
 
     def draw_checkpoint(self, f, revealed: bool) -> None:
         t, colors = self.ctl.t, self.ctl.colors
         imgui.spacing()
-        ui.wrapped(t("check.question", guess=f["check_guess"], p=f["check_p"], q=f["check_q"],
-                     ratio=f["check_ratio"]), colors["target"])
+        ui.wrapped(t("check.question", pass_no=f["check_pass"], guess_no=f["check_index"], guess=f["check_guess"],
+                     p=f["check_p"], q=f["check_q"], ratio=f["check_ratio"]), colors["target"])
         if revealed:
             col = colors["ok"] if f["check_verdict"] == t("verdict.accepted") else colors["reject"]
             ui.wrapped(t("check.reveal", r=f["check_r"], ratio=f["check_ratio"], verdict=f["check_verdict"]), col)

@@ -39,13 +39,48 @@ class TubesPanel(Panel):
         rule, skip = stops[(i + (1 if action == "next" else -1)) % len(stops)]
         self.ctl.update(tube_rule=rule, skip_bonus=skip)
 
-    def skip_bonus_note(self) -> str:
-        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the run's α."""
+    def skip_bonus_note(self) -> str | None:
+        """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the pair's
+        long-run α (None while the long run is still being counted)."""
         ctl, s = self.ctl, self.ctl.settings
-        alpha = derived.toy_alpha(ctl.session.ensure(), ctl.session.pair())
+        pf = ctl.long_run()
+        if pf is None:
+            return None
+        alpha = float(pf.alpha)
         with_b, without_b = derived.tokens_per_pass_bonus(alpha, s.gamma)
         return ctl.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
                      without_bonus=f"{without_b:.2f}")
+
+    def rows(self, res) -> list[tuple[str, str, str, str, bool]]:
+        """The table's rows for the top tokens of p: (token, p, left tube, right tube, right tube more than 3
+        standard errors from p)."""
+        pair = self.ctl.session.pair()
+        p = np.asarray(res.target_p, float)
+        cum_l = np.asarray(res.left_counts, float)
+        cum_r = np.asarray(res.right_counts, float)
+        fl, fr = cum_l / max(cum_l.sum(), 1), cum_r / max(cum_r.sum(), 1)
+        out = []
+        for j in np.argsort(-p)[:TOP_TOKENS]:
+            bad = abs(fr[j] - p[j]) > 3 * np.sqrt(max(p[j] * (1 - p[j]), 1e-9) / max(cum_r.sum(), 1))
+            out.append((pair.display(int(j)), f"{p[j]:.3f}", f"{fl[j]:.3f}", f"{fr[j]:.3f}", bool(bad)))
+        return out
+
+    def facts_shown(self) -> dict[str, str]:
+        """The table's p and tube frequencies per token, the chi-square p-values, and the skip-bonus note's α and
+        tokens per pass when it is shown."""
+        ctl, s = self.ctl, self.ctl.settings
+        out = {}
+        if s.skip_bonus:
+            pf = ctl.long_run()
+            if pf is not None:
+                with_b, without_b = derived.tokens_per_pass_bonus(float(pf.alpha), s.gamma)
+                out.update(alpha=f"{pf.alpha:.3f}", tpp_with_bonus=f"{with_b:.2f}", tpp_without_bonus=f"{without_b:.2f}")
+        res = ctl.tubes()
+        if res is not None:
+            for char, p, left, right, _ in self.rows(res):
+                out.update({f"p[{char}]": p, f"left[{char}]": left, f"right[{char}]": right})
+            out.update(chi2_p_left=f"{res.chi2_p_left:.3g}", chi2_p_right=f"{res.chi2_p_right:.3g}")
+        return out
 
     def draw(self, scr) -> None:
         ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
@@ -69,7 +104,7 @@ class TubesPanel(Panel):
         if changed:
             ctl.update(skip_bonus=skip)        # saved at once (a classroom switch)
         if s.skip_bonus:
-            ui.wrapped(self.skip_bonus_note(), c["muted"])
+            ui.wrapped(self.skip_bonus_note() or t("plot.computing_long"), c["muted"])
         try:
             res = ctl.tubes()
         except InputError as exc:       # a rule the drafter's proposal has no meaning for: said above in words
@@ -87,27 +122,17 @@ class TubesPanel(Panel):
             return
         if res.rule == "typical" and res.typical_threshold is not None:
             ui.wrapped(t("tubes.typical_note", threshold=f"{res.typical_threshold:.4f}"), c["muted"])
-        pair = ctl.session.pair()
-        p = np.asarray(res.target_p, float)
-        cum_l = np.asarray(res.left_counts, float)
-        cum_r = np.asarray(res.right_counts, float)
-        fl, fr = cum_l / max(cum_l.sum(), 1), cum_r / max(cum_r.sum(), 1)
-        top = np.argsort(-p)[:TOP_TOKENS]
         if imgui.begin_table("tubes", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for h in ("tubes.token", "tubes.p", "tubes.left", "tubes.right"):
                 imgui.table_setup_column(t(h))
             imgui.table_headers_row()
-            for j in top:
+            for char, p, left, right, bad in self.rows(res):
                 imgui.table_next_row()
+                for value in (char, p, left):
+                    imgui.table_next_column()
+                    imgui.text(value)
                 imgui.table_next_column()
-                imgui.text(pair.display(int(j)))
-                imgui.table_next_column()
-                imgui.text(f"{p[j]:.3f}")
-                imgui.table_next_column()
-                imgui.text(f"{fl[j]:.3f}")
-                imgui.table_next_column()
-                bad = abs(fr[j] - p[j]) > 3 * np.sqrt(max(p[j] * (1 - p[j]), 1e-9) / max(cum_r.sum(), 1))
-                imgui.text_colored(imgui.ImVec4(*(c["reject"] if bad else c["text"])), f"{fr[j]:.3f}")
+                imgui.text_colored(imgui.ImVec4(*(c["reject"] if bad else c["text"])), right)
             imgui.end_table()
         imgui.text(t("tubes.chi2", left=f"{res.chi2_p_left:.3g}", right=f"{res.chi2_p_right:.3g}"))
         imgui.spacing()

@@ -1,7 +1,7 @@
 """The chain drafter (the default): the bigram draft q, the small drum, guesses γ tokens one after another.
 
 Guess i is drawn from q(· | the token before it), the previous guesses included: a separate small model runs γ
-times in sequence (c × a target step each), then the target checks all γ in one pass (models.acceptance.verify).
+times in sequence (c × a target pass each), then the target checks all γ in one pass (models.acceptance.verify).
 """
 from __future__ import annotations
 
@@ -35,4 +35,4 @@ class ChainDrafter(Drafter):
         return FirstGuess(np.asarray(rows.draft_row(context)[0], dtype=np.float64))
 
     def cost(self, gamma: int) -> DraftCost:
-        return DraftCost(draft_runs=gamma, note="γ sequential runs of the draft model, c × a target step each")
+        return DraftCost(draft_runs=gamma, note="γ sequential runs of the draft model, c × a target pass each")

@@ -148,7 +148,7 @@ class TreeDrafter(Drafter):
         if self.base.name == "heads":
             return DraftCost(heads=depth, note="the heads once per pass; every node is a lane of the target's pass")
         # One draft run per depth: the candidates of a depth are computed together (one read of the draft's weights).
-        return DraftCost(draft_runs=depth, note="one draft run per depth (its nodes batched), c × a target step each")
+        return DraftCost(draft_runs=depth, note="the draft model once per depth (its nodes batched), c × a target pass each")
 
     def describe(self) -> dict:
         return {"drafter": self.name, "tree_from": self.base.name, "tree_sampling": self.sampling,

@@ -1,0 +1,75 @@
+"""Demo passes that show what a page describes: a seed search over the real sampler, never a made-up trace.
+
+A lesson page that says "the target keeps two guesses and replaces the third" needs a pass in which that
+happens. Which pass a seed gives is luck, so the tour asks for the events its pages describe, in order
+(pass 1 keeps some guesses and replaces one, pass 2 keeps all γ and adds the bonus...) and this module
+tries seeds 0, 1, 2, ... on the real SpeculativeSampler from the prompt until the first passes show them.
+The result is a pure function of (pair, prompt, settings, events): the same inputs find the same seed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from corpus.errors import InputError
+
+
+def _kept_and_replaced(tr) -> bool:
+    """Some guesses kept (dots), then a rejection and the target's replacement (a diamond)."""
+    return 0 < tr.n_accepted < tr.gamma and tr.final_kind == "replacement"
+
+
+def _all_kept_bonus(tr) -> bool:
+    """Every guess kept and the bonus token drawn from p at position γ + 1."""
+    return tr.gamma > 0 and tr.n_accepted == tr.gamma and tr.final_kind == "bonus"
+
+
+def _first_rejected(tr) -> bool:
+    """The first guess already rejected: nothing kept, the replacement alone is written."""
+    return tr.gamma > 0 and tr.n_accepted == 0
+
+
+def _gamble(tr) -> bool:
+    """A tested guess is a real coin toss (q > p: it passes only with probability p/q < 1)."""
+    return any(tr.ratios[i] < 1.0 for i in range(tr.tested))
+
+
+EVENTS: dict[str, Callable] = {
+    "kept_and_replaced": _kept_and_replaced,
+    "all_kept_bonus": _all_kept_bonus,
+    "first_rejected": _first_rejected,
+    "gamble": _gamble,
+}
+
+
+@dataclass(frozen=True)
+class DemoSeed:
+    seed: int                 # the first seed whose first passes show the events, in order
+    events: tuple[str, ...]
+    tries: int                # seeds tried (the search's cost)
+
+
+def find_demo_seed(pair, prompt_ids: Sequence[int], settings, events: Sequence[str], *, start: int = 0,
+                   max_tries: int = 2000) -> DemoSeed:
+    """The first seed >= start for which pass k of a SpeculativeSampler run from `prompt_ids` with `settings`
+    (its seed replaced) shows events[k], for every k. InputError if an event is unknown or no seed in
+    [start, start + max_tries) shows them (say, a bonus that the pair never allows after this prompt)."""
+    from models.sampler import SpeculativeSampler
+    events = tuple(events)
+    unknown = [e for e in events if e not in EVENTS]
+    if unknown:
+        raise InputError(f"unknown demo event(s) {', '.join(unknown)} (known: {', '.join(EVENTS)})")
+    if not events:
+        raise InputError("no demo events asked for")
+    if not isinstance(start, int) or start < 0 or not isinstance(max_tries, int) or max_tries < 1:
+        raise InputError("start must be >= 0 and max_tries >= 1")
+    tests = [EVENTS[e] for e in events]
+    for seed in range(start, start + max_tries):
+        sampler = SpeculativeSampler(pair, replace(settings, seed=seed))
+        sampler.reset(prompt_ids)
+        for test in tests:
+            if not test(sampler.step()):
+                break
+        else:
+            return DemoSeed(seed=seed, events=events, tries=seed - start + 1)
+    raise InputError(f"no seed in {start}..{start + max_tries - 1} shows {', '.join(events)} after this prompt")

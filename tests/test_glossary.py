@@ -1,0 +1,184 @@
+"""One vocabulary: every string the program shows, in zh and en, against assets/i18n/glossary.json.
+
+The strings live in four kinds of places: the catalogs (assets/i18n/{zh,en}.json), the narration
+(assets/tour/*.json), the glossary's own definitions, and string literals in the Python code (scene
+labels, bridge and tube words, HUD lines, CLI text, error messages, bench method notes). Python strings
+are read with `ast` so f-strings are checked whole (their fields become "{}") and docstrings, which
+are for developers, are left out; so are glyph sets handed to the text atlas (`.ensure(...)`).
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+GLOSSARY = json.loads((ROOT / "assets" / "i18n" / "glossary.json").read_text(encoding="utf-8"))
+CODE_DIRS = ("app", "scenes", "models", "corpus")
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def rules(lang: str) -> list[tuple[str, re.Pattern]]:
+    flags = re.IGNORECASE if lang == "en" else 0
+    return [(term, re.compile(rx, flags)) for term, entry in GLOSSARY["terms"].items()
+            for rx in entry["forbidden"][lang]]
+
+
+RULES = {"zh": rules("zh"), "en": rules("en")}
+
+
+def violations(text: str, lang: str) -> list[str]:
+    text = re.sub(r"\{[^{}]*\}", "{}", text)          # {fields} are names, not words the class reads
+    return [f"{term}: {rx.pattern!r} matches {m.group(0)!r}" for term, rx in RULES[lang]
+            for m in [rx.search(text)] if m]
+
+
+# ---- where the strings live ----------------------------------------------------------------------
+def catalog_strings():
+    for lang in ("zh", "en"):
+        data = json.loads((ROOT / "assets" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
+        for key, text in data.items():
+            yield f"i18n/{lang}.json:{key}", lang, text
+
+
+def narration_strings():
+    for path in sorted((ROOT / "assets" / "tour").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for lang in ("zh", "en"):
+            yield f"{path.name}:title", lang, data["title"][lang]
+            for k, page in enumerate(data["pages"]):
+                yield f"{path.name}:page {k + 1}", lang, page[lang]
+                action = page.get("action") or {}
+                if action.get(lang):
+                    yield f"{path.name}:page {k + 1} action", lang, action[lang]
+
+
+def glossary_strings():
+    for term, entry in GLOSSARY["terms"].items():
+        for lang in ("zh", "en"):
+            yield f"glossary:{term}", lang, entry["definition"][lang]
+
+
+def _docstring_nodes(tree) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
+                    and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def _is_prose(text: str) -> bool:
+    """Words a person reads (a space or a non-ASCII character), not an identifier, key, path or format."""
+    return bool(re.search(r"\s", text.strip())) or any(ord(ch) > 127 for ch in text)
+
+
+def python_strings_of(source: str, where: str):
+    tree = ast.parse(source)
+    skip = _docstring_nodes(tree)
+    for node in ast.walk(tree):
+        # Glyph sets preloaded into the text atlas are characters, not words.
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "ensure":
+            for sub in ast.walk(node):
+                skip.add(id(sub))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for v in node.values:
+                skip.add(id(v))
+                parts.append(v.value if isinstance(v, ast.Constant) else "{}")
+            text = "".join(parts)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value
+        else:
+            continue
+        if _is_prose(text):
+            yield f"{where}:{node.lineno}", text
+
+
+def code_strings():
+    for folder in CODE_DIRS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            for where, text in python_strings_of(path.read_text(encoding="utf-8"), rel):
+                # A code string may be either language (ec.say pairs, CLI words): zh rules only ever match
+                # Chinese text, en rules Latin text, so both are applied.
+                yield where, "zh", text
+                yield where, "en", text
+
+
+def all_strings():
+    yield from catalog_strings()
+    yield from narration_strings()
+    yield from glossary_strings()
+    yield from code_strings()
+
+
+# ---- the tests -------------------------------------------------------------------------------------
+def test_glossary_is_well_formed():
+    terms = GLOSSARY["terms"]
+    assert len(terms) >= 30
+    for term, entry in terms.items():
+        assert entry["zh"] and entry["en"], term
+        assert entry["definition"]["zh"] and entry["definition"]["en"], term
+        for lang in ("zh", "en"):
+            for rx in entry["forbidden"][lang]:
+                re.compile(rx)
+    # The exhibit's own words are the glossary's.
+    exhibit = {"speculative_decoding": "推测解码", "big_drum": "大滚筒", "small_drum": "小滚筒", "read_head": "读头",
+               "lane": "通道", "bridge": "验证表桥", "mill": "算术磨坊", "kv_cabinet": "KV 柜", "tubes": "试管",
+               "tape": "纸带", "counted": "数出来的", "measured": "实测", "gpu_memory": "显存"}
+    assert {k: terms[k]["zh"] for k in exhibit} == exhibit
+    # No chosen word is itself a forbidden variant of any concept.
+    for term, entry in terms.items():
+        for lang in ("zh", "en"):
+            assert not violations(entry[lang], lang), (term, violations(entry[lang], lang))
+
+
+def test_the_rules_catch_each_variant_the_issue_names():
+    """The check can fail: each variant found in the program before the vocabulary was fixed is caught."""
+    found = {"投机解码的试管": "zh", "大鼓转一圈": "zh", "小鼓转 4 次": "zh", "亮 5 条车道": "zh", "亮 5 条道": "zh",
+             "每次运行写下 2 个": "zh", "本轮写下": "zh", "公式和实数不完全一样": "zh", "从内存读一遍": "zh",
+             "bytes read per step": "en", "If a draft run costs c times a target run": "en",
+             "If all γ guesses pass": "en"}
+    for text, lang in found.items():
+        assert violations(text, lang), text
+    for text, lang in {"推测解码": "zh", "大滚筒转一圈": "zh", "亮 5 条通道": "zh", "每步写下 2 个": "zh",
+                       "数出来的": "zh", "从显存读一遍": "zh", "Step-through mode (key 3)": "en",
+                       "--steps must be between 1 and 10000": "en", "bytes read per pass": "en"}.items():
+        assert not violations(text, lang), text
+
+
+def test_python_strings_are_found_whole_and_docstrings_left_out():
+    src = 'def f(n):\n    """大鼓 in a docstring"""\n    a = f"亮 {n} 条车道"\n    atlas.ensure("大鼓")\n    return "x"\n'
+    got = [text for _, text in python_strings_of(src, "m.py")]
+    assert got == ["亮 {} 条车道"]
+
+
+def test_every_string_uses_the_glossary_words():
+    seen = 0
+    bad = []
+    for where, lang, text in all_strings():
+        seen += 1
+        bad += [f"{where} [{lang}] {v}: {text[:90]!r}" for v in violations(text, lang)]
+    assert seen > 800
+    assert not bad, "\n".join(bad)
+
+
+ZH_PUNCT = (re.compile(r"[\u3400-\u9fff][,;:!?](?!\d)"), re.compile(r"[,;!?] ?[\u3400-\u9fff]"))
+
+
+@pytest.mark.parametrize("source", ["catalogs", "narration"])
+def test_chinese_uses_chinese_punctuation(source):
+    """A Chinese sentence takes full-width ，；：！？ (ASCII ones read as a typo to a Chinese class)."""
+    strings = catalog_strings() if source == "catalogs" else narration_strings()
+    bad = [f"{where}: {text[:80]!r}" for where, lang, text in strings
+           if lang == "zh" and any(rx.search(text) for rx in ZH_PUNCT)]
+    assert not bad, "\n".join(bad)

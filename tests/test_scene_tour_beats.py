@@ -1,0 +1,140 @@
+"""Every beat of the tour frames what it names: walked through all twelve chapters in both languages with the
+real controller and table driver on an offscreen stage (the window shell adds only the drawing), each beat's
+parts are on screen, a sensible share of the view, clear of the HUD and every panel, seen from an angle their
+writing reads from, and the camera holds still while the beat's action plays. The projected boxes these use
+are checked against pixels: hiding a framed part changes the picture inside its box, hardly outside it."""
+import math
+
+import numpy as np
+import pytest
+
+from tests.scene_helpers import gl_context
+
+W, H = 1280, 720           # the window; the table gets the tour's stage rect of it
+# Boxes that are the part a sentence means, not all of it: the tape's writing window (and the text just
+# before it), the read head's teeth, rods and lanes (not the base under them), the bridge's meters (not its legs).
+PARTIAL = {"tape", "readhead", "bridge"}
+
+
+def _tour(lang):
+    from app.controller import Controller
+    from app.settings import AppSettings
+    from app.ui import screen_for
+    from scenes.stage import Stage
+    ctl = Controller(AppSettings(language=lang, mode="tour", chapter=0), persist=False, scripted=True)
+    ctl.driver.attach(Stage(gl_context()))
+    ctl.start()
+    return ctl, screen_for(ctl, W, H)
+
+
+def _settle(ctl, scr, frames=40):
+    """Frames of the one clock with the table's sync, as the window runs them (no drawing needed to fit)."""
+    x, y, w, h = ctl.panel.stage_rect(scr)
+    for _ in range(frames):
+        ctl.driver.sync()
+        ctl.driver.stage.frame_for(max(16, int(w)), max(16, int(h)))
+        ctl.driver.advance(1 / 30)
+    return int(w), int(h)
+
+
+def _beats(lang):
+    """Yield (chapter, page, acted, controller, screen) for every beat of the tour, the camera settled."""
+    ctl, scr = _tour(lang)
+    try:
+        while True:
+            _settle(ctl, scr)
+            yield ctl.tour.chapter, ctl.tour.page, ctl.tour.acted, ctl, scr
+            before = (ctl.tour.chapter, ctl.tour.page, ctl.tour.acted)
+            ctl.do("next")
+            if (ctl.tour.chapter, ctl.tour.page, ctl.tour.acted) == before:
+                break
+    finally:
+        ctl.driver.stage.release()
+        ctl.close()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_beat_frames_the_parts_it_names(lang):
+    from scenes.framing import TEXT_NORMALS
+    seen = set()
+    n = 0
+    for ch, page, acted, ctl, scr in _beats(lang):
+        where = f"{lang} ch.{ch + 1} page {page + 1}{' (action)' if acted else ''}"
+        parts, _ = ctl.tour.beat()
+        beat = ctl.state(scr)["beat"]
+        stage = ctl.driver.stage
+        assert not stage.camera.moving, where
+        assert beat["parts"] == list(parts) and parts, where
+        assert beat["covered"] == [], (where, beat)
+        assert all(beat["in_view"][p] >= 0.98 for p in parts), (where, beat)
+        # A sensible share of the view: each of n parts at least 0.3/n of the table's frame across or up (8% when
+        # the whole table is framed), and together they fill most of the frame the HUD leaves free.
+        x, y, w, h = ctl.panel.stage_rect(scr)
+        rects = stage.part_rects(int(w), int(h))
+        least = max(0.08, 0.3 / len(parts))
+        for p, r in rects.items():
+            assert max((r[2] - r[0]) / w, (r[3] - r[1]) / h) >= least, (where, p, r)
+        free = stage.fit["rect"]
+        union = [min(r[0] for r in rects.values()), min(r[1] for r in rects.values()),
+                 max(r[2] for r in rects.values()), max(r[3] for r in rects.values())]
+        assert max((union[2] - union[0]) / (free[2] - free[0]), (union[3] - union[1]) / (free[3] - free[1])) > 0.85
+        # Never a grazing angle on writing: the eye within 60° of each named part's text normal.
+        eye = np.asarray(stage.camera.pose.eye)
+        for p in parts:
+            if p in TEXT_NORMALS and stage.view == "table":
+                lo, hi = stage.fit["boxes"][p]
+                to_eye = eye - (np.asarray(lo) + np.asarray(hi)) / 2
+                cos = float(np.dot(to_eye, TEXT_NORMALS[p]) / np.linalg.norm(to_eye))
+                assert cos >= math.cos(math.radians(60)), (where, p, math.degrees(math.acos(cos)))
+        # The frame holds while the action plays: the pose is the same at the end of the pass as at its start.
+        if acted and ctl.driver.play_until is not None:
+            pose = stage.camera.pose
+            for _ in range(30 * 12):
+                ctl.driver.advance(1 / 30)
+                assert stage.camera.pose == pose, where
+                if ctl.driver.play_until is None:
+                    break
+            assert ctl.driver.play_until is None, where       # the pass played to its end
+        seen.add(ch)
+        n += 1
+    assert seen == set(range(12)) and n >= 60
+
+
+def test_framed_parts_are_where_their_boxes_say():
+    """Hiding a framed part changes pixels inside its projected box (a real share of it) and hardly any outside:
+    the boxes the beat report and the camera use are the parts as drawn."""
+    from scenes.offscreen import Offscreen
+    from scenes.stage import Stage
+    from tests.scene_helpers import pair, traces, tubes
+    w, h = 896, 437
+    st = Stage(gl_context())
+    st.set_run(pair(), list(traces(0, 4, 6)), tubes=tubes(), batch_lanes=1)
+    st.show_labels = st.show_hud = False
+    st.camera_transition_s = 0.0
+    off = Offscreen(st.ctx, w, h)
+    try:
+        st.timeline.seek(st.timeline.step_moment(0, "write"))
+        for parts in (["bigdrum"], ["readhead"], ["smalldrum"], ["tape"], ["bridge"], ["mill"], ["cabinet"],
+                      ["tubes"], ["smalldrum", "tape", "bigdrum"]):
+            st.set_focus(parts)
+            st.render(off.fbo, w, h)
+            full = off.read().astype(int)
+            rects = st.part_rects(w, h)
+            for p in parts:
+                st.hidden = {p}
+                st.render(off.fbo, w, h)
+                diff = np.abs(off.read().astype(int) - full).sum(axis=2) > 24
+                st.hidden = set()
+                x0, y0, x1, y1 = (int(round(v)) for v in rects[p])
+                inside = np.zeros_like(diff)
+                inside[max(y0 - 3, 0):y1 + 3, max(x0 - 3, 0):x1 + 3] = True
+                changed = diff.sum()
+                assert changed > 0, (parts, p)
+                if p in PARTIAL:       # the box is the part a sentence means: it lies on the part
+                    assert diff[inside].mean() > 0.4, (parts, p, diff[inside].mean())
+                    continue
+                assert diff[inside].sum() / changed > 0.97, (parts, p, diff[inside].sum() / changed)
+                assert diff[inside].mean() > 0.12, (parts, p, diff[inside].mean())
+    finally:
+        off.release()
+        st.release()
