@@ -234,18 +234,23 @@ def pass_positions(s) -> int:
 
 def drafter_facts(ctl, f: Facts, put) -> None:
     """Who drafts, counted: this run's kept/checked, tokens and lanes per pass and the roofline's speedup from them
-    (run_*); every drafter's long run when it is ready (drafter_<key>_tpp, _lanes, _speedup, _alpha; drafters_source
+    (drafter_run_*); every drafter's long run when it is ready (drafter_<key>_tpp, _lanes, _speedup, _alpha; drafters_source
     says whether they come from the shipped long runs or a short run counted now)."""
     from models.drafter_analytics import count_traces, speedup_model
     s, ses = ctl.settings, ctl.session
     run = ses.ensure()
     put("drafter", lambda: ctl.t(f"lab.drafter_{s.drafter}"))
+    put("heads_last", lambda: f"{s.gamma + 1}")                      # heads 2..γ+1 propose γ guesses
+    # the tree the settings describe (tree_width children per node, tree_depth deep), drafting or not
+    from models.drafters import node_count
+    put("tree_nodes", lambda: f"{node_count([s.tree_width] * s.tree_depth)}")
+    put("tree_lanes", lambda: f"{(node_count([s.tree_width] * s.tree_depth) + 1) * s.lanes}")
     if run and s.decoder == "speculative":
         counted = count_traces(run.traces, s.drafter, s.drafter, s.gamma, s.seed)
-        put("run_kept", lambda: f"{counted.accepted}/{counted.tested}")
-        put("run_tpp", lambda: f"{counted.tokens_per_pass:.2f}")
-        put("run_lanes", lambda: f"{counted.lanes_per_pass:.1f}")
-        put("run_speedup", lambda: f"{speedup_model(counted.tokens_per_pass, counted.lanes_per_pass, ses.drafter().cost(s.gamma), s.device, s.model, s.context, s.c)['speedup_model']:.2f}×")  # noqa: E501
+        put("drafter_run_kept", lambda: f"{counted.accepted}/{counted.tested}")
+        put("drafter_run_tpp", lambda: f"{counted.tokens_per_pass:.2f}")
+        put("drafter_run_lanes", lambda: f"{counted.lanes_per_pass:.1f}")
+        put("drafter_run_speedup", lambda: f"{speedup_model(counted.tokens_per_pass, counted.lanes_per_pass, ses.drafter().cost(s.gamma), s.device, s.model, s.context, s.c)['speedup_model']:.2f}×")  # noqa: E501
     try:
         from app.figures import drafter_points
         fig = drafter_points(ctl)
@@ -258,9 +263,11 @@ def drafter_facts(ctl, f: Facts, put) -> None:
     for p in fig["points"]:
         k = p["key"]
         f[f"drafter_{k}_tpp"] = f"{p['tokens_per_pass']:.2f}"
-        f[f"drafter_{k}_lanes"] = f"{p['lanes_per_pass']:.1f}"
+        lanes = p["lanes_per_pass"]
+        f[f"drafter_{k}_lanes"] = f"{lanes:.0f}" if float(lanes).is_integer() else f"{lanes:.1f}"
         f[f"drafter_{k}_speedup"] = f"{p['speedup_model']:.2f}×"
         f[f"drafter_{k}_alpha"] = f"{p['alpha']:.3f}"
+        f[f"drafter_{k}_alpha_pct"] = f"{100 * p['alpha']:.0f}%"
 
 
 def fill(text: str, f: Facts) -> str:

@@ -219,7 +219,7 @@ def test_the_drafters_plot_shows_the_long_runs_and_says_what_they_were_counted_o
     assert fig["source"] == "long" and [p["tokens_per_pass"] for p in fig["points"]] == \
         [p["tokens_per_pass"] for p in doc["points"]]
     f = ctl.facts()
-    assert f["drafters_source"] == "long" and f["drafter_heads_lanes"] == "5.0"
+    assert f["drafters_source"] == "long" and f["drafter_heads_lanes"] == "5" and f["drafter_lookup_lanes"] == "4.7"
     assert f["drafter_tree_2x2_tpp"] == f"{doc['points'][3]['tokens_per_pass']:.2f}"
     assert f["drafter_lookup_speedup"] == f"{fig['points'][1]['speedup_model']:.2f}×"
     for lang in ("zh", "en"):
@@ -249,3 +249,55 @@ def test_a_repeated_iid_candidate_is_named_and_cannot_pass():
         assert e["p"] == 0.0 and e["verdict"] == "rejected"
     ctl.update(tree_sampling="distinct")
     assert not [e for e in _explanations(ctl) if "repeat_of" in e]
+
+
+# ------------------------------------------------------------------ chapter 10
+def test_a_tour_page_may_set_lab_settings_and_its_own_demo_events():
+    from app import tour
+    good = {"title": {"zh": "标题", "en": "title"},
+            "pages": [{"zh": "一", "en": "one", "parts": ["tape"]},
+                      {"zh": "二", "en": "two", "parts": ["tape"], "params": {"drafter": "lookup", "prompt": "慢慢"},
+                       "events": ["copied_kept"]},
+                      {"zh": "三", "en": "three", "parts": ["tubes"], "params": {"tube_rule": "typical"}}]}
+    pages = tour.parse_narration(good, "x").pages
+    assert pages[1].params == {"drafter": "lookup", "prompt": "慢慢"} and pages[1].events == ("copied_kept",)
+    for bad, says in (({"params": {"drafter": "medusa"}}, "drafter"), ({"params": {"language": "en"}}, "language"),
+                      ({"params": {"tree_width": 9}}, "tree_width"), ({"params": {}}, "params"),
+                      ({"events": ["a_pink_elephant"]}, "events"), ({"events": "copied_kept"}, "events")):
+        raw = json.loads(json.dumps(good))
+        raw["pages"][2].update(bad)
+        with pytest.raises(InputError) as exc:
+            tour.parse_narration(raw, "file.json")
+        assert "file.json: page 3" in str(exc.value) and says in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_chapter_ten_runs_heads_lookup_a_tree_and_typical_acceptance_live():
+    """Each page of chapter 10 sets who drafts through update(); the pass its action plays is the run's first and
+    shows what the words say (heads keep and replace; lookup copies and keeps; the tree keeps a later round);
+    the figures beside them are the long runs'; the last page breaks the tubes with typical acceptance."""
+    from app import tour
+    from app.facts import facts
+    ctl = controller(prompt="孔乙己", seed=3)
+    ctl.set_mode("tour")
+    ch = [c.slug for c in tour.CHAPTERS].index("10-no-second-model")
+    ctl.tour.goto(ch)
+    ctl.panel.apply_chapter()
+    seen = {}
+    for k, page in enumerate(ctl.tour.pages()):
+        ctl.tour.page = k
+        ctl.panel.apply_page()
+        s = ctl.settings
+        run = ctl.session.ensure()
+        seen[k] = (s.drafter, s.tube_rule)
+        first = run.traces[0]
+        assert first.drafter == s.drafter
+        if page.events:
+            from models.demo import EVENTS
+            assert all(EVENTS[e](first) for e in page.events), (k, page.events)
+    assert [v[0] for v in seen.values()] == ["chain"] * 4 + ["heads", "lookup", "tree", "chain"]
+    assert seen[7][1] == "typical" and ctl.tubes().tv_right > 0.05
+    f = facts(ctl)
+    assert f["drafters_source"] == "long" and f["drafter_tree_3x4_lanes"] == "121"
+    # leaving the tour puts the lab's own values back: the tour's drafter never outlives it
+    ctl.set_mode("lab")
+    assert (ctl.settings.drafter, ctl.settings.prompt, ctl.settings.tube_rule) == ("chain", "孔乙己", "exact")

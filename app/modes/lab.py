@@ -77,8 +77,9 @@ class LabPanel(Panel):
                     (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}")]
         else:
             # The chain's formulas do not describe the other drafters: their counts, and the roofline's speedup.
-            rows = [(t("fact.drafter_kept"), f["run_kept"]), (t("fact.drafter_tpp"), f["run_tpp"]),
-                    (t("fact.drafter_lanes"), f["run_lanes"]), (t("fact.drafter_speedup"), f["run_speedup"])]
+            rows = [(t("fact.drafter_kept"), f["drafter_run_kept"]), (t("fact.drafter_tpp"), f["drafter_run_tpp"]),
+                    (t("fact.drafter_lanes"), f["drafter_run_lanes"]),
+                    (t("fact.drafter_speedup"), f["drafter_run_speedup"])]
         rows += [(t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
                  (t("fact.busy_tree" if s.drafter == "tree" else "fact.busy_spec", lanes=f["spec_lanes"]),
                   f["busy_spec"]), (t("fact.bytes_per_step"), f["bytes_per_step"])]
@@ -130,7 +131,8 @@ class LabPanel(Panel):
     def facts_shown(self) -> dict[str, str]:
         f = self.ctl.facts()
         mine = ("alpha", "tpp_counted", "tpp_formula", "speedup_now", "best_gamma", "best_speedup") \
-            if self.ctl.settings.drafter == "chain" else ("run_kept", "run_tpp", "run_lanes", "run_speedup")
+            if self.ctl.settings.drafter == "chain" else \
+            ("drafter_run_kept", "drafter_run_tpp", "drafter_run_lanes", "drafter_run_speedup")
         return {k: f[k] for k in mine + ("tokens_per_s", "busy", "busy_spec", "bytes_per_step")}
 
     def stage_rect(self, scr):
