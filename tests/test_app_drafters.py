@@ -13,7 +13,7 @@ from app.settings import (FIELDS, LAB_FIELDS, RUN_FIELDS, STAGE_FIELDS, AppSetti
                           save_settings)
 from corpus.errors import InputError
 
-REPEAT = "孔乙己，你脸上又添上新伤疤了！孔乙己"
+REPEAT = "我们一同走出去，我们"      # our own words, not the book's
 
 
 def controller(**values):
@@ -240,7 +240,7 @@ def test_the_drafters_plot_shows_the_long_runs_and_says_what_they_were_counted_o
 
 
 def test_a_repeated_iid_candidate_is_named_and_cannot_pass():
-    ctl = controller(prompt=REPEAT, drafter="tree", steps=8)
+    ctl = controller(prompt=REPEAT, drafter="tree", steps=30)
     repeats = [e for e in _explanations(ctl) if "repeat_of" in e]
     assert repeats, "the run has i.i.d. siblings that repeat a rejected token"
     for e in repeats:

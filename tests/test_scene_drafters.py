@@ -18,8 +18,8 @@ from scenes.timeline import TICK
 from tests.scene_helpers import copper, gl_context, pair, patch, red, warm
 
 W, H = 960, 540
-# The prefix says 孔乙己 twice: lookup's first pass copies what followed the first one.
-REPEAT = "孔乙己，你脸上又添上新伤疤了！孔乙己"
+# The prefix says 我们 twice: lookup's first pass copies what followed the first one.
+REPEAT = "我们一同走出去，我们"      # our own words, not the book's
 
 
 @functools.lru_cache(maxsize=8)
@@ -61,7 +61,7 @@ def _small_drum_region(st, img):
 def test_lookup_lights_the_copied_span_and_underlines_the_match(shooter):
     trs = run("lookup")
     span = trs[0].source_span
-    assert span is not None and span["copy"] == [3, 7] and span["match"] == [0, 3]
+    assert span is not None and span["match"] == [0, 2] and span["copy"] == [2, 6]
     st = stage_for(trs, "tape")
     try:
         tl = st.timeline
@@ -80,17 +80,17 @@ def test_lookup_lights_the_copied_span_and_underlines_the_match(shooter):
             return px[0] - px[2], px
         for pos, c in cells.items():
             rb, px = tint(c, 0.45)
-            if 3 <= pos < 7:
+            if 2 <= pos < 6:
                 assert rb > 85, (pos, px)                 # amber band over the copied tokens
             elif pos < 12:
                 assert rb < 60, (pos, px)                 # plain paper elsewhere
-        # the earlier occurrence 孔乙己 underlined in green; the copied tokens not
+        # the earlier occurrence 我们 underlined in green; the copied tokens not
         for pos in range(0, 8):
             c = cells[pos]
             x, y = st.project(tape_point(c.x, GLYPH_V - 0.5 * c.size - 0.06, 0.02), W, H)
             px = patch(img, x, y, 1).reshape(-1, 3).mean(0)
             green = px[1] > px[0] + 15 and px[1] > px[2]
-            assert green == (pos < 3), (pos, px)
+            assert green == (pos < 2), (pos, px)
         # once the big drum has turned, nothing is lit and the tape is back at the window
         tl.seek(tl.steps[0].check[0])
         assert st.state().source is None and st.state().tape_view == tl.steps[0].position
