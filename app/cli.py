@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "app.cli_scene",   # render
     "app.cli_llm",     # model-info, llm-generate, bench
     "app.cli_window",  # run (the window); also what a bare `spectable` opens
+    "app.cli_classroom",  # handout
 )
 
 

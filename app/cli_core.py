@@ -1,6 +1,7 @@
 """Core subcommands: corpus build/info, probs, generate, step, alpha, tubes, roofline (all take --json)."""
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -16,6 +17,24 @@ def _emit_json(obj) -> None:
 
 def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
+
+
+class OldTokensSpelling(argparse.Action):
+    """`--tokens char|word`, the tokenizer's old spelling (render, corpus build): still accepted, with a note.
+    `--tokens` now always means a count of tokens (generate, llm-generate, bench); the tokenizer is
+    `--tokens-kind`."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print("spectable: note: --tokens char|word is now --tokens-kind char|word (the old spelling still works "
+              "for now)", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_tokens_kind(p, default: str | None = "char", help_text: str = "character or jieba word tokens") -> None:
+    """--tokens-kind char|word, and the old --tokens char|word spelling of it."""
+    p.add_argument("--tokens-kind", dest="tokens_kind", choices=("char", "word"), default=default, help=help_text)
+    p.add_argument("--tokens", dest="tokens_kind", choices=("char", "word"), action=OldTokensSpelling,
+                   help=argparse.SUPPRESS)
 
 
 def _add_model_args(p, prefix_default: str | None = "慢慢") -> None:
@@ -37,7 +56,8 @@ def _add_shaping_args(p) -> None:
 def _add_sampling_args(p, seed_default: int = 1) -> None:
     p.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per target pass (1..64, default 4)")
     _add_shaping_args(p)
-    p.add_argument("--seed", type=SEED, default=seed_default)
+    p.add_argument("--seed", type=SEED, default=seed_default,
+                   help=f"random seed: the same seed, the same run (default {seed_default})")
     p.add_argument("--lenience", type=number(0, 1, lo_open=True), default=1.0,
                    help="< 1: the paper's lenient rule, NOT exact")
 
@@ -106,16 +126,16 @@ def _top(pair, row, n: int) -> dict:
 def _cmd_corpus_build(args) -> int:
     from corpus.build import build_and_save, build_and_save_heads
     if args.heads is not None:
-        t = build_and_save_heads(args.sources, args.out, args.pieces, args.tokens, args.heads)
+        t = build_and_save_heads(args.sources, args.out, args.pieces, args.tokens_kind, args.heads)
     else:
-        t = build_and_save(args.sources, args.out, args.pieces, args.tokens)
+        t = build_and_save(args.sources, args.out, args.pieces, args.tokens_kind)
     info = _table_info(t.manifest, args.out)
     if args.json:
         _emit_json(info)
     else:
         what = f"heads 2..{args.heads}, " if args.heads is not None else ""
         print(f"wrote {args.out}: {what}{info['N']} tokens, vocabulary {info['V']}, "
-              f"{len(info['pieces'])} piece{'' if len(info['pieces']) == 1 else 's'} ({info['tokens']} tokens)")
+              f"{len(info['pieces'])} piece{'' if len(info['pieces']) == 1 else 's'} ({info['tokens']} tokenizer)")
     return 0
 
 
@@ -240,7 +260,7 @@ _WORDS = {
         "repl": "  Replacement 「{x}」 drawn from the residual norm(max(0, p - q)); its largest entries: {top}",
         "fallback": "  (the residual summed to 0 in floating point, so p = q here; drew from p instead)",
         "bonus": "  All {g} guesses accepted: bonus token 「{x}」 drawn from p at position {pos}; its largest entries: {top}",
-        "wrote": "  Written this pass: 「{w}」 ({n} tokens)",
+        "wrote": "  Written this pass: 「{w}」 ({n} token{s})",
         "backoff_p": "  Note: the target has never seen the two-character context at position(s) {pos}: p = q there.",
         "backoff_q": "  Note: the draft has never seen the context at position(s) {pos}: q = the unigram floor there.",
         "inexact": "NOTE: lenience < 1 — NOT the exact rule.",
@@ -411,7 +431,8 @@ def _cmd_step(args) -> int:
             print(w["backoff_p"].format(pos=", ".join(bp)))
         if bq:
             print(w["backoff_heads" if t.drafter == "heads" else "backoff_q"].format(pos=", ".join(bq)))
-        print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=len(t.tokens_written)))
+        n = len(t.tokens_written)
+        print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=n, s="" if n == 1 else "s"))
         if args.pause and sys.stdin.isatty() and t is not traces[-1]:
             input()
     return 0
@@ -442,7 +463,8 @@ def _print_tree_step(pair, t, w, fmt_top, args) -> None:
         print(w["tree_repl"].format(d=depth, x=pair.display(t.final_token), top=fmt_top(t.final_row)))
     else:
         print(w["tree_bonus"].format(x=pair.display(t.final_token), top=fmt_top(t.final_row)))
-    print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=len(t.tokens_written)))
+    n = len(t.tokens_written)
+    print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=n, s="" if n == 1 else "s"))
     if args.pause and sys.stdin.isatty():
         input()
 
@@ -635,29 +657,31 @@ def register(sub) -> None:
     csub = corpus.add_subparsers(dest="corpus_command", metavar="ACTION")
     corpus.set_defaults(func=lambda _args: (corpus.print_help(sys.stderr), 2)[1])
     b = csub.add_parser("build", help="count a table from UTF-8 text files (title line, one paragraph per line)")
-    b.add_argument("sources", nargs="+", metavar="DIR_OR_FILE")
+    b.add_argument("sources", nargs="+", metavar="DIR_OR_FILE", help="text files, or folders of *.txt files (in name order)")
     b.add_argument("--pieces", nargs="+", default=None, help="pieces to use, by number (02), stem or file name")
-    b.add_argument("--tokens", choices=("char", "word"), default="char")
+    add_tokens_kind(b, help_text="count characters or jieba words (default char)")
     b.add_argument("--heads", type=whole(2, 65), default=None, metavar="K",
                    help="write the heads drafter's table instead (heads 2..K; name it X-heads.npz beside X.npz)")
     b.add_argument("--out", required=True, help="table file to write (.npz); its manifest .json goes beside it")
-    b.add_argument("--json", action="store_true")
+    b.add_argument("--json", action="store_true", help="print one JSON object")
     b.set_defaults(func=_cmd_corpus_build)
     i = csub.add_parser("info", help="describe the shipped table (or --table FILE)")
-    i.add_argument("--table", default=None)
-    i.add_argument("--tokens-kind", dest="tokens_kind", choices=("char", "word"), default="char")
-    i.add_argument("--json", action="store_true")
+    i.add_argument("--table", default=None, help="count table (.npz); default: the shipped one")
+    i.add_argument("--tokens-kind", dest="tokens_kind", choices=("char", "word"), default="char",
+                   help="shipped table to describe when --table is not given (default char)")
+    i.add_argument("--json", action="store_true", help="print one JSON object")
     i.set_defaults(func=_cmd_corpus_info)
 
     p = sub.add_parser("probs", help="q and p for the next token after a prefix, and their overlap")
     _add_model_args(p)
-    p.add_argument("--top", type=whole(1, 100_000), default=10)
+    p.add_argument("--top", type=whole(1, 100_000), default=10, help="how many of the most likely tokens to list (default 10)")
     _add_shaping_args(p)
     p.set_defaults(func=_cmd_probs)
 
     g = sub.add_parser("generate", help="speculative decoding on the n-gram pair, with tape marks")
     _add_model_args(g, "孔乙")
-    g.add_argument("--tokens", type=whole(1, 1_000_000), default=200)
+    g.add_argument("--tokens", type=whole(1, 1_000_000), default=200,
+                   help="how many tokens to write, at least (whole passes; default 200)")
     _add_sampling_args(g)
     _add_drafter_args(g)
     g.set_defaults(func=_cmd_generate)
@@ -666,7 +690,7 @@ def register(sub) -> None:
     _add_model_args(st, "孔乙")
     _add_sampling_args(st)
     st.add_argument("--steps", type=whole(1, 10_000), default=1, help="target passes to show (default 1)")
-    st.add_argument("--lang", choices=("zh", "en"), default="zh")
+    st.add_argument("--lang", choices=("zh", "en"), default="zh", help="language of the explanation (default zh)")
     st.add_argument("--pause", action="store_true", help="wait for Enter between passes (terminal only)")
     _add_drafter_args(st)
     st.set_defaults(func=_cmd_step)
@@ -674,10 +698,10 @@ def register(sub) -> None:
     a = sub.add_parser("alpha", help="acceptance rate α (corpus and generated), tokens per pass, speedup, best γ")
     _add_model_args(a, None)
     a.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
-    a.add_argument("--gamma", type=whole(1, 64), default=4)
+    a.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per pass for the formula lines (default 4)")
     a.add_argument("--chars", type=whole(1, 10_000_000), default=None,
                    help="length of the generated run (default 200000; 20000 with temperature/top-k/top-p)")
-    a.add_argument("--seed", type=SEED, default=0)
+    a.add_argument("--seed", type=SEED, default=0, help="seed of the generated run (default 0)")
     _add_shaping_args(a)
     _add_drafter_args(a)
     a.add_argument("--device", default="h100-sxm", help="device for speedup_model (default h100-sxm)")
@@ -702,9 +726,9 @@ def register(sub) -> None:
 
     tb = sub.add_parser("tubes", help="the test-tube experiment: target alone vs speculative, against p")
     _add_model_args(tb)
-    tb.add_argument("--rounds", type=whole(1, 1_000_000), default=200)
-    tb.add_argument("--draws", type=whole(1, 5_000_000), default=50)
-    tb.add_argument("--seed", type=SEED, default=1)
+    tb.add_argument("--rounds", type=whole(1, 1_000_000), default=200, help="rounds of the experiment (default 200)")
+    tb.add_argument("--draws", type=whole(1, 5_000_000), default=50, help="draws per tube each round (default 50)")
+    tb.add_argument("--seed", type=SEED, default=1, help="random seed (default 1)")
     tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "draft_only", "typical"),
                     default="exact", help="draft_only: the target never writes a token (wrong); typical: Medusa's "
                                           "typical acceptance (not exact); every non-exact rule is biased")
@@ -717,12 +741,14 @@ def register(sub) -> None:
     tb.set_defaults(func=_cmd_tubes)
 
     rf = sub.add_parser("roofline", help="on-paper decoding figures for a device and a model")
-    rf.add_argument("--device", default="h100-sxm")
-    rf.add_argument("--model", default="llama-3.1-8b")
-    rf.add_argument("--batch", type=whole(1, 1_000_000), default=1)
-    rf.add_argument("--context", type=whole(0, 10_000_000), default=0)
+    rf.add_argument("--device", default="h100-sxm",
+                    help="a data-sheet device (h100-sxm, h200, a100-80gb) or a measured one (default h100-sxm)")
+    rf.add_argument("--model", default="llama-3.1-8b", help="llama-3.1-8b or llama-3.2-1b (default llama-3.1-8b)")
+    rf.add_argument("--batch", type=whole(1, 1_000_000), default=1, help="sequences written at once (default 1)")
+    rf.add_argument("--context", type=whole(0, 10_000_000), default=0,
+                    help="tokens of KV cache each sequence reads per pass (default 0: the weights alone)")
     rf.add_argument("--positions", type=whole(1, 1_000), default=1,
                     help="tokens each sequence computes in the pass (γ + 1 when checking γ guesses; default 1)")
     rf.add_argument("--lanes", type=whole(1, 1_000_000), default=None, help="also: arithmetic busy with this many lanes lit")
-    rf.add_argument("--json", action="store_true")
+    rf.add_argument("--json", action="store_true", help="print one JSON object")
     rf.set_defaults(func=_cmd_roofline)

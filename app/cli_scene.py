@@ -30,7 +30,8 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="sampler seed (default 0)")
     p.add_argument("--gamma", type=whole(1, 16), default=4, help="guesses per pass γ (default 4)")
     p.add_argument("--prefix", default="孔乙己", help="text the run starts from (default 孔乙己)")
-    p.add_argument("--tokens", default="char", choices=("char", "word"), help="character or jieba word tokens")
+    from app.cli_core import add_tokens_kind
+    add_tokens_kind(p)
     p.add_argument("--batch", type=whole(1, 512), default=1, help="sequences batched: lanes x batch, one drawer each")
     p.add_argument("--device", default="h100-sxm", help="hardware the mill models (default h100-sxm)")
     p.add_argument("--rule", default="exact", help="the right tube's rule: exact (default), resample_from_p, "
@@ -71,7 +72,7 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
 
     from app.cli_core import _drafter
     get_device(args.device)
-    pair = NGramPair.load(tokens=args.tokens)
+    pair = NGramPair.load(tokens=args.tokens_kind)
     settings = SamplerSettings(gamma=args.gamma, seed=args.seed)
     drafter = _drafter(args, pair) if getattr(args, "drafter", None) else None
     if drafter is not None:
@@ -81,7 +82,7 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     traces = [sampler.step() for _ in range(max(steps, 1))]
     rule = getattr(args, "rule", "exact")
     tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1, rule=rule, drafter=drafter) \
-        if args.tokens == "char" else None
+        if args.tokens_kind == "char" else None
     stage = Stage(ctx, palette=args.palette)
     stage.language = args.lang
     stage.samples = args.msaa
@@ -114,6 +115,8 @@ def run_render(args) -> int:
         # Enough steps to fill the sequence (a step lasts a few seconds of animation).
         seconds = args.frames / args.fps
         steps = max(args.step, 1) + int(math.ceil(seconds / 3.0)) + 1
+    elif args.view == "tubes":
+        steps = 1          # --step counts the tube experiment's rounds there, not target passes
     else:
         steps = max(args.step, 1)
     tube_rounds = max(200, args.step) if args.view == "tubes" else 200
@@ -127,9 +130,12 @@ def run_render(args) -> int:
             if args.stats or args.json:
                 stats = stage.render(off.fbo, width, height)   # steady state: the first frame builds the atlas
             save_png(off.read(), out)
+            leg = stage.legibility
             result = {"draw_calls": stats.draw_calls, "triangles": stats.triangles,
                       "frame_ms": round(stats.frame_ms, 2), "width": width, "height": height, "out": str(out),
                       "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4),
+                      "min_text_px": leg["min_text_px"], "overlaps": [list(p) for p in leg["overlaps"]],
+                      "hidden_labels": len(leg["hidden"]),
                       "lanes_lit": stage.state().lanes_true, "drafter": stage.state().drafter}
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -155,5 +161,8 @@ def run_render(args) -> int:
         if args.stats:
             print(f"draw calls {result['draw_calls']}, triangles {result['triangles']}, "
                   f"frame {result['frame_ms']:.1f} ms at {width}x{height}")
+            if "min_text_px" in result:
+                print(f"smallest text {result['min_text_px']} px, {len(result['overlaps'])} overlapping boxes, "
+                      f"{result['hidden_labels']} labels left out as too small")
         print(f"wrote {result['out']}")
     return 0

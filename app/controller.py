@@ -55,6 +55,8 @@ class Controller:
         self.exports_done: list[str] = []
         self.requests: list[str] = []        # WINDOW_ACTIONS waiting for the window
         self.gif_job: exports.GifJob | None = None
+        # Set while the quiz's "show me" has jumped elsewhere: where to come back to (back_to_quiz).
+        self.quiz_return: dict | None = None
         self.revision = 0                    # bumps on every change of a setting
         self.listeners: list[Callable[[frozenset], None]] = []
         self._font_file = None
@@ -166,8 +168,9 @@ class Controller:
         elif action == "palette":
             self.update(palette="projector" if s.palette == "default" else "default")
         elif action in ("scale_up", "scale_down"):
-            step = 0.1 if action == "scale_up" else -0.1
-            self.update(ui_scale=clamp_value("ui_scale", round(s.ui_scale + step, 2)))
+            # Steps of a quarter of the default size: what a projector across a room needs.
+            step = 0.25 if action == "scale_up" else -0.25
+            self.update(ui_scale=clamp_value("ui_scale", round((round(s.ui_scale / 0.25) * 0.25) + step, 2)))
         elif action == "reduced_motion":
             self.update(reduced_motion=not s.reduced_motion)
         elif action == "export_plots":
@@ -180,9 +183,47 @@ class Controller:
             self.cutaway = not self.cutaway
             self.set_view("cutaway" if self.cutaway else "readhead")
         elif action.startswith("mode_") and action[5:] in self.modes:
+            self.quiz_return = None if action == "mode_quiz" else self.quiz_return
             self.set_mode(action[5:])
+        elif action == "quiz_back":
+            self.back_to_quiz()
         elif action in ("next", "prev"):
             self.panel.on_key(action)
+        elif action in getattr(self.panel, "actions", ()):
+            self.panel.act(action)          # a mode's own keys (keys.MODE_KEYS): the quiz's answers, tube speed
+
+    # ---- the quiz's "show me" and back -------------------------------------------------------------
+    def show_me(self, show, lab_values: dict) -> None:
+        """Jump to what proves a quiz answer (a tour chapter, a step-through stop, the tubes under a rule, a
+        mode), with the lab's values the question was computed from; back_to_quiz() returns to the question
+        with everything the jump changed put back."""
+        back = {"lab": self.lab(), "step_pos": self.step_pos,
+                "tour": (self.tour.chapter, self.tour.page, self.tour.acted)}
+        if self.mode == "tour":
+            self.set_mode("quiz")
+        self.update(**lab_values)            # the run the question is about (the lab may have moved on)
+        if show.mode == "tour" and show.chapter is not None:
+            self.tour.goto(show.chapter)
+            self.set_mode("tour")
+        elif show.mode == "step" and show.stop is not None:
+            stops = self.modes["step"].stops()
+            self.step_pos = next((k for k, s in enumerate(stops) if (s.step, s.test, s.kind) == tuple(show.stop)), 0)
+            self.set_mode("step")
+        elif show.mode == "tubes":
+            self.update(tube_rule=show.rule or "exact", skip_bonus=False)
+            self.set_mode("tubes")
+        else:
+            self.set_mode(show.mode)
+        self.quiz_return = back
+
+    def back_to_quiz(self) -> None:
+        back, self.quiz_return = self.quiz_return, None
+        if back is None:
+            return
+        self.set_mode("quiz")                # leaving the tour puts the lab's values back first
+        self.update(**back["lab"])
+        self.step_pos = back["step_pos"]
+        self.tour.chapter, self.tour.page, self.tour.acted = back["tour"]
 
     # ---- exports -----------------------------------------------------------------------------------
     def out_dir(self) -> Path:
@@ -298,6 +339,9 @@ class Controller:
             "drafter_settings": self.drafter_settings(),
             "settings": {k: getattr(s, k) for k in LAB_FIELDS}, "lab": self.lab(),
             "lanes_lit": self.driver.lanes_lit(),
+            "quiz": self.modes["quiz"].json() if "quiz" in self.modes else None,
+            "quiz_return": self.quiz_return is not None,
+            "tube_speed": self.modes["tubes"].speed_name() if "tubes" in self.modes else None,
             "beat": self.panel.beat(scr) if self.mode == "tour" else None,
             "facts": self.panel.facts_shown(),
         }

@@ -161,10 +161,12 @@ class TableDriver:
         return int(tl.steps[max(0, tl.current_step)].lanes)
 
     # ---- drawing -------------------------------------------------------------------------------
-    def render(self, width: int, height: int):
-        """Render the table into its own texture of this size; returns the texture, or None without a table."""
+    def render(self, width: int, height: int, text_height: float | None = None):
+        """Render the table into its own texture of this size, its text sized for a picture `text_height`
+        tall (the window's); returns the texture, or None without a table."""
         if self.stage is None:
             return None
+        self.stage.text_height = text_height
         w, h = max(16, int(width)), max(16, int(height))
         if self._fb is None or self._fb[0] != (w, h):
             self._release_fb()

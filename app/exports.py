@@ -49,16 +49,18 @@ def save_png(rgb: np.ndarray, path: Path) -> Path:
 
 
 def export_plots(ctl, names=None) -> list[Path]:
-    """Every panel plot as PNG and SVG."""
+    """Every panel plot for slides, PNG at 1920x1080 and SVG, in the screen's colours, and again in the light
+    theme for print (names ending in -print)."""
     from app import figures, plots
     out = []
     for name in names or figures.PLOT_NAMES:
-        fig = figures.make(ctl, name)
-        try:
-            for ext in ("png", "svg"):
-                out.append(plots.save_figure(fig, ctl.out_dir() / stamp(f"plot-{name}", ext)))
-        finally:
-            plots.close(fig)
+        for theme, suffix in (("screen", ""), ("print", "-print")):
+            fig = figures.make(ctl, name, figures.SLIDE_PX, figures.SLIDE_TEXT_PX, theme=theme)
+            try:
+                for ext in ("png", "svg"):
+                    out.append(plots.save_figure(fig, ctl.out_dir() / stamp(f"plot-{name}{suffix}", ext)))
+            finally:
+                plots.close(fig)
     return out
 
 
@@ -100,12 +102,18 @@ def run_log_rows(ctl):
     return rows
 
 
-def export_run_log(ctl, path: Path | None = None) -> Path:
+def csv_bytes(columns, rows) -> bytes:
+    """A CSV file's bytes: UTF-8 with a byte-order mark (Excel reads the file as UTF-8 only with it; every
+    other reader skips it) and CRLF line ends, as RFC 4180 writes them."""
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=LOG_COLUMNS, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=columns, lineterminator="\r\n")
     w.writeheader()
-    w.writerows(run_log_rows(ctl))
-    return _atomic_bytes(path or ctl.out_dir() / stamp("runlog", "csv"), buf.getvalue().encode("utf-8"))
+    w.writerows(rows)
+    return buf.getvalue().encode("utf-8-sig")
+
+
+def export_run_log(ctl, path: Path | None = None) -> Path:
+    return _atomic_bytes(path or ctl.out_dir() / stamp("runlog", "csv"), csv_bytes(LOG_COLUMNS, run_log_rows(ctl)))
 
 
 class GifJob:
@@ -200,3 +208,35 @@ class GifJob:
                 pass    # the GIF is written; a failing encoder costs only the optional MP4
         self.frames = []
         self.done = True
+
+
+QUIZ_COLUMNS = ("number", "question_id", "chapter", "chapter_title", "computed", "question", "choice",
+                "choice_text", "right", "right_text", "correct", "language")
+
+
+def quiz_rows(panel) -> list[dict]:
+    """One row per question of the quiz, answered or not, in the language shown."""
+    from app.quiz import LETTERS
+    from app.tour import CHAPTERS, narration
+    lang = panel.ctl.settings.language
+    rows = []
+    for n, q in enumerate(panel.questions(), 1):
+        k = panel.choices.get(q.id)
+        rows.append({"number": n, "question_id": q.id, "chapter": q.chapter + 1,
+                     "chapter_title": narration(CHAPTERS[q.chapter].slug).title[lang],
+                     "computed": "yes" if q.computed else "no", "question": q.prompt,
+                     "choice": LETTERS[k] if k is not None else "", "choice_text": q.options[k] if k is not None else "",
+                     "right": LETTERS[q.right], "right_text": q.options[q.right],
+                     "correct": "" if k is None else int(k == q.right), "language": lang})
+    return rows
+
+
+def export_quiz(panel, path: Path | None = None) -> Path:
+    """The quiz's answers as CSV (UTF-8 with a BOM), written atomically."""
+    return _atomic_bytes(path or panel.ctl.out_dir() / stamp("quiz", "csv"), csv_bytes(QUIZ_COLUMNS, quiz_rows(panel)))
+
+
+def export_handout(ctl) -> list[Path]:
+    """The one-page student handout (app/handout.py) as PNG and PDF, in the language shown."""
+    from app import handout
+    return handout.write(ctl, ctl.out_dir(), stamp("handout", "png").rsplit(".", 1)[0])

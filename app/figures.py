@@ -9,38 +9,45 @@ from app.derived import GAMMAS, REFERENCE_ALPHAS
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 
 
-def make(ctl, name: str):
-    """A matplotlib Figure for plot `name`, in the controller's language and palette."""
+SLIDE_PX = (1920, 1080)       # exported plots: a slide's size
+SLIDE_TEXT_PX = 30.0
+
+
+def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str = "screen"):
+    """A matplotlib Figure for plot `name`, in the controller's language, size_px pixels with text_px text;
+    theme 'screen' (the palette on screen) or 'print' (dark ink on white)."""
     from app import plots      # matplotlib loads with the first plot, not with the window (0.5 s)
-    t, pal, s = ctl.t, ctl.colors, ctl.settings
+    t, s = ctl.t, ctl.settings
+    pal = ctl.colors if theme == "screen" else dict(ctl.colors, **plots.PRINT_COLORS)
+    look = {"size_px": tuple(int(v) for v in size_px), "text_px": float(text_px)}
     pair = ctl.session.pair()
     plots.use_font(str(ctl.font_file))
     if name == "speedup":
         alpha = long_alpha(ctl)
         g, _ = derived.best_gamma(alpha, s.c)
         curves = {a: derived.speedups(a, s.c) for a in REFERENCE_ALPHAS}
-        return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c)
+        return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c, **look)
     if name == "tpp":
         alpha = long_alpha(ctl)
         passes = max(40, s.steps)
         counted = derived.tokens_per_pass_counted(pair, s.prompt, s.temperature, s.top_k, s.top_p, s.seed, passes)
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), derived.tokens_per_pass_formula(alpha), counted,
-                                          alpha, passes)
+                                          alpha, passes, **look)
     if name == "roofline":
         lanes, tps, busy = derived.lane_sweep(s.device, s.model, s.context)
         from models import hardware
         return plots.roofline_plot(t, pal, lanes, tps, busy, s.lanes, hardware.get_device(s.device).label,
-                                   hardware.get_model(s.model).label, f"{s.context:,}")
+                                   hardware.get_model(s.model).label, f"{s.context:,}", **look)
     if name == "tubes":
         res = ctl.tube_worker.get()
         tv_l, tv_r = tube_tv_curves(res)
         draws = np.arange(1, len(tv_l) + 1) * int(res.draws)
-        return plots.tubes_plot(t, pal, draws, tv_l, tv_r, t(f"rule.{s.tube_rule}"))
+        return plots.tubes_plot(t, pal, draws, tv_l, tv_r, t(f"rule.{s.tube_rule}"), **look)
     if name == "drafters":
         fig = drafter_points(ctl, wait=True)
         note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
                  tokens=f"{fig['chars']:,}", seed=fig["seed"])
-        return plots.drafters_plot(t, pal, fig["points"], s.gamma, s.device, note)
+        return plots.drafters_plot(t, pal, fig["points"], s.gamma, s.device, note, **look)
     raise KeyError(name)
 
 

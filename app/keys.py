@@ -5,7 +5,8 @@ PageUp, and nothing else is bound to those two keys.
 
 Key script (spectable run --script keys.txt): one entry per line, delivered one per frame from
 frame 1 on; `wait N` lets N frames pass; `#` starts a comment. Entries are key names as pygame
-spells them ("page down", "space", "f11", "b", ".", "l", "h", "?", "1".."6", "f12", "e", "c", "g")
+spells them ("page down", "space", "f11", "b", ".", "l", "h", "?", "1".."7", "f12", "e", "c", "g", "a".."d",
+"[1]".."[4]" for the number pad, "backspace", "[", "]")
 or the aliases below. A scripted run (--frames N) lasts exactly N frames: entries still queued then are
 never delivered, so no wait can keep a run going.
 """
@@ -39,21 +40,36 @@ ACTIONS = {
     "mode_tubes": ("4",),
     "mode_exploded": ("5",),
     "mode_hardware": ("6",),
+    "mode_quiz": ("7",),
     "cutaway": ("x",),
     "close": ("escape",),
+    "quiz_back": ("backspace",),
+}
+
+# Keys that mean something else in one mode: they take precedence there (the quiz answers with A-D, which
+# elsewhere blank the screen (B) and export the run log (C); the number pad's 1-4 answer too, the top row's
+# digits still switch modes). Blank stays on '.', the run log on the lab's and other modes' C.
+MODE_KEYS = {
+    "quiz": {"a": "answer_a", "b": "answer_b", "c": "answer_c", "d": "answer_d",
+             "[1]": "answer_a", "[2]": "answer_b", "[3]": "answer_c", "[4]": "answer_d",
+             "r": "reveal", "s": "show_me", "t": "class_mode", "w": "export_answers"},
+    "tubes": {"[": "tubes_slower", "]": "tubes_faster", "f": "tubes_faster"},
 }
 
 ALIASES = {"pagedown": "page down", "pgdn": "page down", "pageup": "page up", "pgup": "page up",
            "period": ".", "question": "?", "esc": "escape", "plus": "+", "minus": "-"}
 
 
-def action_for(key: int, unicode: str = "") -> str | None:
-    """The action a key press means, or None. '?' arrives as shift+'/' on most layouts: use its character."""
+def action_for(key: int, unicode: str = "", mode: str | None = None) -> str | None:
+    """The action a key press means in `mode`, or None. '?' arrives as shift+'/' on most layouts: use its
+    character."""
     if unicode == "?":
         return "help"
     if unicode == "+":
         return "scale_up"
     name = pygame.key.name(key).lower()
+    if name in MODE_KEYS.get(mode, {}):
+        return MODE_KEYS[mode][name]
     for action, names in ACTIONS.items():
         if name in names:
             return action

@@ -30,18 +30,47 @@ def use_font(path: str | None) -> None:
     _font_added.add(path)
 
 
-def _figure(pal: dict, size=(6.4, 4.0)):
-    fig = plt.figure(figsize=size, dpi=100, facecolor=pal["mpl_bg"])
+DPI = 100            # figures are laid out in pixels: size_px / DPI inches, text_px * 72 / DPI points
+# A light theme for print (plots exported for a handout or a worksheet): dark ink on white.
+PRINT_COLORS = {"mpl_bg": "#ffffff", "mpl_fg": "#111111", "accent": (0.70, 0.36, 0.05, 1.0),
+                "reject": (0.75, 0.12, 0.10, 1.0), "target": (0.10, 0.35, 0.70, 1.0)}
+
+
+def points(px: float) -> float:
+    return px * 72.0 / DPI
+
+
+def _figure(pal: dict, size_px=(640, 400), text_px: float = 16.0):
+    """A figure of exactly size_px pixels whose smallest text (ticks, legend) is text_px tall: drawn at the
+    size it is shown, so a panel plot is never scaled down into unreadable text."""
+    fig = plt.figure(figsize=(size_px[0] / DPI, size_px[1] / DPI), dpi=DPI, facecolor=pal["mpl_bg"])
+    fig.text_px = float(text_px)
     ax = fig.add_subplot(111, facecolor=pal["mpl_bg"])
     fg = pal["mpl_fg"]
     for spine in ax.spines.values():
         spine.set_color(fg)
-    ax.tick_params(colors=fg, labelsize=11)
+    ax.tick_params(colors=fg, labelsize=points(text_px))
     ax.xaxis.label.set_color(fg)
     ax.yaxis.label.set_color(fg)
+    ax.xaxis.label.set_fontsize(points(text_px * 1.1))
+    ax.yaxis.label.set_fontsize(points(text_px * 1.1))
     ax.title.set_color(fg)
+    ax.title.set_fontsize(points(text_px * 1.2))
     ax.grid(True, alpha=0.25, color=fg)
     return fig, ax
+
+
+def _tight(fig) -> None:
+    """tight_layout, quietly: in a very small window the margins cannot fit, and the plot is drawn as it is."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout()
+
+
+def _small(fig) -> float:
+    """The figure's smallest text size, in points."""
+    return points(fig.text_px)
 
 
 def _plain_ticks(ax) -> None:
@@ -63,39 +92,67 @@ def _hex(rgba) -> tuple:
     return tuple(rgba[:3])
 
 
-def _legend(ax, pal):
-    leg = ax.legend(fontsize=10, loc="best", framealpha=0.85, facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])
+def _legend(ax, pal, handles=None, loc="best"):
+    kw = {} if handles is None else {"handles": handles, "labels": [h.get_label() for h in handles]}
+    leg = ax.legend(fontsize=_small(ax.figure), loc=loc, framealpha=0.85, facecolor=pal["mpl_bg"],
+                    edgecolor=pal["mpl_fg"], **kw)
     for text in leg.get_texts():
         text.set_color(pal["mpl_fg"])
+    return leg
 
 
-def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best_gamma: int, c: float):
-    """curves: {alpha: speedups over gammas} (alphas cited from the papers); toy_curve: the toy's own."""
-    fig, ax = _figure(pal)
+def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best_gamma: int, c: float,
+                 size_px=(640, 400), text_px: float = 16.0):
+    """curves: {alpha: speedups over gammas} (alphas cited from the papers); toy_curve: the toy's own. The
+    reference curves are named at their right ends; the legend keeps to the toy pair's own lines."""
+    fig, ax = _figure(pal, size_px, text_px)
     # Bright, distinct hues that stay readable on the dark and the projector's black background.
     hues = ("#8da0cb", "#66c2a5", "#a6d854", "#ffd92f", "#e78ac3")
+    ends = []
     for j, (alpha, ys) in enumerate(curves.items()):
         col = hues[j % len(hues)]
-        ax.plot(gammas, ys, color=col, lw=1.6, ls="--", label=f"α = {alpha:.1f}")
-        ax.annotate(f"α={alpha:.1f}", (gammas[-1], ys[-1]), xytext=(4, 0), textcoords="offset points",
-                    color=col, fontsize=10, va="center")
-    ax.plot(gammas, toy_curve, color=_hex(pal["accent"]), lw=3,
-            label=t("plot.toy_alpha", alpha=f"{toy_alpha:.3f}"))
+        ax.plot(gammas, ys, color=col, lw=1.6, ls="--")
+        ends.append((f"α={alpha:.1f}", ys[-1], col))
+    mine = ax.plot(gammas, toy_curve, color=_hex(pal["accent"]), lw=3,
+                   label=t("plot.toy_alpha", alpha=f"{toy_alpha:.3f}"))
     bi = list(gammas).index(best_gamma) if best_gamma in gammas else None
     if bi is not None:
-        ax.plot([best_gamma], [toy_curve[bi]], "o", color=_hex(pal["reject"]), ms=9,
-                label=t("plot.best_gamma", gamma=best_gamma, speedup=f"{toy_curve[bi]:.2f}"))
+        mine += ax.plot([best_gamma], [toy_curve[bi]], "o", color=_hex(pal["reject"]), ms=9,
+                        label=t("plot.best_gamma", gamma=best_gamma, speedup=f"{toy_curve[bi]:.2f}"))
+    ax.set_xlim(gammas[0] - 0.3, gammas[-1] + 1.6)       # room for the names at the curves' right ends
     ax.axhline(1.0, color=_hex(pal["reject"]), lw=1, ls="--")
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.speedup"))
     ax.set_title(t("plot.speedup_title", c=f"{c:g}"))
-    _legend(ax, pal)
-    fig.tight_layout()
+    _legend(ax, pal, handles=mine, loc="upper left")
+    _tight(fig)
+    _end_labels(ax, gammas[-1], ends)       # after the layout: the gaps are in the final pixels
     return fig
 
 
-def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes: int):
-    fig, ax = _figure(pal)
+def _end_labels(ax, x, ends) -> None:
+    """Name each curve at its right end, nudged apart vertically so that no two names overlap."""
+    fig = ax.figure
+    ax.autoscale_view()
+    gap = fig.text_px * 1.2
+    ys = [float(ax.transData.transform((x, y))[1]) for _, y, _ in ends]
+    order = sorted(range(len(ends)), key=lambda k: ys[k])
+    placed = {}
+    for k in order:
+        want = ys[k]
+        below = [placed[j] for j in placed]
+        if below and want < max(below) + gap:
+            want = max(below) + gap
+        placed[k] = want
+    for k, (text, y, col) in enumerate(ends):
+        dy = (placed[k] - ys[k]) * 72.0 / fig.dpi
+        ax.annotate(text, (x, y), xytext=(4, dy), textcoords="offset points", color=col, fontsize=_small(fig),
+                    va="center", annotation_clip=False)
+
+
+def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes: int, size_px=(640, 400),
+                         text_px: float = 16.0):
+    fig, ax = _figure(pal, size_px, text_px)
     ax.plot(gammas, formula, "-o", color=_hex(pal["target"]), lw=2, label=t("plot.formula", alpha=f"{alpha:.3f}"))
     ax.bar(gammas, counted, width=0.45, color=_hex(pal["accent"]), alpha=0.85, label=t("plot.counted", passes=passes))
     ax.plot(gammas, [g + 1 for g in gammas], ":", color=pal["mpl_fg"], lw=1, label=t("plot.max_tokens"))
@@ -103,12 +160,13 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes:
     ax.set_ylabel(t("plot.tokens_per_pass"))
     ax.set_title(t("plot.tpp_title"))
     _legend(ax, pal)
-    fig.tight_layout()
+    _tight(fig)
     return fig
 
 
-def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device: str, model: str, context: str):
-    fig, ax = _figure(pal)
+def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device: str, model: str, context: str,
+                  size_px=(640, 400), text_px: float = 16.0):
+    fig, ax = _figure(pal, size_px, text_px)
     ax.plot(lanes, tokens_per_s, color=_hex(pal["target"]), lw=2.5, label=t("plot.tokens_per_s"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -117,22 +175,19 @@ def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device:
     ax.set_ylabel(t("plot.tokens_per_s"))
     ax2 = ax.twinx()
     ax2.plot(lanes, [100 * b for b in busy], color=_hex(pal["accent"]), lw=2, ls="--", label=t("plot.busy"))
-    ax2.set_ylabel(t("plot.busy"), color=_hex(pal["accent"]))
-    ax2.tick_params(colors=pal["mpl_fg"], labelsize=11)
+    ax2.set_ylabel(t("plot.busy"), color=_hex(pal["accent"]), fontsize=points(text_px * 1.1))
+    ax2.tick_params(colors=pal["mpl_fg"], labelsize=points(text_px))
     ax2.set_ylim(0, 105)
     ax.axvline(current_lanes, color=_hex(pal["reject"]), lw=1.5)
     ax.set_title(t("plot.roofline_title", device=device, model=model, context=context))
     lines = ax.get_lines()[:1] + ax2.get_lines()
-    leg = ax.legend(lines, [ln.get_label() for ln in lines], fontsize=10, facecolor=pal["mpl_bg"],
-                    edgecolor=pal["mpl_fg"], loc="upper left")
-    for text in leg.get_texts():
-        text.set_color(pal["mpl_fg"])
-    fig.tight_layout()
+    _legend(ax, pal, handles=lines, loc="upper left")
+    _tight(fig)
     return fig
 
 
-def tubes_plot(t, pal, draws, tv_left, tv_right, rule_label: str):
-    fig, ax = _figure(pal)
+def tubes_plot(t, pal, draws, tv_left, tv_right, rule_label: str, size_px=(640, 400), text_px: float = 16.0):
+    fig, ax = _figure(pal, size_px, text_px)
     ax.plot(draws, tv_left, color=_hex(pal["target"]), lw=2, label=t("plot.tube_left"))
     ax.plot(draws, tv_right, color=_hex(pal["accent"]), lw=2.5, label=t("plot.tube_right"))
     ax.set_xscale("log")
@@ -142,7 +197,7 @@ def tubes_plot(t, pal, draws, tv_left, tv_right, rule_label: str):
     ax.set_ylabel(t("plot.tv"))
     ax.set_title(t("plot.tubes_title", rule=rule_label))
     _legend(ax, pal)
-    fig.tight_layout()
+    _tight(fig)
     return fig
 
 
@@ -160,11 +215,12 @@ def drafter_label(t, point: dict, gamma: int) -> str:
     return t("drafter.tree", widths=widths, base=t(f"drafter.{base}"))
 
 
-def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str | None = None):
+def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str | None = None, size_px=(1000, 440),
+                  text_px: float = 16.0):
     """Tokens per pass against lanes per pass for every drafter on the same prompts (the data:
     models.drafter_analytics.compare_drafters or long_runs): up is what a drafter buys, right what it costs the
     target. `note` says what the points were counted on (a long run, or a short one) under the title."""
-    fig, ax = _figure(pal, size=(10.0, 4.4))
+    fig, ax = _figure(pal, size_px, text_px)
     hues = {"chain": _hex(pal["draft"]), "lookup": "#ffd92f", "heads": _hex(pal["target"]), "tree": _hex(pal["accent"])}
     markers = ("o", "s", "D", "^", "v", "P", "X")
     ax.plot([1], [1], "o", color=pal["mpl_fg"], ms=9, label=t("plot.target_alone"))
@@ -187,17 +243,57 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str
     ax.set_ylabel(t("plot.tokens_per_pass_counted"))
     ax.set_title(t("plot.drafters_title", gamma=gamma, device=device) + (f"\n{note}" if note else ""))
     # Beside the axes, so no point is ever hidden behind it.
-    leg = ax.legend(fontsize=10, loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.85,
+    leg = ax.legend(fontsize=_small(fig), loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.85,
                     facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])
     for text in leg.get_texts():
         text.set_color(pal["mpl_fg"])
-    fig.tight_layout()
+    _tight(fig)
     return fig
 
 
 def figure_rgba(fig) -> np.ndarray:
     fig.canvas.draw()
     return np.asarray(fig.canvas.buffer_rgba()).copy()
+
+
+def text_report(fig) -> tuple[float | None, list[tuple[str, str]], list[str]]:
+    """After a draw: the smallest text drawn (px of em height), the pairs of texts (or a text and a legend)
+    whose boxes overlap (a legend's own lines belong to it) and the texts cut off at the figure's edge. Tick
+    labels outside the axis' view (made by the locator but not drawn) are left out."""
+    from matplotlib.text import Text
+
+    from scenes.legibility import group_boxes, overlapping_pairs
+    renderer = fig.canvas.get_renderer()
+    h = fig.bbox.height
+    drawn = []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            for tick in axis.get_major_ticks():
+                if lo - 1e-9 * abs(hi - lo) <= tick.get_loc() <= hi + 1e-9 * abs(hi - lo):
+                    drawn += [tick.label1, tick.label2]
+        drawn += [ax.title, ax.xaxis.label, ax.yaxis.label, *ax.texts]
+    drawn += fig.texts
+    legends = [lg for ax in fig.axes for lg in [ax.get_legend()] if lg is not None and lg.get_visible()]
+    for lg in legends:
+        drawn += list(lg.get_texts())
+    smallest, boxes, cut = None, [], []
+    for txt in drawn:
+        if not isinstance(txt, Text) or not txt.get_visible() or not txt.get_text().strip():
+            continue
+        bb = txt.get_window_extent(renderer)
+        if bb.width <= 0 or bb.x1 < 0 or bb.x0 > fig.bbox.width or bb.y1 < 0 or bb.y0 > h:
+            continue
+        if bb.x0 < -0.5 or bb.y0 < -0.5 or bb.x1 > fig.bbox.width + 0.5 or bb.y1 > h + 0.5:
+            cut.append(txt.get_text())
+        px = txt.get_fontsize() * fig.dpi / 72.0
+        smallest = px if smallest is None else min(smallest, px)
+        boxes.append((txt.get_text(), bb.x0, h - bb.y1, bb.width, bb.height))
+    frames = []
+    for k, lg in enumerate(legends):
+        bb = lg.get_window_extent(renderer)
+        frames.append((f"legend {k + 1}", bb.x0, h - bb.y1, bb.width, bb.height))
+    return smallest, overlapping_pairs(group_boxes(frames, boxes), tolerance=0.5), cut
 
 
 def save_figure(fig, path: Path) -> Path:

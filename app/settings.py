@@ -24,7 +24,7 @@ from app.paths import config_dir
 from corpus.atomic import remove_stale_temps, write_text_atomic
 from corpus.errors import InputError
 
-MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware")
+MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware", "quiz")
 TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only", "typical")
 DECODERS = ("speculative", "target")
 # Who proposes the guesses (models.drafters.DRAFTERS) and the tree's shape in the lab: a tree the table can draw
@@ -73,7 +73,7 @@ FIELDS: dict[str, Field] = {
     # classroom
     "language": Field(str, choices=("zh", "en"), save_now=True),
     "palette": Field(str, choices=("default", "projector"), save_now=True),
-    "ui_scale": Field(float, 0.6, 2.5, save_now=True),
+    "ui_scale": Field(float, 0.75, 2.5, save_now=True),
     "reduced_motion": Field(bool, save_now=True),
     "fullscreen": Field(bool, save_now=True),
     "window_w": Field(int, 320, 8192),

@@ -6,7 +6,8 @@ lower left.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from imgui_bundle import imgui
 
@@ -18,6 +19,16 @@ FLAGS = (imgui.WindowFlags_.no_title_bar | imgui.WindowFlags_.no_resize | imgui.
 
 
 @dataclass
+class FrameLog:
+    """What a frame's panels drew that the legibility measures need (app/window.py reports them): every text
+    size used, the smallest text of each plot as shown and the overlaps inside it, and table cells whose text
+    did not fit."""
+    sizes: list = field(default_factory=list)
+    plots: dict = field(default_factory=dict)  # name -> (smallest text px, [overlapping pairs], [texts cut off])
+    clipped: list = field(default_factory=list)        # texts cut off by their cell
+
+
+@dataclass
 class Screen:
     """What drawing needs from the window this frame: the framebuffer size, the text size and the ImGui
     renderer (for plot textures). The window fills it in each frame; panels get this, never the window."""
@@ -26,6 +37,14 @@ class Screen:
     h: int = 720
     font_size: float = 18.0
     renderer: object = None
+    log: FrameLog = field(default_factory=FrameLog)
+    # ImGui sizes a font by its line (ascender to descender), not its em: the shipped font's em is 1/1.448 of
+    # that. Text heights are reported as em heights, as the table's and the plots' are (scenes.legibility).
+    em_ratio: float = 1.0
+
+    def em(self, size: float | None = None) -> float:
+        """The em height in pixels of ImGui text of `size` (default: the panel's text)."""
+        return (self.font_size if size is None else size) * self.em_ratio
 
     @property
     def colors(self) -> dict:
@@ -36,10 +55,50 @@ class Screen:
         return self.ctl.t
 
 
+PANEL_EM_FRACTION = 1 / 44.0     # panel text: an em of 1/44 of the window's height (16.4 px at 720p)
+MAX_EM = 40.0
+
+
+def em_ratio(font_path) -> float:
+    """units per em ÷ (ascender − descender) of a font: ImGui's font size times this is the em in pixels."""
+    return _em_ratio(str(font_path))
+
+
+@lru_cache(maxsize=4)
+def _em_ratio(path: str) -> float:
+    import freetype
+    face = freetype.Face(path)
+    return face.units_per_EM / float(face.ascender - face.descender)
+
+
+def panel_font_size(height: int, ui_scale: float, ratio: float) -> int:
+    """The ImGui font size whose em is 1/44 of the window's height times the UI scale (never under the
+    legibility minimum at the default scale, never under 14 px at any)."""
+    from scenes.legibility import FLOOR_PX, min_text_px
+    em = max(min_text_px(height), height * PANEL_EM_FRACTION)
+    em = min(MAX_EM, max(FLOOR_PX, em * ui_scale))
+    import math
+    return int(math.ceil(em / ratio - 1e-9))      # never a hair under the em asked for
+
+
+def push_font(scr: Screen, scale: float = 1.0) -> None:
+    """Text `scale` times the panel size from here to pop_font() (recorded for the smallest-text measure)."""
+    size = scr.font_size * scale
+    scr.log.sizes.append(size)
+    imgui.push_font(None, size)
+
+
+def pop_font() -> None:
+    imgui.pop_font()
+
+
 def screen_for(ctl, w: int, h: int, renderer=None) -> Screen:
-    """The Screen of a w x h framebuffer: text size follows its height (HiDPI, projectors) times the UI scale."""
-    base = max(14.0, min(48.0, h / 40.0))
-    return Screen(ctl, int(w), int(h), round(base * ctl.settings.ui_scale), renderer)
+    """The Screen of a w x h framebuffer: the panels' em follows its height (HiDPI, projectors) times the UI
+    scale (panel_font_size)."""
+    from app.paths import resolve_font
+    ratio = em_ratio(resolve_font())
+    return Screen(ctl, int(w), int(h), panel_font_size(int(h), ctl.settings.ui_scale, ratio), renderer,
+                  em_ratio=ratio)
 
 
 def ui_rects(scr: Screen) -> list[tuple[float, float, float, float]]:
@@ -52,11 +111,12 @@ def ui_rects(scr: Screen) -> list[tuple[float, float, float, float]]:
 
 
 def bar_h(scr: Screen) -> float:
-    return scr.font_size * 2.0
+    """The mode bar: one row of buttons (a line plus the button's and the strip's padding)."""
+    return scr.font_size * 1.6
 
 
 def status_h(scr) -> float:
-    return scr.font_size * 1.7
+    return scr.font_size * 1.5
 
 
 def panel_frac(scr) -> float:
@@ -72,24 +132,84 @@ def panel_rect(scr):
 
 
 def narration_rect(scr):
-    """Lower-left narration box of the tour."""
-    h = scr.h * 0.30
+    """Lower-left narration box of the tour (the lab's results, the hardware mode's roofline)."""
+    h = scr.h * getattr(scr.ctl.panel, "narration_frac", 0.30)
     return 0.0, scr.h - status_h(scr) - h, scr.w * (1.0 - panel_frac(scr)), h
 
 
-def begin_panel(name: str, rect, bg_alpha: float | None = None) -> bool:
+def begin_panel(name: str, rect, bg_alpha: float | None = None, scroll: bool = True) -> bool:
+    """A fixed panel. scroll=False: a strip (mode bar, status line) whose one row always fits: no scrollbar
+    ever, however the text size is stepped."""
     x, y, w, h = rect
     imgui.set_next_window_pos((x, y))
     imgui.set_next_window_size((w, h))
     if bg_alpha is not None:
         imgui.set_next_window_bg_alpha(bg_alpha)
-    return imgui.begin(name, None, FLAGS)[0]
+    flags = FLAGS
+    if not scroll:
+        flags |= imgui.WindowFlags_.no_scrollbar | imgui.WindowFlags_.no_scroll_with_mouse
+        imgui.push_style_var(imgui.StyleVar_.window_padding, (8.0, max(2.0, (h - imgui.get_frame_height()) / 2)))
+    shown = imgui.begin(name, None, flags)[0]
+    if not scroll:
+        imgui.pop_style_var()
+    return shown
+
+
+# Windows drawn over everything on purpose (help, export progress): not part of the layout measures.
+OVERLAYS = ("##help", "##progress")
+
+
+def window_boxes() -> list[dict]:
+    """Every panel ImGui drew this frame: its rectangle, whether it shows a scrollbar, and whether its content
+    is wider than it (text cut off at its right edge). Read after the panels are drawn."""
+    ctx = imgui.get_current_context()
+    out = []
+    for win in ctx.windows:
+        # ImGui's own implicit "Debug##Default" window is always active but never drawn (nothing goes in it).
+        if not win.active or win.hidden or win.name.startswith(("##Tooltip", "Debug##")) or "/" in win.name:
+            continue
+        inner_w = win.size.x - 2 * win.window_padding.x - (win.scrollbar_sizes.x if win.scrollbar_y else 0)
+        out.append({"name": win.name, "rect": (float(win.pos.x), float(win.pos.y), float(win.size.x),
+                                               float(win.size.y)),
+                    "scrollbar": bool(win.scrollbar_y or win.scrollbar_x),
+                    "too_wide": bool(win.content_size.x > inner_w + 1.0)})
+    return out
+
+
+def measure_frame(scr: Screen, stage_rect, stage_legibility: dict | None) -> dict:
+    """The frame's legibility, as `spectable run --json` reports it (README, "spectable run"):
+    min_text_px: the smallest text drawn anywhere (panels, plots as shown, the table's labels and readouts);
+    overlaps: pairs of boxes that overlap, among the panels, the table's picture and the table's own text
+    boxes (plates, readouts), and the text inside each plot; scrollbars: panels showing one;
+    clipped: panels or table cells whose text is cut off; hidden_labels: table texts left out as too small."""
+    from scenes.legibility import overlapping_pairs
+    wins = [w for w in window_boxes() if w["name"] not in OVERLAYS]
+    sizes = [scr.em(s) for s in [*scr.log.sizes, scr.font_size]]
+    sizes += [rep[0] for rep in scr.log.plots.values() if rep[0]]
+    overlaps = [(f"plot {name}: {a}", f"plot {name}: {b}") for name, rep in scr.log.plots.items()
+                for a, b in rep[1]]
+    # The panels and the table's picture: a panel over the table covers the part being explained.
+    boxes = [(w["name"], *w["rect"]) for w in wins]
+    if stage_rect is not None and stage_rect[2] > 0 and stage_rect[3] > 0:
+        boxes.append(("table", *(float(v) for v in stage_rect)))
+    overlaps += overlapping_pairs(boxes)
+    leg = stage_legibility or {}
+    if leg.get("min_text_px"):
+        sizes.append(leg["min_text_px"])
+    overlaps += [(f"table: {a}", f"table: {b}") for a, b in leg.get("overlaps", [])]
+    hidden = len(leg.get("hidden", []))
+    return {"min_text_px": round(min(sizes), 2),
+            "overlaps": [list(p) for p in overlaps],
+            "scrollbars": [w["name"] for w in wins if w["scrollbar"]],
+            "clipped": [w["name"] for w in wins if w["too_wide"]] + list(scr.log.clipped)
+            + [f"plot {name}: {txt}" for name, rep in scr.log.plots.items() for txt in rep[2]],
+            "hidden_labels": hidden}
 
 
 def top_bar(scr) -> None:
     ctl = scr.ctl
     t, s = ctl.t, ctl.settings
-    begin_panel("##bar", (0, 0, scr.w, bar_h(scr)))
+    begin_panel("##bar", (0, 0, scr.w, bar_h(scr)), scroll=False)
     for i, mode in enumerate(MODES):
         if i:
             imgui.same_line()
@@ -124,13 +244,17 @@ def status_line(scr) -> None:
     ctl = scr.ctl
     t = ctl.t
     h = status_h(scr)
-    begin_panel("##status", (0, scr.h - h, scr.w, h))
+    begin_panel("##status", (0, scr.h - h, scr.w, h), scroll=False)
     recent = ctl.recent_messages()
-    hint = t("status.keys")
+    hint = t("status.keys_quiz" if ctl.mode == "quiz" else "status.keys")
     if ctl.paused:
         hint = t("status.paused") + "   " + hint
     if ctl.driver.stage is None and ctl.driver.stage_error:
         hint = t("status.no_stage") + "   " + hint
+    if ctl.quiz_return is not None:         # the quiz's "show me" jumped here: the way back, always in sight
+        if imgui.small_button("← " + t("quiz.back")):
+            ctl.back_to_quiz()
+        imgui.same_line()
     imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), recent[-1] if recent else hint)
     imgui.end()
 
@@ -139,7 +263,8 @@ HELP_ROWS = (
     ("PageDown / Space / →", "help.next"), ("PageUp / ←", "help.prev"), ("B / .", "help.blank"),
     ("F11", "help.fullscreen"), ("L", "help.language"), ("H / ?", "help.help"), ("P", "help.pause"),
     ("F9", "help.palette"), ("+ / -", "help.scale"), ("M", "help.motion"), ("X", "help.cutaway"),
-    ("1 – 6", "help.modes"), ("F12", "help.screenshot"), ("E", "help.plots"), ("C", "help.log"),
+    ("1 – 7", "help.modes"), ("A – D", "help.answer"), ("R S T W Backspace", "help.quiz"),
+    ("[ / ]", "help.speed"), ("F12", "help.screenshot"), ("E", "help.plots"), ("C", "help.log"),
     ("G", "help.gif"), ("Esc", "help.close"), ("Ctrl+Q", "help.quit"),
 )
 
@@ -148,9 +273,9 @@ def help_overlay(scr) -> None:
     t = scr.t
     w, h = scr.w * 0.5, scr.h * 0.8
     begin_panel("##help", ((scr.w - w) / 2, (scr.h - h) / 2, w, h), bg_alpha=1.0)
-    imgui.push_font(None, scr.font_size * 1.3)
+    push_font(scr, 1.3)
     imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), t("help.title"))
-    imgui.pop_font()
+    pop_font()
     imgui.separator()
     if imgui.begin_table("keys", 2, imgui.TableFlags_.row_bg):
         imgui.table_setup_column("k", imgui.TableColumnFlags_.width_fixed, w * 0.33)
@@ -173,9 +298,23 @@ def progress_overlay(scr, job) -> None:
 
 
 def heading(scr, text: str, scale: float = 1.25) -> None:
-    imgui.push_font(None, scr.font_size * scale)
-    imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), text)
-    imgui.pop_font()
+    push_font(scr, scale)
+    wrapped(text, scr.colors["accent"])
+    pop_font()
+
+
+def cell(scr, text: str, color=None, wrap: bool = True) -> None:
+    """Text in a table cell: wrapped to the column (Chinese between characters), or on one line when `wrap` is
+    off; a line wider than its cell is recorded as clipped (the legibility measure), never silently cut."""
+    if wrap:
+        wrapped(text, color)
+        return
+    if imgui.calc_text_size(text).x > imgui.get_content_region_avail().x + 1.0:
+        scr.log.clipped.append(text)
+    if color is not None:
+        imgui.text_colored(imgui.ImVec4(*color), text)
+    else:
+        imgui.text(text)
 
 
 def facts_table(scr, rows) -> None:
@@ -183,12 +322,17 @@ def facts_table(scr, rows) -> None:
     if not rows:
         return
     if imgui.begin_table("facts", 2, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
+        # Names are long and values short: the names get the room, so most stay on one line.
+        widest = max(imgui.calc_text_size(v).x for _, v in rows) + 2 * imgui.get_style().cell_padding.x
+        widest = min(widest, imgui.get_content_region_avail().x * 0.55)
+        imgui.table_setup_column("name", imgui.TableColumnFlags_.width_stretch)
+        imgui.table_setup_column("value", imgui.TableColumnFlags_.width_fixed, widest)
         for label, value in rows:
             imgui.table_next_row()
             imgui.table_next_column()
-            imgui.text_wrapped(label)
+            cell(scr, label)
             imgui.table_next_column()
-            imgui.text(value)
+            cell(scr, value, wrap=False)
         imgui.end_table()
 
 
@@ -220,12 +364,17 @@ class PlotTextures:
         self.ctl = ctl
         self.cache: dict[str, tuple] = {}
 
-    def image(self, scr, name: str, width: float, aspect: float | None = None) -> None:
-        """Draw plot `name` `width` pixels wide; `aspect` (w/h) re-lays the figure out for a wide box."""
+    def image(self, scr, name: str, width: float, aspect: float | None = None, height: float | None = None,
+              overlay=None, reserve: float = 0.0) -> None:
+        """Draw plot `name` `width` pixels wide and `height` tall (default: the height left in the panel, at most
+        width / 1.6, never under about nine lines of text; `reserve` pixels are kept for what follows it; `aspect`
+        w/h instead fixes the shape). The figure is
+        laid out at exactly the size it is shown, with text of the panel's size (never under the legibility
+        minimum): a plot is never scaled down into text nobody can read. overlay(draw_list, x, y, w, h, fig_info)
+        draws over the picture (the tube mode marks the round shown)."""
         from app import figures, plots
+        from scenes.legibility import min_text_px
         ctl = self.ctl
-        full_key = (aspect, ctl.session.version, ctl.revision, int(width))
-        entry = self.cache.get(name)
         if name == "tubes" and ctl.tubes() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
             return
@@ -235,30 +384,49 @@ class PlotTextures:
         if name in figures.LONG_RUN_PLOTS and ctl.long_run() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("plot.computing_long"))
             return
+        text_px = max(min_text_px(scr.h), scr.em() * 0.95)
+        avail_h = imgui.get_content_region_avail().y - reserve
+        if aspect:
+            h = width / aspect
+        elif height is not None:
+            h = height
+        else:
+            h = max(min(width / 1.6, avail_h - imgui.get_style().item_spacing.y), text_px * 9)
+        w, h = max(64, int(width)), max(64, int(h))
+        full_key = (w, h, round(text_px, 1), ctl.session.version, ctl.revision)
+        entry = self.cache.get(name)
         if entry is None or entry[0] != full_key:
             try:
-                dpi_w = max(320, int(width))
-                fig = figures.make(ctl, name)
-                if aspect:
-                    inches = max(5.0, dpi_w / 110.0)   # the same text size in pixels, whatever the box
-                    fig.set_size_inches(inches, inches / aspect)
-                    fig.tight_layout()
-                fig.set_dpi(dpi_w / fig.get_figwidth())
+                fig = figures.make(ctl, name, (w, h), text_px)
                 rgba = plots.figure_rgba(fig)
+                report = plots.text_report(fig)
+                info = axes_info(fig)
                 plots.close(fig)
             except Exception as exc:  # noqa: BLE001 - a model still landing must not kill the panel
                 imgui.text_wrapped(f"{name}: {type(exc).__name__}: {exc}")
                 return
             tex_id = scr.renderer.register_rgba(rgba, entry[1] if entry else None)
-            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0])
+            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0], report, info)
             self.cache[name] = entry
-        _, tex_id, w, h = entry
-        # Never taller than the space left: a plot cut off at the panel's edge is no use on a projector.
-        avail_h = imgui.get_content_region_avail().y
-        full_h = width * h / w
-        # Shrink to fit when it nearly fits; when it cannot (a large UI scale), full width and let the panel scroll.
-        shown_w = width if avail_h < 0.6 * full_h else min(width, avail_h * w / h)
-        imgui.image(imgui.ImTextureRef(tex_id), (shown_w, shown_w * h / w))
+        _, tex_id, tw, th, report, info = entry
+        scr.log.plots[name] = report
+        x0, y0 = imgui.get_cursor_screen_pos()
+        imgui.image(imgui.ImTextureRef(tex_id), (tw, th))
+        if overlay is not None:
+            overlay(imgui.get_window_draw_list(), x0, y0, tw, th, info)
+
+
+def axes_info(fig) -> dict:
+    """Where the first axes sit in the picture (pixels from its top-left) and its x mapping, for overlays:
+    {'x0', 'y0', 'x1', 'y1', 'to_px': data x -> pixel x}."""
+    ax = fig.axes[0]
+    bb = ax.get_window_extent()
+    h = fig.bbox.height
+    trans = ax.transData
+
+    def to_px(x: float) -> float:
+        return float(trans.transform((x, 1.0 if ax.get_yscale() == "log" else 0.0))[0])
+    return {"x0": bb.x0, "x1": bb.x1, "y0": h - bb.y1, "y1": h - bb.y0, "to_px": to_px}
 
 
 # ---- line breaking that suits Chinese ------------------------------------------------------------------

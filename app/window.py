@@ -29,6 +29,7 @@ class App:
         self.ctl = ctl
         self.frame = 0
         self._quiet_frames = 0
+        self.legibility: dict = {}       # the last frame's text sizes and overlaps (ui.measure_frame)
         s = ctl.settings
         self._init_display(size or (s.window_w, s.window_h))
         self._init_imgui()
@@ -55,8 +56,17 @@ class App:
                                 (pygame.GL_CONTEXT_PROFILE_MASK, pygame.GL_CONTEXT_PROFILE_CORE),
                                 (pygame.GL_CONTEXT_FORWARD_COMPATIBLE_FLAG, 1), (pygame.GL_DOUBLEBUFFER, 1)):
                 pygame.display.gl_set_attribute(attr, value)
-            pygame.display.set_caption("铸铁台 spectable")
+            pygame.display.set_caption("铸铁台 · spectable")
+            try:
+                from app.paths import ASSETS
+                pygame.display.set_icon(pygame.image.load(str(ASSETS / "icon.png")))
+            except (pygame.error, OSError, FileNotFoundError):
+                pass        # no icon is no reason not to teach
+            desk = self.desktop_size(pygame)
+            size = (min(size[0], desk[0]), min(size[1], desk[1]))     # a size saved on a larger screen
             self.windowed_size = tuple(size)
+            self.windowed_pos = None
+            self._restoring = 0
             self.vsync = not self.offscreen
             flags = pygame.OPENGL | pygame.DOUBLEBUF | pygame.RESIZABLE
             if self.ctl.settings.fullscreen and not self.offscreen:
@@ -82,6 +92,17 @@ class App:
         except Exception as exc:  # noqa: BLE001 - moderngl raises plain Exception for a missing GL
             raise InputError(f"OpenGL 3.3 is not available: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
         self._set_size(pygame.display.get_window_size())
+
+    def desktop_size(self, pg) -> tuple[int, int]:
+        """The display the window is on (the first one): no window is opened or saved larger than it. SDL's
+        offscreen driver has no display (it reports a nominal 1024x768): any size goes there."""
+        if os.environ.get("SDL_VIDEODRIVER", "") == "offscreen":
+            return (8192, 8192)
+        try:
+            sizes = pg.display.get_desktop_sizes()
+        except pg.error:
+            sizes = []
+        return tuple(sizes[0]) if sizes and sizes[0][0] > 0 and sizes[0][1] > 0 else (8192, 8192)
 
     def _set_size(self, size) -> None:
         """The framebuffer size, from the size we asked for or a resize event (right after set_mode some X
@@ -131,16 +152,32 @@ class App:
             base = pg.OPENGL | pg.DOUBLEBUF
             try:
                 if full:
+                    # Where the window was, to come back to: a window manager otherwise keeps the fullscreen
+                    # size (and where it put it) for the restored window.
                     self.windowed_size = (self.fb_w, self.fb_h)
+                    self.windowed_pos = pg.display.get_window_position()
                     pg.display.set_mode((0, 0), base | pg.FULLSCREEN, vsync=int(self.vsync))
                     self._set_size(pg.display.get_desktop_sizes()[0])
                 else:
                     pg.display.set_mode(self.windowed_size, base | pg.RESIZABLE, vsync=int(self.vsync))
+                    if self.windowed_pos is not None:
+                        pg.display.set_window_position(self.windowed_pos)
                     self._set_size(self.windowed_size)
+                    self._restoring = 30       # frames in which a late resize to the fullscreen size is undone
             except pg.error as exc:
                 self.ctl.notify(f"fullscreen: {exc}")
                 return
         self.ctl.update(fullscreen=full)
+
+    def _undo_late_resize(self) -> None:
+        pg = self.pg
+        try:
+            pg.display.set_mode(self.windowed_size, pg.OPENGL | pg.DOUBLEBUF | pg.RESIZABLE, vsync=int(self.vsync))
+            if self.windowed_pos is not None:
+                pg.display.set_window_position(self.windowed_pos)
+        except pg.error as exc:
+            self.ctl.notify(f"fullscreen: {exc}")
+        self._set_size(self.windowed_size)
 
     def _take(self, request: str) -> int:
         """How often the controller asked for this window-only action (fullscreen, screenshot) since last asked."""
@@ -154,15 +191,24 @@ class App:
         if ev.type == pg.QUIT:
             ctl.quit = True
         elif ev.type in (pg.VIDEORESIZE, pg.WINDOWSIZECHANGED):
-            self._set_size((ev.w, ev.h) if ev.type == pg.VIDEORESIZE else (ev.x, ev.y))
+            size = (ev.w, ev.h) if ev.type == pg.VIDEORESIZE else (ev.x, ev.y)
+            if self._restoring and not ctl.settings.fullscreen and tuple(size) != tuple(self.windowed_size) \
+                    and tuple(size) == self.desktop_size(pg):
+                # Just back from fullscreen, the window manager reports the fullscreen size once more: put the
+                # window back as it was before fullscreen instead of keeping (and saving) that.
+                self._restoring = 0
+                self._undo_late_resize()
+                return
+            self._set_size(size)
             if not ctl.settings.fullscreen:
-                ctl.adjust(window_w=self.fb_w, window_h=self.fb_h)
+                desk = self.desktop_size(pg)
+                ctl.adjust(window_w=min(self.fb_w, desk[0]), window_h=min(self.fb_h, desk[1]))
         typing = feed_imgui(self.imgui, pg, ev, self._key_map)     # True while a text field has the keys
         if ev.type == pg.KEYDOWN and not typing:
             if ev.key == pg.K_q and (pg.key.get_mods() | getattr(ev, "mod", 0)) & pg.KMOD_CTRL:
                 ctl.quit = True
                 return
-            action = keys.action_for(ev.key, getattr(ev, "unicode", ""))
+            action = keys.action_for(ev.key, getattr(ev, "unicode", ""), ctl.mode)
             if action:
                 ctl.do(action)
 
@@ -184,7 +230,8 @@ class App:
             imgui.render()
             return
         rect = ctl.panel.stage_rect(scr)
-        tex = drv.render(rect[2], rect[3])
+        # A mode that gives the table no room (the quiz's class mode) draws none.
+        tex = drv.render(rect[2], rect[3], text_height=self.fb_h) if rect[2] >= 1 and rect[3] >= 1 else None
         self.renderer.textures.pop(STAGE_TEXTURE_ID, None)
         self._use_screen()
         self.ctx.clear(*ctl.colors["clear"], viewport=full)
@@ -202,6 +249,8 @@ class App:
             ui.help_overlay(scr)
         if ctl.gif_job is not None:
             ui.progress_overlay(scr, ctl.gif_job)
+        self.legibility = ui.measure_frame(scr, rect if tex is not None else None,
+                                           drv.stage.legibility if tex is not None else None)
         imgui.render()
         self.renderer.render(imgui.get_draw_data(), self.fb_w, self.fb_h)
 
@@ -239,6 +288,7 @@ class App:
             events = pg.event.get()
             for ev in events:
                 self.handle_event(ev)
+            self._restoring = max(0, self._restoring - 1)
             for _ in range(self._take("fullscreen")):
                 self.toggle_fullscreen()
             if frames is None and self._idle(bool(events)):
@@ -274,7 +324,12 @@ class App:
 
     def state(self) -> dict:
         """What the run ended on (spectable run --json): the controller's state and the window's own."""
-        return {"frames": self.frame, **self.ctl.state(self.screen()), "framebuffer": [self.fb_w, self.fb_h]}
+        try:
+            pos = list(self.pg.display.get_window_position())
+        except self.pg.error:
+            pos = None
+        return {"frames": self.frame, **self.ctl.state(self.screen()), "framebuffer": [self.fb_w, self.fb_h],
+                "window_position": pos, **self.legibility}
 
     def close(self) -> None:
         self.ctl.close()

@@ -32,7 +32,8 @@ VIEWS: dict[str, CameraPose] = {
     "bridge": CameraPose((5.0, 6.0, 12.2), (5.0, 2.6, 3.3), 34.0),
     "mill": CameraPose((3.0, 2.9, 3.6), (2.9, 1.3, -1.9), 38.0),
     "cabinet": CameraPose((4.2, 7.6, 3.6), (6.1, 2.2, -2.6), 40.0),
-    "tubes": CameraPose((-8.3, 6.3, 12.4), (-8.3, 2.45, 0.3), 36.0),   # tubes right of the HUD
+    # Close enough that the numbers over the tubes read at 720p; the racks right of the HUD.
+    "tubes": CameraPose((-9.3, 5.2, 8.9), (-9.0, 2.75, 0.3), 36.0),
     "exploded": CameraPose((0.6, 17.0, 22.5), (0.4, 2.4, 0.0), 38.0),
 }
 

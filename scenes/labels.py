@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
+
 from scenes.camera import project
 from scenes.layout import PARTS, EmitContext
 
@@ -80,6 +82,13 @@ def drafter_mode(state, ec: EmitContext) -> str | None:
     return None
 
 
+def label_sizes(ec: EmitContext, height: float) -> tuple[float, float]:
+    """(name, subtitle) em heights of the part plates: 1/34 and 1/50 of the picture the text is sized for,
+    never below the legibility minimum (scenes.legibility)."""
+    ref = ec.text_ref or height
+    return max(ref / 34.0, 1.3 * ec.min_px), max(ref / 50.0, ec.min_px)
+
+
 def _plate_size(fb, lines) -> tuple[float, float]:
     return plate_size(fb.atlas, lines)
 
@@ -90,14 +99,14 @@ def plate_size(atlas, lines) -> tuple[float, float]:
     return max(widths) + 0.9 * lines[0][1], sum(sz * 1.22 for _, sz, _ in lines) + 0.45 * lines[0][1]
 
 
-def _plate(fb, x, y, lines, pal, anchor="center") -> tuple[float, float]:
+def _plate(fb, x, y, lines, pal, anchor="center", name: str = "plate") -> tuple[float, float]:
     """Text lines [(text, size_px, colour)] on a dark plate; (x, y) the plate's top centre / top-left.
     Returns the plate's (width, height)."""
     widths = [fb.atlas.advance(t) * s for t, s, _ in lines]
     w, h = _plate_size(fb, lines)
     x0 = x - w / 2 if anchor == "center" else x
     centred = anchor in ("center", "left_centred")
-    fb.rect_screen(x0, y, w, h, pal.plate)
+    fb.rect_screen(x0, y, w, h, pal.plate, frame=name)
     yy = y + 0.22 * lines[0][1]
     for (t, s, col), tw in zip(lines, widths):
         yy += s * 1.0
@@ -105,6 +114,12 @@ def _plate(fb, x, y, lines, pal, anchor="center") -> tuple[float, float]:
                 (0, -1, 0), s, col, screen=True)
         yy += s * 0.22
     return w, h
+
+
+# Every move within 60 steps (two thirds of the picture's height), nearest first (ties: up before down, then
+# sideways): a plate stays as close to its part as the free space allows.
+_MOVES = sorted(((dx, dy) for dx in range(-60, 61) for dy in range(-60, 61)),
+                key=lambda m: (m[0] * m[0] + m[1] * m[1], m[1] > 0, abs(m[0])))
 
 
 def _overlaps(a, b, pad: float) -> bool:
@@ -115,39 +130,55 @@ def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[t
     """Top-left corners for plates wanted at [(x, y, w, h)] (in priority order) so that no two overlap and
     none covers a keep-out rectangle (the HUD): each plate takes the nearest free spot, trying small moves
     up, down and sideways before larger ones, and stays on screen."""
-    placed = list(keep_out)
+    return _place(wanted, width, height, keep_out, pad)[0]
+
+
+def _place(wanted, width, height, keep_out=(), pad: float = 4.0):
+    """place_plates, and for each plate whether it found a free spot (else it sits where it was wanted)."""
+    ok = []
+    placed = [tuple(map(float, r[:4])) for r in keep_out]
     out = []
     step = height / 90.0
-    # Every move within 40 steps, nearest first (ties: up before down, then sideways): a plate stays as
-    # close to its part as the free space allows.
-    moves = sorted(((dx, dy) for dx in range(-40, 41) for dy in range(-40, 41)),
-                   key=lambda m: (m[0] * m[0] + m[1] * m[1], m[1] > 0, abs(m[0])))
+    moves = np.asarray(_MOVES, dtype=np.float64)
     for x, y, w, h in wanted:
-        best = None
-        for dx, dy in moves:
-            cx = min(max(x + dx * step, 2.0), max(width - w - 2.0, 2.0))
-            cy = min(max(y + dy * step, 2.0), max(height - h - 2.0, 2.0))
-            if not any(_overlaps((cx, cy, w, h), r, pad) for r in placed):
-                best = (cx, cy)
-                break
-        if best is None:
-            best = (min(max(x, 2.0), width - w), min(max(y, 2.0), height - h))
+        cx = np.clip(x + moves[:, 0] * step, 2.0, max(width - w - 2.0, 2.0))
+        cy = np.clip(y + moves[:, 1] * step, 2.0, max(height - h - 2.0, 2.0))
+        free = np.ones(len(moves), dtype=bool)
+        for rx, ry, rw, rh in placed:
+            free &= ~((cx < rx + rw + pad) & (rx < cx + w + pad) & (cy < ry + rh + pad) & (ry < cy + h + pad))
+        k = int(np.argmax(free)) if free.any() else None
+        best = (float(cx[k]), float(cy[k])) if k is not None else (min(max(x, 2.0), width - w),
+                                                                    min(max(y, 2.0), height - h))
         placed.append((best[0], best[1], w, h))
         out.append(best)
-    return out
+        ok.append(k is not None)
+    return out, ok
 
 
 def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set,
                      exploded: bool = False, readouts: dict | None = None, keep_out=(),
-                     anchors: dict | None = None) -> list[tuple]:
+                     anchors: dict | None = None, shorter: dict | None = None) -> list[tuple]:
     """Name plates over the parts; `readouts` {part: [(text, 'main'|'sub')]} adds lines to a part's plate
-    (the mill's busy fraction in the wide views); `anchors` {part: world point} moves a plate's anchor (a
-    framed beat puts it over the part of the part it shows). Plates never overlap each other or `keep_out`.
+    (the mill's busy fraction in the wide views); `shorter` {part: lines} is the readout to fall back to
+    when the full one finds no free spot; `anchors` {part: world point} moves a plate's anchor (a framed beat
+    puts it over the part of the part it shows). Plates never overlap each other or `keep_out` where there is
+    room.
     Returns the plates drawn as (part, x, y, w, h) in pixels."""
+    readouts = dict(readouts or {})
+    drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
+                         anchors, draw=not shorter)
+    if shorter:
+        failed = [name for name, *_, ok in drawn if not ok and name in shorter]
+        readouts.update({name: shorter[name] for name in failed})
+        drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
+                             anchors)
+    return [d[:5] for d in drawn]
+
+
+def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, anchors=None,
+                 draw=True):
     pal = ec.palette
-    big = height / 34.0
-    small = height / 50.0
-    readouts = readouts or {}
+    big, small = label_sizes(ec, height)
     wanted, names, all_lines = [], [], []
     for name, info in PARTS.items():
         if name in hidden:
@@ -177,29 +208,46 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
         wanted.append((x - w / 2, top, w, h))
         names.append(name)
         all_lines.append(lines)
-    spots = place_plates(wanted, width, height, keep_out)
+    # Plates that carry a readout are placed first: what they show must not move when another part is
+    # hidden or shown (the mill's readout stays put whether the bridge is there or not).
+    order = sorted(range(len(names)), key=lambda k: names[k] not in readouts)
+    placed, free = _place([wanted[k] for k in order], width, height, keep_out)
+    spots, oks = [None] * len(names), [True] * len(names)
+    for k, spot, ok in zip(order, placed, free):
+        spots[k], oks[k] = spot, ok
     drawn = []
-    for name, lines, (x0, y0), (_, _, w, h) in zip(names, all_lines, spots, wanted):
-        _plate(fb, x0, y0, lines, pal, anchor="left_centred")
-        drawn.append((name, x0, y0, w, h))
+    for name, lines, (x0, y0), (_, _, w, h), ok in zip(names, all_lines, spots, wanted, oks):
+        if draw:
+            _plate(fb, x0, y0, lines, pal, anchor="left_centred", name=f"plate:{name}")
+        drawn.append((name, x0, y0, w, h, ok))
     return drawn
 
 
 def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamma: int, lanes_true: int,
-              target_only: bool, phase: tuple[str, str], mode: str | None = None) -> list[tuple]:
-    """The HUD's text lines [(text, size_px, colour)]: the part's title, where we are in the run, the phase.
+              target_only: bool, phase: tuple[str, str], activity: list[tuple[str, str]] | None = None,
+              mode: str | None = None) -> list[tuple]:
+    """The HUD's text lines [(text, size_px, colour)]: the part's title, where we are in the run, the phase;
+    `activity` [(zh, en)] replaces the pass and its phase with a mode's own (the tube experiment's round);
     `mode`: who drafted the pass (drafter_mode), said instead of γ."""
     pal = ec.palette
-    # Sized by the view's height, with a floor: in the app the table gets only part of the window, and the
-    # step line must still read from the back of a classroom.
-    big = max(height / 30.0, 24.0)
-    small = max(height / 46.0, 18.0)
+    # Sized for the picture the text is sized for (the window, in the app), with a floor: the table gets only
+    # part of the window, and the HUD must still read from the back of a classroom.
+    ref = ec.text_ref or height
+    big = max(ref / 30.0, 1.5 * ec.min_px)
+    small = max(ref / 46.0, 1.125 * ec.min_px)
     zh, en = phase
     lines = []
     if title:
         lines.append((ec.say(*title), big, pal.label))
-    if step >= 0:
-        step_words = ec.say(f"第 {step + 1}/{n_steps} 步", f"pass {step + 1}/{n_steps}")
+    if activity is not None:
+        for k, (lz, le) in enumerate(activity):
+            if ec.language in ("zh", "both"):
+                lines.append((lz, big if k == 0 and not title else small, pal.label_sub if title else pal.label))
+            if ec.language in ("en", "both"):
+                lines.append((le, small, pal.label_sub))
+    elif step >= 0:
+        # "第 1/12 步" read as chapter 1 of 12: the count says what it counts.
+        step_words = ec.say(f"第 {step + 1} 步（共 {n_steps} 步）", f"pass {step + 1} of {n_steps}")
         n = lanes_true
         lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
         if n > DRAWN_LANES:       # the figures count them all; the read head draws nine
@@ -225,21 +273,23 @@ def hud_origin(height: int) -> tuple[float, float]:
 
 
 def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
-             timing=None, passes: bool = True) -> tuple | None:
-    """Top-left: where we are in the run and what is happening now, and a strip of the step's phases
-    (`passes` False: the title alone, for a view of the test tubes, which run rounds of their own)."""
+             timing=None, passes: bool = True, activity: list[tuple[str, str]] | None = None) -> tuple | None:
+    """Top-left: where we are in the run and what is happening now, and a strip of the pass's phases
+    (`passes` False: no pass counter, for a view of the test tubes, which run rounds of their own;
+    `activity` [(zh, en)]: what the mode is doing instead, the tubes' round)."""
     pal = ec.palette
     target_only = bool(state.extra.get("target_only"))
     phase = phase_words(state)
     if state.phase == "write" and not target_only and kept_all(state):
         phase = WRITE_BONUS
     step = state.step if passes else -1
-    timing = timing if passes else None
-    lines = hud_lines(ec, height, n_steps, title, step, state.gamma, state.lanes_true, target_only, phase,
+    timing = timing if passes and activity is None else None
+    lines = hud_lines(ec, height, n_steps, title, step, state.gamma, state.lanes_true, target_only, phase, activity,
                       drafter_mode(state, ec))
+    fb.hud_text = [text for text, _, _ in lines]
     if lines:
         x0, y0 = hud_origin(height)
-        w, h = _plate(fb, x0, y0, lines, pal, anchor="left")
+        w, h = _plate(fb, x0, y0, lines, pal, anchor="left", name="hud")
         if timing is not None:
             _phase_strip(fb, state, timing, x0, y0 + h + height * 0.006, w, height * 0.012, pal)
             h += height * 0.024
@@ -248,7 +298,8 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
 
 
 def hud_extent(atlas, height: int, ec: EmitContext, n_steps: int, title, gamma: int, lanes_true: int,
-               target_only: bool, passes: bool = True, drafted=()) -> tuple[float, float, float, float]:
+               target_only: bool, passes: bool = True,
+               activity: list[tuple[str, str]] | None = None, drafted=()) -> tuple[float, float, float, float]:
     """The largest HUD rectangle (x, y, w, h) any moment of this run can show (every phase's words, the phase
     strip): the camera frames the parts it names clear of it, and keeps that frame while the pass plays.
     drafted: (drafter, extra) of the run's passes by other drafters than the chain (their own words)."""
@@ -262,7 +313,7 @@ def hud_extent(atlas, height: int, ec: EmitContext, n_steps: int, title, gamma: 
     step = max(n_steps - 1, 0) if passes else -1
     w = h = 0.0
     for phase, mode in ((p, m) for p in phases for m in dict.fromkeys(modes)):
-        lines = hud_lines(ec, height, n_steps, title, step, gamma, lanes_true, target_only, phase, mode)
+        lines = hud_lines(ec, height, n_steps, title, step, gamma, lanes_true, target_only, phase, activity, mode)
         if lines:
             pw, ph = plate_size(atlas, lines)
             w, h = max(w, pw), max(h, ph + (height * 0.024 if passes else 0.0))

@@ -49,8 +49,10 @@ class Mill:
             fb.text(hw, (cx + 0.35, 0.08, cz + 0.36), right, up, 0.14, pal.label_sub, anchor="center",
                     valign="middle")
 
-    def readout_lines(self, state, ec: EmitContext) -> list[tuple[str, str]]:
-        """The readout for the mill's screen label: [(text, 'main' | 'sub')]."""
+    def readout_lines(self, state, ec: EmitContext, compact: bool = False,
+                      hardware: bool = True) -> list[tuple[str, str]]:
+        """The readout for the mill's screen label: [(text, 'main' | 'sub')]; compact (the wide views, where
+        every plate competes for room): the device and the model share one line."""
         zh, en = busy_words(state)
         lines = []
         if ec.language in ("zh", "both"):
@@ -59,7 +61,12 @@ class Mill:
             lines.append((("arithmetic " if ec.language == "both" else "") + en,
                           "sub" if ec.language == "both" else "main"))
         # The device and the model on lines of their own: a narrow plate leaves the cabinet beside it visible.
-        lines += [(part, "sub") for part in hardware_parts(state, ec)]
+        parts = hardware_parts(state, ec)
+        if not hardware:
+            parts = parts[2:]            # the context alone (after device and model): the busy figure moves most with it
+        if compact and len(parts) > 2:
+            parts = [" · ".join(parts[:-1]), parts[-1]]
+        lines += [(part, "sub") for part in parts]
         return lines
 
 

@@ -95,7 +95,8 @@ class ReadHead:
                    pal.iron_light)
         fb.shadow((self.x0 + self.x1) / 2, 0.012, zc, L + 0.8, zl + 0.5, 0.5)
 
-    def lane_number_spots(self, viewproj, width, height, offset=(0.0, 0.0, 0.0), cut=False) -> list[tuple]:
+    def lane_number_spots(self, viewproj, width, height, offset=(0.0, 0.0, 0.0), cut=False, text_ref=None,
+                          min_px: float = 11.0, keep_out=None) -> list[tuple]:
         """Where the lane numbers 1-9 go on screen: [(lane, x, y, size_px, end_x, end_y)], each just past its
         shaft's right end (end_x, end_y), sized by the projected lane spacing so neighbours never run
         together (oblique views squeeze the lanes). Where that spacing is tight the numbers fan out into a
@@ -115,10 +116,11 @@ class ReadHead:
         # Neighbouring chips (squares 0.9 em wide; a digit is about 0.55 x 0.73 em) stay apart when the
         # larger of their centres' x and y distances exceeds 0.9 em.
         spacing = min(float(np.abs(ends[k + 1] - ends[k]).max()) for k in range(N_LANES - 1))
-        natural = min(spacing / 0.95, height / 34.0)
+        ref = text_ref or height
+        comfortable = max(ref / 34.0, 1.3 * min_px)   # the size of the part names: read from the back of the room
+        natural = min(spacing / 0.95, comfortable)
         if natural < max(height / 80.0, 11.0):
-            return []
-        comfortable = height / 34.0      # the size of the part names: read from the back of the room
+            return []                    # lanes too close together on screen to tell apart: a wide view
         if natural >= comfortable:
             spots = []
             for lane, (e, o) in enumerate(zip(ends, outs)):
@@ -126,7 +128,8 @@ class ReadHead:
                 d = o / n if n > 1e-6 else np.array([1.0, 0.0])
                 c = e + d * natural * 0.6
                 spots.append((lane, float(c[0]), float(c[1]), natural, float(e[0]), float(e[1])))
-            return spots
+            if keep_out is None or not any(_covers(keep_out, x, y, sz) for _, x, y, sz, _, _ in spots):
+                return spots
         # Fan out: a column of chips one em apart beside the plate, in the lanes' order down the screen.
         size = comfortable
         pts = np.array(ends)
@@ -138,6 +141,16 @@ class ReadHead:
         top = min(cy0, cy0 + order * span)
         cy0 += min(max(top, size), height - size - span) - top      # keep the column on screen
         cx = min(max(cx, size), width - size)
+        if keep_out is not None:
+            # The column keeps clear of the HUD: below it where it fits, else beside it.
+            kx, ky, kw, kh = keep_out
+            lo = min(cy0, cy0 + order * span) - 0.5 * size
+            if cx + 0.5 * size > kx and cx - 0.5 * size < kx + kw and lo < ky + kh:
+                shift = ky + kh + 0.6 * size - lo
+                if lo + shift + span + size <= height:
+                    cy0 += shift
+                else:
+                    cx = kx + kw + 0.7 * size
         return [(lane, float(cx), float(cy0 + order * lane * size), size, float(e[0]), float(e[1]))
                 for lane, e in enumerate(ends)]
 
@@ -155,6 +168,13 @@ class ReadHead:
                 fb.shape(SOLID, ((x + ex) / 2, (y + ey) / 2, 0.0), (u[0], u[1], 0.0), (-u[1], u[0], 0.0), n,
                          max(1.0, size / 14.0), tuple(col[:3]) + (0.8,), screen=True)
             # A dark chip behind each digit: legible over brass, iron or the floor alike.
-            fb.rect_screen(x - 0.45 * size, y - 0.45 * size, 0.9 * size, 0.9 * size, pal.plate)
+            fb.rect_screen(x - 0.45 * size, y - 0.45 * size, 0.9 * size, 0.9 * size, pal.plate, frame=f"lane {lane + 1}")
             fb.text(str(lane + 1), (x, y, 0.0), (1, 0, 0), (0, -1, 0), size, col, anchor="center",
                     valign="middle", screen=True)
+
+
+def _covers(rect, x: float, y: float, size: float) -> bool:
+    """The screen rectangle (x, y, w, h) overlaps the chip of a lane number centred at (x, y)."""
+    rx, ry, rw, rh = rect
+    h = 0.45 * size
+    return x + h > rx and x - h < rx + rw and y + h > ry and y - h < ry + rh

@@ -21,6 +21,23 @@ TEXT_FLOATS = 19      # origin, axis u, axis v, uv rect, rgba, (reveal, shape)
 
 
 @dataclass
+class TextItem:
+    """One line of text as laid: baseline origin, the vector along its whole width and the vector of one em
+    up (world units, or pixels with y down for screen text), and where its glyph rows are."""
+    text: str
+    screen: bool
+    origin: np.ndarray
+    along: np.ndarray
+    em: np.ndarray
+    rows: list
+    index: int
+
+    def hide(self) -> None:
+        """Leave this line out of the frame (its rows become empty)."""
+        self.rows[self.index] = self.rows[self.index][:0]
+
+
+@dataclass
 class RenderStats:
     draw_calls: int
     triangles: int
@@ -44,6 +61,11 @@ class FrameBuilder:
         self.shadows: list[np.ndarray] = []
         self.world_text: list[np.ndarray] = []
         self.screen_text: list[np.ndarray] = []
+        # Every line of text laid this frame, for the legibility measures (scenes.legibility): a TextItem
+        # each, pointing at its rows so a line too small to read can be left out (Stage.render).
+        self.text_items: list[TextItem] = []
+        # Screen boxes that frame text (name plates, lane-number chips, the HUD): (name, x, y, w, h) in pixels.
+        self.frames: list[tuple] = []
         # Exploded view: every instance and world text of the part being emitted moves by this offset.
         self.offset = np.zeros(3)
 
@@ -128,7 +150,9 @@ class FrameBuilder:
             rows[:, 16] = color[3]
             rows[:, 17] = reveal
             rows[:, 18] = 0.0
-            (self.screen_text if screen else self.world_text).append(rows)
+            target = self.screen_text if screen else self.world_text
+            target.append(rows)
+            self.text_items.append(TextItem(text, screen, o, right * width, up * size, target, len(target) - 1))
         return width
 
     def glyph_cell(self, ch: str, centre, right, up, size: float, color, reveal: float = 1.0) -> None:
@@ -144,6 +168,8 @@ class FrameBuilder:
             w, h = g.width / self.atlas.px, g.height / self.atlas.px
             self.world_text.append(self._text_row(base + right * x * size + up * y * size, right * w * size,
                                                   up * h * size, g.uv, color, reveal)[None])
+            self.text_items.append(TextItem(ch, False, base, right * adv * size, up * size, self.world_text,
+                                            len(self.world_text) - 1))
 
     def shape(self, key: str, centre, right, up, w: float, h: float, color, screen: bool = False) -> None:
         """A solid quad (SOLID), disc (DISC) or ring (RING) centred at `centre`, w along right, h along up."""
@@ -156,9 +182,12 @@ class FrameBuilder:
         row = self._text_row(o, right * w, up * h, g.uv, color, 1.0, 2.0 if key == SOLID else 1.0)
         (self.screen_text if screen else self.world_text).append(row[None])
 
-    def rect_screen(self, x: float, y: float, w: float, h: float, color) -> None:
-        """A solid screen rectangle, (x, y) its top-left corner in pixels (y down)."""
+    def rect_screen(self, x: float, y: float, w: float, h: float, color, frame: str | None = None) -> None:
+        """A solid screen rectangle, (x, y) its top-left corner in pixels (y down). `frame` names it as a box
+        that frames text (a plate, a chip): the overlap measure treats it and its text as one."""
         self.shape(SOLID, (x + w / 2, y + h / 2, 0), (1, 0, 0), (0, -1, 0), w, h, color, screen=True)
+        if frame is not None:
+            self.frames.append((frame, float(x), float(y), float(w), float(h)))
 
 
 # Closed shapes: their back faces are always hidden behind their front faces, so the opaque pass culls them
@@ -422,6 +451,8 @@ class Renderer:
     def _draw_text(self, key: str, parts: list[np.ndarray], stats: RenderStats) -> None:
         data = np.concatenate(parts)
         n = len(data)
+        if n == 0:          # every line of this pass left out (too small to read)
+            return
         buf, vao = self._vao(key, self.text_prog, None, n, TEXT_FLOATS)
         buf.write(data.tobytes())
         vao.render(vertices=6, instances=n)

@@ -18,7 +18,8 @@ from scenes.bridge import MeterBridge
 from scenes.cabinet import KVCabinet
 from scenes.camera import VIEWS, Camera, project
 from scenes.labels import emit_hud, emit_part_labels
-from scenes.layout import CABINET_BOX, PARTS, EmitContext
+from scenes.layout import CABINET_BOX, PARTS, TAPE_DEPTH, TAPE_X, EmitContext, tape_point
+from scenes.legibility import clear_of, group_boxes, measure_text, min_text_px, nearest_wins, overlapping_pairs
 from scenes.mill import Mill
 from scenes.palette import get_palette
 from scenes.readhead import ReadHead
@@ -28,7 +29,7 @@ from scenes.table import CastIronTable
 from scenes.tape import PaperTape, TypingHead
 from scenes.text_atlas import GlyphAtlas
 from scenes.timeline import Timeline, Timing
-from scenes.tubes import TestTubes
+from scenes.tubes import TestTubes, tube_round_words
 
 # Which part each close-up view is about (its title in the HUD; the exploded view lifts them all).
 VIEW_PART = {"bigdrum": "bigdrum", "readhead": "readhead", "cutaway": "readhead", "smalldrum": "smalldrum",
@@ -109,6 +110,16 @@ class Stage:
         self.label_plates: list[tuple] = []   # last frame's part-name plates: (part, x, y, w, h), target pixels
         self.label_keep_out: list[tuple] = []  # last frame's readout rectangles the plates kept clear of
         self.lane_numbers: list[tuple] = []   # last frame's lane numbers: (lane, x, y, size_px, end_x, end_y), pixels
+        # Text is sized for a picture this many pixels tall (None: the render target's height). The app sets
+        # the window's height: the table gets only part of the window, and its labels must read as the
+        # panels' text does (scenes.legibility).
+        self.text_height: float | None = None
+        # Last frame's legibility: smallest text drawn (px), lines left out as too small, overlapping boxes.
+        self.legibility: dict = {"min_text_px": None, "hidden": [], "overlaps": [], "boxes": []}
+        # What the HUD's first lines say instead of the pass counter (a mode's own activity: the tube
+        # experiment's round, a step-through stop): [(zh, en)]; None = the pass and its phase.
+        self.hud_lines: list[tuple[str, str]] | None = None
+        self.hud_text: list[str] = []         # the lines the HUD showed in the last frame
         self._reduced_motion = False
         self._rendered = False
         self._explode = 0.0
@@ -257,7 +268,8 @@ class Stage:
             return None
         from scenes.labels import hud_extent
         right, up = self.camera.basis()
-        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run)
+        ref, min_px = self._text_scale(height, height)
+        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run, text_ref=ref, min_px=min_px)
         lanes = max((st.lanes for st in self.timeline.steps), default=0)
         target_only = bool(self.timeline.steps) and all(st.target_only for st in self.timeline.steps)
         gamma = max((len(tr.guesses) for tr in self.traces), default=0)
@@ -274,8 +286,26 @@ class Stage:
                     drafted[tr.drafter] = (n, (tr.drafter, extra))
         drafted = {k: v[1] for k, v in drafted.items()}
         x, y, w, h = hud_extent(self.atlas, height, ec, len(self.traces), self._title(), gamma, lanes, target_only,
-                                passes=self.hud_passes(), drafted=list(drafted.values()))
+                                passes=self.hud_passes(), activity=self.hud_activity(speed=100.0),
+                                drafted=list(drafted.values()))
         return (x, y, x + w, y + h)
+
+    def _text_scale(self, out_h: float, height: float) -> tuple[float, float]:
+        """(the picture height text is sized for, the smallest em allowed), both in pixels of a frame `height`
+        tall drawn for a target `out_h` tall (scenes.legibility): the app sizes the table's text for its window."""
+        ref_h = self.text_height or out_h
+        return float(ref_h) * height / out_h, min_text_px(ref_h) * height / out_h
+
+    def hud_activity(self, rnd: int | None = None, speed: float | None = None):
+        """What the HUD says instead of the pass counter: a mode's own lines (hud_lines), or over the test tubes
+        the experiment's round (by default the last, at the clock's speed); None: the pass and its phase."""
+        if self.hud_lines is not None:
+            return self.hud_lines
+        r = self.tubes.result
+        if self.hud_passes() or r is None:
+            return None
+        rnd = r.rounds - 1 if rnd is None else min(int(rnd), r.rounds - 1)
+        return [tube_round_words(r, rnd, self.timeline.speed if speed is None else speed)]
 
     def hud_passes(self) -> bool:
         """The HUD tells the passes of the run, except over the test tubes alone (they run rounds of their own)."""
@@ -414,6 +444,10 @@ class Stage:
         if seen("cabinet"):
             (cx0, cx1), (cy0, cy1), (cz0, cz1) = CABINET_BOX
             boxes.append(("cabinet", (cx0, cy0, cz0), (cx1, cy1, cz1)))
+        if seen("tape"):
+            # The paper's writing strip (the text the class reads), not the board or the spools.
+            corners = np.array([tape_point(x, v) for x in TAPE_X for v in (-TAPE_DEPTH / 2, TAPE_DEPTH / 2)])
+            boxes.append(("tape", tuple(corners.min(0)), tuple(corners.max(0))))
         rects = []
         for part, lo, hi in boxes:
             off = np.asarray(offsets.get(part, (0.0, 0.0, 0.0)))
@@ -460,8 +494,9 @@ class Stage:
         # the bridge (which hides its base); only its own close-up (or a beat framing it alone) reads the base.
         mill_alone = self.view == "mill" or (self.focus == ("mill",) and self.view != "exploded")
         mill_plate = self.show_labels and not mill_alone and drawn("mill")
+        ref, min_px = self._text_scale(out_h, height)        # text sizes in this frame's pixels
         ec = EmitContext(self.palette, right, up, self.language, self.view, self.run,
-                         labelled=wide or mill_plate)
+                         labelled=wide or mill_plate, text_ref=ref, min_px=min_px)
         fb = FrameBuilder(self.atlas)
         offsets = self.offsets()
         for part in self.parts:
@@ -471,23 +506,35 @@ class Stage:
             fb.offset = np.asarray(offsets.get(key, (0.0, 0.0, 0.0)), dtype=np.float64)
             part.emit(fb, state, ec)
         fb.offset = np.zeros(3)
+        # The parts' own words and numbers, measured before any plate is placed: those too small to read are
+        # left out, and the name plates keep off the rest (a plate never covers a readout or the tape).
+        _, world_hidden, _, world_boxes, world_items = measure_text(fb.text_items, vp, width, height, min_px,
+                                                                    "world")
         hud = None
         if self.show_hud:
             timing = self.timeline.steps[state.step] if state.step >= 0 else None
             hud = emit_hud(fb, state, width, height, ec, len(self.traces), self._title(), timing,
-                           passes=self.hud_passes())
+                           passes=self.hud_passes(), activity=self.hud_activity(state.tube_round))
+        # Nothing is read through the HUD: a part's words under it (a rack of tubes behind it in the tape's
+        # view) are left out rather than covered.
+        world_boxes, world_items = nearest_wins(world_boxes, world_items, world_hidden)
+        world_boxes, world_items, world_min = clear_of(hud, world_boxes, world_items, world_hidden)
         self.label_plates = []
         self.lane_numbers = []
         if drawn("readhead"):
             self.lane_numbers = self.readhead.lane_number_spots(vp, width, height, offsets.get("readhead", (0, 0, 0)),
-                                                                cut=self.view == "cutaway")
+                                                                cut=self.view == "cutaway", text_ref=ref,
+                                                                min_px=min_px, keep_out=hud)
             self.readhead.emit_lane_numbers(fb, state, self.lane_numbers, ec)
         self.label_keep_out = []
         if wide or mill_plate:
-            readouts = {"mill": self.mill.readout_lines(state, ec)}
+            readouts = {"mill": self.mill.readout_lines(state, ec, compact=wide)}
             if self.focus is not None and len(self.focus) > 3:
                 # A frame of most of the table: the busy share alone, so the plate does not cover its neighbours.
                 readouts["mill"] = [line for line in readouts["mill"] if line[1] == "main"][:1]
+            # Where even the compact readout finds no free spot, the busy figure and the context alone (the
+            # panels name the device and the model the mill models).
+            shorter = {"mill": self.mill.readout_lines(state, ec, hardware=False)}
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}
             anchors = None
@@ -505,8 +552,10 @@ class Stage:
                     hud = (big_hud[0], big_hud[1], big_hud[2] - big_hud[0], big_hud[3] - big_hud[1])
             self.label_plates = emit_part_labels(fb, vp, width, height, ec, offsets, hidden,
                                                  exploded=self._explode > 0.5, readouts=readouts,
-                                                 keep_out=([hud] if hud else []) + self.label_keep_out,
-                                                 anchors=anchors)
+                                                 keep_out=([hud] if hud else []) + self.label_keep_out
+                                                 + [b[1:] for b in world_boxes], anchors=anchors, shorter=shorter)
+        self._measure(fb, vp, width, height, min_px, out_h / height, (world_min, world_hidden, world_boxes))
+        self.hud_text = list(getattr(fb, "hud_text", []))
 
         target = fbo if fbo is not None else ctx.screen
         frame_fbo = target
@@ -551,6 +600,19 @@ class Stage:
         stats.frame_ms = (time.perf_counter() - t0) * 1000.0
         self.last_stats = stats
         return stats
+
+    def _measure(self, fb, vp, width, height, min_px, k, world) -> None:
+        """The frame's legibility (scenes.legibility), in the target's pixels: `world` is what measuring the
+        parts' own text found (world text smaller than the minimum was left out then); here the plates, the
+        HUD and the chips, and every box for the overlap measure."""
+        world_min, hidden, world_boxes = world
+        screen_min, _, screen_boxes, _, _ = measure_text(fb.text_items, vp, width, height, min_px, "screen")
+        sizes = [v for v in (world_min, screen_min) if v is not None]
+        scale = lambda b: (b[0], *(v * k for v in b[1:]))  # noqa: E731
+        frames = [scale(b) for b in fb.frames]
+        boxes = group_boxes(frames, [scale(b) for b in screen_boxes]) + [scale(b) for b in world_boxes]
+        self.legibility = {"min_text_px": round(min(sizes) * k, 2) if sizes else None,
+                           "hidden": hidden, "overlaps": overlapping_pairs(boxes), "boxes": boxes}
 
     @property
     def animating(self) -> bool:

@@ -160,8 +160,8 @@ class TestTubes:
                                      scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
                 # Character under the tube, cumulative frequency over it.
                 label = display(self.chars[j]) if j < N_CHARS else ("other" if ec.language == "en" else "其他")
-                fb.text(label, (x, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, 0.42 if j < N_CHARS else 0.25,
-                        pal.label, anchor="center")
+                size = 0.42 if j < N_CHARS else min(0.25, SPACING * 0.92 / max(fb.atlas.advance(label), 1e-6))
+                fb.text(label, (x, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, size, pal.label, anchor="center")
                 fb.text(freq_text(freq[j]), (x, TUBE_Y0 + TUBE_H + 0.2, z), right, READ_UP, FREQ_SIZE, pal.label,
                         anchor="center")
         for kind, mat in (("steel", pal.steel), ("copper", pal.bead_copper), ("red", pal.bead_red)):
@@ -182,8 +182,8 @@ class TestTubes:
             size = min(0.26, (xb - xa + 2 * TUBE_R) * 1.1 / max(fb.atlas.advance(txt), 1e-6))
             fb.text(txt, ((xa + xb) / 2, TUBE_Y0 + TUBE_H + 2.1, z), right, READ_UP, size, pal.fail_mark,
                     anchor="center")
-        fb.text(ec.say(f"第 {rnd + 1}/{r.rounds} 轮 · 每轮 {r.draws} 次", f"round {rnd + 1}/{r.rounds} · {r.draws} draws"),
-                (TUBES_CENTRE[0], TUBE_Y0 + TUBE_H + 1.72, z), right, READ_UP, 0.27, pal.label_sub, anchor="center")
+        # The round counter is the HUD's first line in the tube view (tube_round_words): in the wide views it
+        # would be too small to read.
 
 
 # What each rule of models.tubes does, in words (README.md, "Test tubes"), for the wrong-rule warning.
@@ -195,6 +195,13 @@ RULE_LABELS = {
     "typical": ("典型接受（Medusa）", "typical acceptance (Medusa)"),
 }
 RULE_LABELS["no_bonus"] = RULE_LABELS["draft_only"]     # the old name of draft_only (models.tubes.LEGACY_RULES)
+
+
+def tube_round_words(result, rnd: int, speed: float = 1.0) -> tuple[str, str]:
+    """(zh, en) of the experiment's progress for the HUD: the round shown, of how many, and the speed."""
+    fast = "" if abs(speed - 1.0) < 1e-9 else f"  ·  ×{speed:g}"
+    return (f"第 {rnd + 1}/{result.rounds} 轮 · 每轮两管各抽 {result.draws} 次{fast}",
+            f"round {rnd + 1} of {result.rounds} · {result.draws} draws a tube{fast}")
 
 
 def rule_label(rule: str) -> tuple[str, str]:

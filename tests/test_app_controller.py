@@ -26,7 +26,7 @@ def test_the_controller_needs_no_window():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     mode, written, pygame, moderngl = out.stdout.split()
-    assert mode == "hardware" and int(written) >= 12 and (pygame, moderngl) == ("False", "False")
+    assert mode == "quiz" and int(written) >= 12 and (pygame, moderngl) == ("False", "False")
 
 
 def test_update_checks_applies_bumps_and_tells_listeners():
@@ -39,7 +39,7 @@ def test_update_checks_applies_bumps_and_tells_listeners():
     assert heard == [frozenset({"gamma", "lanes"})]
     assert ctl.update(gamma=6) == frozenset() and ctl.revision == rev + 1     # no change, no revision
     for bad in ({"seed": 2**31}, {"gamma": 0}, {"gamma": "4"}, {"top_p": float("nan")}, {"device": "abacus"},
-                {"mode": "quiz"}, {"prompt": ""}, {"nonsense": 1}):
+                {"mode": "karaoke"}, {"prompt": ""}, {"nonsense": 1}):
         with pytest.raises(InputError):
             ctl.update(lanes=5, **bad)
         assert ctl.settings.lanes == 3              # nothing of a refused update is applied

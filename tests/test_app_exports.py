@@ -78,12 +78,20 @@ def test_exports_are_valid_files(capsys, tmp_path):
     files = {}
     for p in state["exports"]:
         files.setdefault(p.rsplit(".", 1)[1], []).append(p)
-    # screenshot + 5 plots as PNG (the drafters' among them), 5 plots as SVG, one CSV, one GIF
-    assert len(files["png"]) == 6 and len(files["svg"]) == 5 and len(files["csv"]) == 1 and len(files["gif"]) == 1
-    assert sum("plot-drafters" in p for p in files["png"] + files["svg"]) == 2
+    # screenshot + 5 plots as PNG for slides and 5 in the print theme (the drafters' among them); the same 10 as SVG;
+    # one CSV, one GIF
+    assert len(files["png"]) == 11 and len(files["svg"]) == 10 and len(files["csv"]) == 1 and len(files["gif"]) == 1
+    assert sum("plot-drafters" in p for p in files["png"] + files["svg"]) == 4
     for p in files["png"]:
         with Image.open(p) as im:
             im.verify()
+    for p in files["png"]:
+        if "-plot-" in p:
+            with Image.open(p) as im:
+                assert im.size == (1920, 1080)          # a slide's size, not the panel's
+                corner = np.asarray(im.convert("RGB"))[5, 5]
+            # The print theme is dark ink on white; the screen theme keeps the panel's dark background.
+            assert (corner.min() > 240) == ("-print-" in p), p
     for p in files["svg"]:
         assert ET.parse(p).getroot().tag.endswith("svg")
     with Image.open(files["gif"][0]) as im:
@@ -94,7 +102,9 @@ def test_exports_are_valid_files(capsys, tmp_path):
             total_ms += im.info["duration"]
         assert abs(total_ms - 500) <= 30          # 0.5 s at 6 frames/s (GIF stores centiseconds per frame)
     pair, traces = _traces(3, 4, 12)
-    with open(files["csv"][0], encoding="utf-8") as fh:
+    raw = open(files["csv"][0], "rb").read()
+    assert raw.startswith(b"\xef\xbb\xbf")         # UTF-8 with a BOM: Excel opens the Chinese ungarbled
+    with open(files["csv"][0], encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == sum(tr.gamma for tr in traces)
     for row in rows:

@@ -87,7 +87,8 @@ def _complete(path) -> None:
         assert ET.parse(path).getroot().tag.endswith("svg")
     elif ext == ".csv":
         from app.exports import LOG_COLUMNS
-        with open(path, encoding="utf-8") as fh:
+        assert path.read_bytes().startswith(b"\xef\xbb\xbf")      # UTF-8 with a BOM (Excel)
+        with open(path, encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)
             rows = list(reader)
         assert tuple(reader.fieldnames) == LOG_COLUMNS       # the target alone's log has a header and no guesses

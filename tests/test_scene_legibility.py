@@ -82,3 +82,65 @@ def test_falling_beads_never_cross_the_frequency_numbers(stage, shooter):
             assert np.abs(patch(falling, px, py, 6) - patch(settled, px, py, 6)).mean() < 1.0, (rack, j)
     # The beads do move between the two moments (inside the tubes).
     assert np.abs(falling.astype(int) - settled.astype(int)).mean() > 0.05
+
+
+# ---- the legibility minimum (scenes.legibility): measured as drawn, small text left out --------------------
+def test_small_world_text_is_left_out_not_drawn_small():
+    """In the wide table view at 640x360 the tube numbers would be a few pixels tall: they are left out, while
+    the tube view draws them; whatever is drawn meets the minimum."""
+    from scenes.legibility import min_text_px
+    from tests.scene_helpers import Shooter, make_stage
+    st = make_stage()
+    sh = Shooter(640, 360)
+    try:
+        st.set_view("table")
+        st.timeline.seek(st.timeline.step_moment(1, "write"))
+        sh.shoot(st)
+        leg = st.legibility
+        assert leg["min_text_px"] >= min_text_px(360) - 1e-6
+        assert any(h.startswith(".") for h in leg["hidden"])            # the tubes' ".28" readouts
+        st.set_view("tubes")
+        sh.shoot(st)
+        shown = [b[0] for b in st.legibility["boxes"]]
+        assert any(s.startswith(".") for s in shown)                    # close up they are drawn
+        assert st.legibility["min_text_px"] >= min_text_px(360) - 1e-6
+    finally:
+        sh.release()
+        st.release()
+
+
+def test_render_tubes_step_is_the_round():
+    """spectable render --view tubes --step K shows round K of the experiment, and its HUD says so."""
+    import argparse
+    from app.cli_scene import build_stage
+    from scenes.offscreen import Offscreen
+    from tests.scene_helpers import gl_context
+    args = argparse.Namespace(tokens_kind="char", seed=0, gamma=4, prefix="孔乙己", palette="default", lang="en",
+                              msaa=0, view="tubes", step=200, phase="write", device="h100-sxm", batch=1)
+    st = build_stage(gl_context(), args, 1, 200)
+    from app.cli_scene import _moment
+    st.timeline.seek(_moment(st, args))
+    off = Offscreen(gl_context(), 960, 540)
+    try:
+        st.render(off.fbo, 960, 540)
+        texts = st.hud_text
+        assert "round 200 of 200 · 50 draws a tube" in texts and not any(t.startswith("pass ") for t in texts)
+    finally:
+        off.release()
+        st.release()
+
+
+def test_the_hud_names_the_pass_not_a_bare_fraction():
+    from tests.scene_helpers import Shooter, make_stage
+    st = make_stage()
+    st.show_hud = True
+    st.language = "zh"
+    sh = Shooter(960, 540)
+    try:
+        st.set_view("table")
+        st.timeline.seek(st.timeline.step_moment(1, "write"))
+        sh.shoot(st)
+        assert any(t.startswith("第 2 步（共 6 步）") for t in st.hud_text)
+    finally:
+        sh.release()
+        st.release()

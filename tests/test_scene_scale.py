@@ -19,7 +19,8 @@ def test_render_scale_fills_the_frame_and_matches_full_size():
         # Stretched over the whole target (a 0.5 frame copied unscaled would leave three quarters black).
         for y, x in ((H - 5, W - 5), (5, W - 5), (H - 5, 5)):
             assert abs(half[y, x] - full[y, x]).max() < 12, (y, x)
-        assert np.abs(half - full).mean() < 12
+        # Half the pixels soften the text (the labels are sized for a legible 16 px em, so there is more of it).
+        assert np.abs(half - full).mean() < 14
         assert st.label_plates and max(x + w for _, x, _, w, _ in st.label_plates) > W * 0.6
     finally:
         st.render_scale = 1.0

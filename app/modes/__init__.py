@@ -2,6 +2,7 @@
 from app.modes.exploded import ExplodedPanel
 from app.modes.hardware import HardwarePanel
 from app.modes.lab import LabPanel
+from app.modes.quiz import QuizPanel
 from app.modes.step import StepPanel
 from app.modes.tour import TourPanel
 from app.modes.tubes import TubesPanel
@@ -13,4 +14,5 @@ MODE_PANELS = {
     "tubes": TubesPanel,
     "exploded": ExplodedPanel,
     "hardware": HardwarePanel,
+    "quiz": QuizPanel,
 }

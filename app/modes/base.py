@@ -17,6 +17,9 @@ class Panel:
 
     def enter(self) -> None:
         self.ctl.set_view(self.view)
+        tl = self.driver.timeline
+        if tl is not None:
+            tl.speed = 1.0             # a mode's own clock speed (the tubes' fast-forward) never outlives it
         self.restage()
 
     def restage(self) -> None:

@@ -38,6 +38,13 @@ class HardwarePanel(Panel):
                 return e
         return meas[0] if meas else None
 
+    def stage_rect(self, scr):
+        """Above the roofline plot, which takes the wide box under the table: the plot never covers the read
+        head's lanes."""
+        x, y, w, h = ui.narration_rect(scr)
+        top = ui.bar_h(scr)
+        return 0.0, top, w, y - top
+
     def draw(self, scr) -> None:
         ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
         c = ctl.colors
@@ -50,7 +57,7 @@ class HardwarePanel(Panel):
             ui.wrapped(f"{type(exc).__name__}: {exc}")
         imgui.spacing()
         ui.heading(scr, t("hw.measured"), 1.1)
-        self._draw_measurement(t, s, c, muted)
+        self._draw_measurement(scr, t, s, c, muted)
         imgui.spacing()
         ui.heading(scr, t("hw.toy"), 1.1)
         # The pair's own figures come from its long run (computed once per table and γ; '…' until it lands).
@@ -59,7 +66,7 @@ class HardwarePanel(Panel):
         # The roofline gets the wide box under the table, where it can be read from the back row.
         ui.begin_panel("##hwplot", ui.narration_rect(scr), bg_alpha=0.9)
         avail = imgui.get_content_region_avail()
-        self.plots.image(scr, "roofline", avail.x, aspect=avail.x / max(avail.y, 1))
+        self.plots.image(scr, "roofline", avail.x, height=avail.y)
         imgui.end()
 
     def paper_rows(self) -> dict[str, str]:
@@ -88,7 +95,7 @@ class HardwarePanel(Panel):
         t, f = self.ctl.t, self.ctl.facts()
         return [(t(f"fact.{k}"), f[k]) for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")]
 
-    def _draw_measurement(self, t, s, c, muted) -> None:
+    def _draw_measurement(self, scr, t, s, c, muted) -> None:
         meas = self.measurements()
         entry = self.current()
         if entry is None:
@@ -129,15 +136,15 @@ class HardwarePanel(Panel):
             for label, measured, paper, method in rows:
                 imgui.table_next_row()
                 imgui.table_next_column()
-                imgui.text_wrapped(label)
+                ui.cell(scr, label)
                 if method and imgui.is_item_hovered():
                     imgui.set_tooltip(method)
                 imgui.table_next_column()
-                imgui.text(measured)
+                ui.cell(scr, measured, wrap=False)
                 if method and imgui.is_item_hovered():
                     imgui.set_tooltip(method)
                 imgui.table_next_column()
-                imgui.text_wrapped(paper)
+                ui.cell(scr, paper)
             imgui.end_table()
         if view.get("scaled"):
             ui.wrapped(view["scaled"], color=c["accent"])

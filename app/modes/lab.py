@@ -9,6 +9,7 @@ from app.modes.base import Panel
 
 class LabPanel(Panel):
     view = "table"
+    narration_frac = 0.34       # the results box under the table: four rows of figures and the text
 
     def __init__(self, ctl, driver):
         super().__init__(ctl, driver)
@@ -37,25 +38,27 @@ class LabPanel(Panel):
         _, c_ = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
         _, temp = imgui.slider_float(t("lab.temperature"), s.temperature, 0.0, 2.0, "%.2f")
         new["c"], new["temperature"] = round(c_, 4), round(temp, 4)
-        _, new["top_k"] = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
-        _, top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
-        new["top_p"] = round(top_p, 4)
         _, new["seed"] = imgui.input_int(t("lab.seed"), s.seed)
         _, new["steps"] = imgui.slider_int(t("lab.steps"), s.steps, 1, 60)
         _, new["lanes"] = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512, flags=imgui.SliderFlags_.logarithmic)
         _, new["context"] = imgui.slider_int(t("lab.context"), s.context, 1, 131072,
                                              flags=imgui.SliderFlags_.logarithmic)
-        if imgui.radio_button(t("lab.char"), s.tokens == "char"):
-            new["tokens"] = "char"
-        imgui.same_line()
-        if imgui.radio_button(t("lab.word"), s.tokens == "word"):
-            new["tokens"] = "word"
         devices = self.devices()
         if devices and imgui.begin_combo(t("lab.device"), s.device):
             for d in devices:
                 if imgui.selectable(d, d == s.device)[0]:
                     new["device"] = d
             imgui.end_combo()
+        # Sampling details and the tokenizer, folded away: the panel's first screen fits a projector at 720p.
+        if imgui.collapsing_header(t("lab.more")):
+            _, new["top_k"] = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
+            _, top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
+            new["top_p"] = round(top_p, 4)
+            if imgui.radio_button(t("lab.char"), s.tokens == "char"):
+                new["tokens"] = "char"
+            imgui.same_line()
+            if imgui.radio_button(t("lab.word"), s.tokens == "word"):
+                new["tokens"] = "word"
         imgui.pop_item_width()
         ctl.adjust(**new)
         imgui.separator()
@@ -82,17 +85,23 @@ class LabPanel(Panel):
                     (t("fact.drafter_speedup"), f["drafter_run_speedup"])]
         rows += [(t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
                  (t("fact.busy_tree" if s.drafter == "tree" else "fact.busy_spec", lanes=f["spec_lanes"]),
-                  f["busy_spec"]), (t("fact.bytes_per_step"), f["bytes_per_step"])]
+                  f["busy_spec"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
-            for name, weight in (("a", 2.2), ("av", 1.0), ("b", 2.2), ("bv", 1.0)):
-                imgui.table_setup_column(name, imgui.TableColumnFlags_.width_stretch, weight)
+            # Each value column as wide as its widest value (never cut); the names share the rest and wrap.
+            pad = 2 * imgui.get_style().cell_padding.x
+            for k, name in enumerate(("a", "av", "b", "bv")):
+                if k % 2:
+                    widest = max(imgui.calc_text_size(v).x for _, v in rows[k // 2::2]) + pad
+                    imgui.table_setup_column(name, imgui.TableColumnFlags_.width_fixed, widest)
+                else:
+                    imgui.table_setup_column(name, imgui.TableColumnFlags_.width_stretch)
             for i in range(0, len(rows), 2):
                 imgui.table_next_row()
                 for label, value in rows[i:i + 2]:
                     imgui.table_next_column()
-                    imgui.text(label)
+                    ui.cell(scr, label)
                     imgui.table_next_column()
-                    imgui.text_colored(imgui.ImVec4(*c["accent"]), value)
+                    ui.cell(scr, value, c["accent"], wrap=False)
             imgui.end_table()
         imgui.end()
 
@@ -158,7 +167,7 @@ class LabPanel(Panel):
         imgui.text_colored(imgui.ImVec4(*c["muted"]), ctl.t("lab.text"))
         w = imgui.get_content_region_avail().x
         x = 0.0
-        imgui.push_font(None, scr.font_size * 1.25)
+        ui.push_font(scr, 1.25)
         pieces = [(pair.display(i), c["muted"]) for i in run.prompt_ids]
         for tr in run.traces:
             for k, tok in enumerate(tr.tokens_written):
@@ -171,4 +180,4 @@ class LabPanel(Panel):
                 x = 0.0
             imgui.text_colored(imgui.ImVec4(*col), text)
             x += tw
-        imgui.pop_font()
+        ui.pop_font()

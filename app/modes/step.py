@@ -13,7 +13,7 @@ from imgui_bundle import imgui
 from app import ui
 from app.modes.base import Panel
 
-RESIDUAL_BARS = 8
+RESIDUAL_BARS = 6
 
 
 @dataclass(frozen=True)
@@ -228,15 +228,15 @@ class StepPanel(Panel):
         self.drafter_lines(scr, ex)
         imgui.separator()
         if ex["kind"] in ("bonus", "plain"):
-            imgui.push_font(None, scr.font_size * 1.2)
+            ui.push_font(scr, 1.2)
             key = "step.plain" if ex["kind"] == "plain" else ("step.tree_bonus" if tree else "step.bonus")
             ui.wrapped(t(key, token=ex["token"], p=f"{ex['p_token']:.4f}"))
-            imgui.pop_font()
+            ui.pop_font()
             imgui.end()
             return
         if tree:
             self.candidates(scr, ex)
-        imgui.push_font(None, scr.font_size * 1.6)
+        ui.push_font(scr, 1.35)
         d = ex["drafter"]
         if d == "heads" and "head" in ex:
             imgui.text(t("step.guess_heads", head=ex["head"]))
@@ -244,7 +244,7 @@ class StepPanel(Panel):
             imgui.text(t({"lookup": "step.guess_lookup", "tree": "step.guess_tree"}.get(d, "step.guess")))
         imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*c["accent"]), ex["guess"])
-        imgui.pop_font()
+        ui.pop_font()
         ui.facts_table(scr, [
             (t({"lookup": "step.q_lookup", "heads": "step.q_heads"}.get(d, "step.q")),
              num(ex["q"]) + (" *" if ex["draft_backed_off"] else "")),
@@ -258,10 +258,10 @@ class StepPanel(Panel):
         # The meter: copper column p/q (full scale 1) and the red line at r.
         self.meter(scr, ex["ratio"], ex["r"])
         ok = ex["verdict"] == "accepted"
-        imgui.push_font(None, scr.font_size * 1.3)
+        ui.push_font(scr, 1.3)
         imgui.text_colored(imgui.ImVec4(*(c["ok"] if ok else c["reject"])),
                            t("step.accepted" if ok else "step.rejected", r=num(ex["r"]), ratio=num(min(ex["ratio"], 1))))
-        imgui.pop_font()
+        ui.pop_font()
         if ex["ratio"] >= 1.0:
             imgui.text_colored(imgui.ImVec4(*c["muted"]), t("step.always"))
         w = imgui.get_content_region_avail().x
@@ -304,7 +304,7 @@ class StepPanel(Panel):
         """The candidates at this position in the order they are tried, each with its verdict so far."""
         t, c = self.ctl.t, self.ctl.colors
         ui.wrapped(t("step.tree_path", path=ex["path"] or "…"), c["muted"])
-        imgui.push_font(None, scr.font_size * 1.3)
+        ui.push_font(scr, 1.3)
         for k, cand in enumerate(ex["candidates"]):
             if k:
                 imgui.same_line()
@@ -312,7 +312,7 @@ class StepPanel(Panel):
             col = {"rejected": c["reject"], "accepted": c["ok"], "now": c["accent"]}.get(shown, c["muted"])
             mark = {"rejected": "✗", "accepted": "✓", "now": "?"}.get(shown, "·")
             imgui.text_colored(imgui.ImVec4(*col), f"{k + 1}. {cand['token']} {mark}")
-        imgui.pop_font()
+        ui.pop_font()
 
     def tree_verdict(self, scr, ex, w) -> None:
         """What the round's verdict does next: the residual the next candidate meets, the replacement, or the

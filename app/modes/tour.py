@@ -18,6 +18,8 @@ class TourPanel(Panel):
         super().__init__(ctl, driver)
         self.plots = ui.PlotTextures(ctl)
         self.plays = 0
+        self._fit: dict = {}          # (chapter, page, acted, language, size) -> the box's height it needs
+        self._last_key = None
 
     @property
     def state(self):
@@ -182,6 +184,15 @@ class TourPanel(Panel):
     def panel_frac(self) -> float:
         return 0.40 if self.state.current.plot else 0.30
 
+    def _fit_key(self, scr) -> tuple:
+        st = self.state
+        return (st.chapter, st.page, st.acted, self.ctl.settings.language, scr.w, scr.h, scr.font_size)
+
+    @property
+    def narration_frac(self) -> float:
+        """30% of the window's height, more when the page's words need it (measured when last drawn)."""
+        return min(0.5, max(0.30, self._fit.get(self._last_key, 0.0)))
+
     def stage_rect(self, scr):
         x, y, w, h = ui.narration_rect(scr)
         top = ui.bar_h(scr)
@@ -189,6 +200,7 @@ class TourPanel(Panel):
 
     def draw(self, scr) -> None:
         ctl, t, st = self.ctl, self.ctl.t, self.state
+        self._last_key = self._fit_key(scr)
         lang = ctl.settings.language
         colors = ctl.colors
         ch = st.current
@@ -197,12 +209,14 @@ class TourPanel(Panel):
         # --- narration, lower left, large ---
         ui.begin_panel("##narration", ui.narration_rect(scr), bg_alpha=0.9)
         ui.heading(scr, f"{st.chapter + 1}. {data.title[lang]}", 1.35)
-        imgui.same_line()
-        imgui.text_colored(imgui.ImVec4(*colors["muted"]),
-                           f"  {st.chapter + 1}/{len(CHAPTERS)} · {st.page + 1}/{len(st.pages())}")
+        where = "  " + t("tour.where", chapter=st.chapter + 1, chapters=len(CHAPTERS), page=st.page + 1,
+                         pages=len(st.pages()))
+        if imgui.get_item_rect_size().x + imgui.calc_text_size(where).x < imgui.get_content_region_avail().x:
+            imgui.same_line()        # beside the title where it fits, else under it
+        imgui.text_colored(imgui.ImVec4(*colors["muted"]), where)
         imgui.separator()
         page = st.page_data()
-        imgui.push_font(None, scr.font_size * 1.2)
+        ui.push_font(scr, 1.2)
         ui.wrapped(fill(page[lang], f))
         action = page.action
         # A reveal's words wait until the table has finished showing it (the animation is the answer).
@@ -213,9 +227,17 @@ class TourPanel(Panel):
             self.draw_checkpoint(f, revealed=shown)
         elif st.acted and action is not None and action.text.get(lang):
             ui.wrapped(fill(action.text[lang], f), colors["accent"])
-        imgui.pop_font()
-        cue = t("tour.cue_action") if (action and not st.acted) else t("tour.cue_next")
-        imgui.set_cursor_pos_y(imgui.get_window_height() - scr.font_size * 2.2)
+        ui.pop_font()
+        last = st.chapter == len(CHAPTERS) - 1 and st.page == len(st.pages()) - 1 and (action is None or st.acted)
+        cue = t("tour.cue_end") if last else t("tour.cue_action") if (action and not st.acted) else t("tour.cue_next")
+        # The box grows (the table above it shrinks) until the page's words clear the buttons: nothing is
+        # drawn over them or cut off at the bottom.
+        buttons = scr.font_size * 2.2
+        style = imgui.get_style()
+        need = (imgui.get_cursor_pos_y() + buttons + style.item_spacing.y + style.window_padding.y
+                + scr.font_size * 0.5) / scr.h       # a half-line spare: a scrollbar would narrow the text
+        self._fit[self._fit_key(scr)] = need
+        imgui.set_cursor_pos_y(max(imgui.get_cursor_pos_y(), imgui.get_window_height() - buttons))
         if imgui.button(" ◀ "):          # the same beats as PageUp / PageDown, for a mouse
             self.on_key("prev")
         imgui.same_line()
@@ -230,7 +252,9 @@ class TourPanel(Panel):
         ui.facts_table(scr, [(t("fact." + k), "?" if k in self.unrevealed(shown) else f[k]) for k in ch.facts])
         if ch.plot:
             imgui.spacing()
-            self.plots.image(scr, ch.plot, imgui.get_content_region_avail().x)
+            # Room kept under the plot for the parts in focus and the chapter menu.
+            self.plots.image(scr, ch.plot, imgui.get_content_region_avail().x,
+                             reserve=imgui.get_frame_height_with_spacing() * 2 + imgui.get_text_line_height_with_spacing() * 2)
         imgui.spacing()
         sep = "、" if lang == "zh" else ", "
         ui.wrapped(t("tour.focus") + " " + sep.join(t("part." + p) for p in st.beat()[0]), colors["muted"])

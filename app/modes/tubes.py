@@ -1,4 +1,10 @@
-"""Test-tube mode (试管): the convergence experiment, and 'break it' switches that apply a wrong rule."""
+"""Test-tube mode (试管): the convergence experiment, and 'break it' switches that apply a wrong rule.
+
+The experiment plays one round every 1.6 s of the table's clock; the speed control (buttons, '[' and ']')
+runs it at ×1, ×10, ×100 or shows every round at once. The rack, its readouts, the HUD, the side table and
+the plot all show the round the table's clock is at: the table and the plot are read from the same
+round's cumulative counts, never the experiment's end.
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +14,9 @@ from app import derived, ui
 from app.modes.base import Panel
 from app.settings import TUBE_RULES
 from corpus.errors import InputError
+from scenes.tubes import chosen_characters
 
-TOP_TOKENS = 6
+SPEEDS = (1.0, 10.0, 100.0, None)       # None: every round at once
 # What PageDown steps through: the exact rule, the exact rule without the bonus token (still exact, slower),
 # then each wrong rule.
 STOPS = (("exact", False), ("exact", True)) + tuple((r, False) for r in TUBE_RULES if r != "exact")
@@ -17,10 +24,50 @@ STOPS = (("exact", False), ("exact", True)) + tuple((r, False) for r in TUBE_RUL
 
 class TubesPanel(Panel):
     view = "tubes"
+    free_play = False          # the experiment runs to its last round and stays there
+    actions = ("tubes_slower", "tubes_faster")
 
     def __init__(self, ctl, driver):
         super().__init__(ctl, driver)
         self.plots = ui.PlotTextures(ctl)
+        self.speed = 0             # index into SPEEDS
+
+    # ---- the experiment's clock -----------------------------------------------------------------
+    def restage(self) -> None:
+        self.driver.loop = False
+        self.driver.play(0.0)
+        self.apply_speed()
+
+    def act(self, action: str) -> None:
+        self.set_speed(self.speed + (1 if action == "tubes_faster" else -1))
+
+    def set_speed(self, k: int) -> None:
+        self.speed = max(0, min(len(SPEEDS) - 1, int(k)))
+        self.apply_speed()
+
+    def apply_speed(self) -> None:
+        tl = self.driver.timeline
+        if tl is None:
+            return
+        speed = SPEEDS[self.speed]
+        if speed is None:
+            self.driver.hold(tl.duration)       # every round fallen
+            tl.speed = 1.0
+        else:
+            tl.speed = speed
+            if tl.paused and tl.t < tl.duration:
+                self.driver.play(tl.t)
+
+    def speed_name(self) -> str:
+        speed = SPEEDS[self.speed]
+        return "instant" if speed is None else f"x{speed:g}"
+
+    def round_shown(self, res) -> int:
+        """The round the table shows now (0-based); without a table, the last."""
+        tl = self.driver.timeline
+        if tl is None or not tl.tube_rounds:
+            return res.rounds - 1
+        return int(min(tl.state_at().tube_round, res.rounds - 1))
 
     def rules(self) -> tuple[str, ...]:
         """The rules the right tube can run with the lab's drafter: a tree (several candidates at a position) has
@@ -39,6 +86,36 @@ class TubesPanel(Panel):
         rule, skip = stops[(i + (1 if action == "next" else -1)) % len(stops)]
         self.ctl.update(tube_rule=rule, skip_bonus=skip)
 
+    def draw_speed(self, scr, res) -> None:
+        """The speed buttons and the round shown."""
+        t, c = self.ctl.t, self.ctl.colors
+        imgui.text(t("tubes.speed"))
+        for k, speed in enumerate(SPEEDS):
+            imgui.same_line()
+            label = t("tubes.instant") if speed is None else f"×{speed:g}"
+            active = k == self.speed
+            if active:
+                imgui.push_style_color(imgui.Col_.button, imgui.ImVec4(*c["accent"]))
+                imgui.push_style_color(imgui.Col_.text, imgui.ImVec4(0, 0, 0, 1))
+            if imgui.button(f"{label}##speed{k}"):
+                self.set_speed(k)
+            if active:
+                imgui.pop_style_color(2)
+        imgui.same_line()
+        imgui.text_colored(imgui.ImVec4(*c["muted"]), t("tubes.round", k=self.round_shown(res) + 1, n=res.rounds))
+
+    @staticmethod
+    def mask_future(dl, x, y, info, draws, res, bg) -> None:
+        """Cover the curves past the round shown (the plot is drawn once for all rounds) and mark now."""
+        from app.palette import u32
+        last = int(res.rounds) * int(res.draws)
+        if draws >= last:
+            return
+        xn = info["to_px"](max(draws, int(res.draws)))
+        col = tuple(int(bg[i:i + 2], 16) / 255 for i in (1, 3, 5)) + (1.0,)
+        dl.add_rect_filled((x + xn + 1, y + info["y0"] + 1), (x + info["x1"] - 1, y + info["y1"] - 1), u32(col))
+        dl.add_line((x + xn, y + info["y0"]), (x + xn, y + info["y1"]), u32((0.86, 0.26, 0.22, 1.0)), 2.0)
+
     def skip_bonus_note(self) -> str | None:
         """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the pair's
         long-run α (None while the long run is still being counted)."""
@@ -51,23 +128,37 @@ class TubesPanel(Panel):
         return ctl.t("tubes.skip_bonus_note", alpha=f"{alpha:.3f}", gamma=s.gamma, with_bonus=f"{with_b:.2f}",
                      without_bonus=f"{without_b:.2f}")
 
+    def counts_shown(self, res):
+        """(round shown, cumulative left counts, cumulative right counts) up to and including that round."""
+        rnd = self.round_shown(res)
+        return rnd, np.asarray(res.left_cumulative[rnd], float), np.asarray(res.right_cumulative[rnd], float)
+
     def rows(self, res) -> list[tuple[str, str, str, str, bool]]:
-        """The table's rows for the top tokens of p: (token, p, left tube, right tube, right tube more than 3
-        standard errors from p)."""
+        """The table's rows, the rack's tubes left to right (its characters, then everything else) at the round
+        the table shows: (token, p, left tube, right tube, right tube more than 3 standard errors from p)."""
         pair = self.ctl.session.pair()
         p = np.asarray(res.target_p, float)
-        cum_l = np.asarray(res.left_counts, float)
-        cum_r = np.asarray(res.right_counts, float)
-        fl, fr = cum_l / max(cum_l.sum(), 1), cum_r / max(cum_r.sum(), 1)
+        _, cum_l, cum_r = self.counts_shown(res)
+        ids = chosen_characters(res)
+        raw = [(pair.display(j), p[j], cum_l[j], cum_r[j]) for j in ids]
+        raw.append((self.ctl.t("tubes.other"), 1.0 - p[ids].sum(), cum_l.sum() - cum_l[ids].sum(),
+                    cum_r.sum() - cum_r[ids].sum()))
+        n_l, n_r = max(cum_l.sum(), 1), max(cum_r.sum(), 1)
         out = []
-        for j in np.argsort(-p)[:TOP_TOKENS]:
-            bad = abs(fr[j] - p[j]) > 3 * np.sqrt(max(p[j] * (1 - p[j]), 1e-9) / max(cum_r.sum(), 1))
-            out.append((pair.display(int(j)), f"{p[j]:.3f}", f"{fl[j]:.3f}", f"{fr[j]:.3f}", bool(bad)))
+        for label, pj, lj, rj in raw:
+            bad = abs(rj / n_r - pj) > 3 * np.sqrt(max(pj * (1 - pj), 1e-9) / n_r)
+            out.append((label, f"{pj:.3f}", f"{lj / n_l:.3f}", f"{rj / n_r:.3f}", bool(bad)))
         return out
 
+    def chi2_shown(self, res) -> tuple[float, float]:
+        from models.tubes import chi2_pvalue
+        p = np.asarray(res.target_p, float)
+        _, cum_l, cum_r = self.counts_shown(res)
+        return chi2_pvalue(cum_l, p), chi2_pvalue(cum_r, p)
+
     def facts_shown(self) -> dict[str, str]:
-        """The table's p and tube frequencies per token, the chi-square p-values, and the skip-bonus note's α and
-        tokens per pass when it is shown."""
+        """The table's p and tube frequencies per token and the chi-square p-values (at the round shown), and
+        the skip-bonus note's α and tokens per pass when it is shown."""
         ctl, s = self.ctl, self.ctl.settings
         out = {}
         if s.skip_bonus:
@@ -79,7 +170,8 @@ class TubesPanel(Panel):
         if res is not None:
             for char, p, left, right, _ in self.rows(res):
                 out.update({f"p[{char}]": p, f"left[{char}]": left, f"right[{char}]": right})
-            out.update(chi2_p_left=f"{res.chi2_p_left:.3g}", chi2_p_right=f"{res.chi2_p_right:.3g}")
+            left, right = self.chi2_shown(res)
+            out.update(chi2_p_left=f"{left:.3g}", chi2_p_right=f"{right:.3g}")
         return out
 
     def draw(self, scr) -> None:
@@ -122,6 +214,8 @@ class TubesPanel(Panel):
             return
         if res.rule == "typical" and res.typical_threshold is not None:
             ui.wrapped(t("tubes.typical_note", threshold=f"{res.typical_threshold:.4f}"), c["muted"])
+        self.draw_speed(scr, res)
+        rnd = self.round_shown(res)
         if imgui.begin_table("tubes", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for h in ("tubes.token", "tubes.p", "tubes.left", "tubes.right"):
                 imgui.table_setup_column(t(h))
@@ -134,10 +228,19 @@ class TubesPanel(Panel):
                 imgui.table_next_column()
                 imgui.text_colored(imgui.ImVec4(*(c["reject"] if bad else c["text"])), right)
             imgui.end_table()
-        imgui.text(t("tubes.chi2", left=f"{res.chi2_p_left:.3g}", right=f"{res.chi2_p_right:.3g}"))
-        imgui.spacing()
-        # The plot takes the height that is left (a flatter figure rather than one that scrolls out of sight).
-        avail = imgui.get_content_region_avail()
-        aspect = avail.x / max(avail.y - imgui.get_style().item_spacing.y, 1.0)
-        self.plots.image(scr, "tubes", avail.x, aspect=round(min(3.5, aspect), 1) if aspect > 1.6 else None)
+        left, right = self.chi2_shown(res)
+        imgui.text(t("tubes.chi2", left=f"{left:.3g}", right=f"{right:.3g}"))
         imgui.end()
+        # The distance to p against the draws so far gets the wide box under the table.
+        draws = (rnd + 1) * int(res.draws)
+        bg = ctl.colors["mpl_bg"]
+        ui.begin_panel("##tubesplot", ui.narration_rect(scr), bg_alpha=0.9)
+        avail = imgui.get_content_region_avail()
+        self.plots.image(scr, "tubes", avail.x, height=avail.y,
+                         overlay=lambda dl, x, y, w, h, info: self.mask_future(dl, x, y, info, draws, res, bg))
+        imgui.end()
+
+    def stage_rect(self, scr):
+        x, y, w, h = ui.narration_rect(scr)
+        top = ui.bar_h(scr)
+        return 0.0, top, w, y - top

@@ -1,0 +1,110 @@
+"""The printable one-page student handout: the idea, the rule, why the text is unchanged, the table's numbers
+(computed now from the models and the hardware model), the words, and four of the quiz's questions to
+answer on paper. An A4 page at 150 dpi, drawn with the shipped font, written as PNG and as PDF.
+
+docs/TEACHING.md carries the same page as Markdown; this is the program's own copy, in either language,
+with the numbers of the table it is printed from.
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+from corpus.atomic import write_bytes_atomic
+
+A4_PX = (1240, 1754)         # 210 x 297 mm at 150 dpi
+DPI = 150
+MARGIN = 90
+INK, MUTED, ACCENT, RULE = (17, 17, 17), (90, 90, 90), (150, 75, 0), (200, 200, 200)
+SIZES = {"title": 44, "head": 29, "body": 23, "small": 20}
+QUESTIONS = ("keep_prob", "residual_top", "tokens_per_pass", "best_gamma")
+
+
+def facts(snap) -> dict:
+    """The handout's numbers, from the models, the run and the hardware model (the lab's device and model)."""
+    import numpy as np
+
+    from app import derived, quiz
+    from models import analytics
+    lab = snap.lab
+    alpha = float(quiz._alpha(snap))
+    g, c = int(lab["gamma"]), float(lab["c"])
+    best, best_sp = derived.best_gamma(alpha, c)
+    r1 = derived.roofline(lab["device"], lab["model"], 1, 1)
+    r64 = derived.roofline(lab["device"], lab["model"], 64, 1)
+    p, q = quiz._row(snap.pair, quiz.PREFIX)
+    return {"alpha": f"{alpha:.3f}", "gamma": g, "c": f"{c:g}",
+            "tpp": f"{float(analytics.tokens_per_pass_formula(alpha, g)):.2f}",
+            "best": best, "best_speedup": f"{best_sp:.2f}×", "device": r1["device_label"], "model": r1["model_label"],
+            "gb": f"{r1['weight_bytes'] / 1e9:.2f}", "ms": f"{r1['ms_per_token']:.2f}",
+            "tps1": f"{r1['tokens_per_s']:,.0f}", "busy1": f"{100 * r1['arithmetic_busy']:.1f}%",
+            "tps64": f"{r64['tokens_per_s']:,.0f}", "busy64": f"{100 * r64['arithmetic_busy']:.1f}%",
+            "overlap": f"{float(np.minimum(p, q).sum()):.3f}"}
+
+
+def blocks(snap, lang: str) -> list[tuple[str, str]]:
+    """The page as (style, text) blocks, top to bottom."""
+    from app import quiz
+    from app.i18n import Strings
+    t = Strings(lang)
+    f = facts(snap)
+    out = [("title", t("handout.title")), ("small", t("handout.subtitle")), ("body", t("handout.name")),
+           ("head", t("handout.idea_head")), ("body", t("handout.idea")),
+           ("head", t("handout.rule_head")), ("body", t("handout.rule")),
+           ("head", t("handout.same_head")), ("body", t("handout.same")),
+           ("head", t("handout.numbers_head")), ("body", t("handout.numbers", **f)),
+           ("head", t("handout.words_head")), ("body", t("handout.words")),
+           ("head", t("handout.try_head"))]
+    qs = {q.id: q for q in quiz.build(snap, lang)}
+    n = 0
+    for qid in QUESTIONS:
+        q = qs.get(qid)
+        if q is None:
+            continue
+        n += 1
+        out.append(("body", f"{n}. {q.prompt}"))
+        out.append(("small", "    " + "    ".join(f"{quiz.LETTERS[k]}  {o}" for k, o in enumerate(q.options))))
+    out.append(("small", t("handout.answers")))
+    return out
+
+
+def render(snap, lang: str, font_path) -> Image.Image:
+    """The page as an RGB image (A4 at 150 dpi)."""
+    from app.ui import wrap_lines
+    img = Image.new("RGB", A4_PX, (255, 255, 255))
+    draw = ImageDraw.Draw(img)
+    fonts = {k: ImageFont.truetype(str(font_path), v) for k, v in SIZES.items()}
+    width = A4_PX[0] - 2 * MARGIN
+    y = MARGIN
+    for style, text in blocks(snap, lang):
+        font = fonts[style]
+        if style == "head":
+            y += 14
+        colour = ACCENT if style in ("title", "head") else (MUTED if style == "small" else INK)
+        for line in wrap_lines(text, width, lambda s: draw.textlength(s, font=font)):
+            draw.text((MARGIN, y), line, font=font, fill=colour)
+            y += int(font.size * 1.38)
+        if style == "head":
+            draw.line((MARGIN, y - 4, MARGIN + width, y - 4), fill=RULE, width=1)
+        y += 6
+    if y > A4_PX[1] - MARGIN // 2:
+        raise ValueError(f"the handout runs over one page ({y} px of {A4_PX[1]})")
+    return img
+
+
+def write(ctl, folder: Path, stem: str) -> list[Path]:
+    """The handout for the controller's run and language: <stem>.png and <stem>.pdf in `folder`."""
+    from app import quiz
+    return save(render(quiz.snapshot(ctl), ctl.settings.language, ctl.font_file), folder, stem)
+
+
+def save(img: Image.Image, folder: Path, stem: str) -> list[Path]:
+    """<stem>.png and <stem>.pdf in `folder`, each written atomically."""
+    out = []
+    for ext, fmt in (("png", "PNG"), ("pdf", "PDF")):
+        buf = io.BytesIO()
+        img.save(buf, format=fmt, resolution=DPI)
+        out.append(write_bytes_atomic(Path(folder) / f"{stem}.{ext}", buf.getvalue()))
+    return out
