@@ -249,7 +249,8 @@ def drafter_facts(ctl, f: Facts, put) -> None:
         counted = count_traces(run.traces, s.drafter, s.drafter, s.gamma, s.seed)
         put("drafter_run_kept", lambda: f"{counted.accepted}/{counted.tested}")
         put("drafter_run_tpp", lambda: f"{counted.tokens_per_pass:.2f}")
-        put("drafter_run_lanes", lambda: f"{counted.lanes_per_pass:.1f}")
+        lanes = counted.lanes_per_pass
+        put("drafter_run_lanes", lambda: f"{lanes:.0f}" if float(lanes).is_integer() else f"{lanes:.1f}")
         put("drafter_run_speedup", lambda: f"{speedup_model(counted.tokens_per_pass, counted.lanes_per_pass, ses.drafter().cost(s.gamma), s.device, s.model, s.context, s.c)['speedup_model']:.2f}×")  # noqa: E501
     try:
         from app.figures import drafter_points

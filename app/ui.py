@@ -391,7 +391,9 @@ class PlotTextures:
         elif height is not None:
             h = height
         else:
-            h = max(min(width / 1.6, avail_h - imgui.get_style().item_spacing.y), text_px * 9)
+            # The drafters plot in a panel carries its legend under the axes: it takes a squarer box.
+            shape = 1.05 if name == "drafters" else 1.6
+            h = max(min(width / shape, avail_h - imgui.get_style().item_spacing.y), text_px * 9)
         w, h = max(64, int(width)), max(64, int(h))
         full_key = (w, h, round(text_px, 1), ctl.session.version, ctl.revision)
         entry = self.cache.get(name)
