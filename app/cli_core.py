@@ -712,14 +712,16 @@ def register(sub) -> None:
 
     dr = sub.add_parser("drafters", help="every drafter's long run: tokens and lanes per pass, speedup on paper")
     _add_model_args(dr, None)
-    dr.add_argument("--gamma", type=whole(1, 64), default=4)
+    dr.add_argument("--gamma", type=whole(1, 64), default=4,
+                    help="guesses per pass: γ of the chain, lookup and heads, the depth of the trees (default 4)")
     dr.add_argument("--chars", type=whole(1, 10_000_000), default=20_000, help="tokens per drafter (default 20000)")
-    dr.add_argument("--seed", type=SEED, default=0)
+    dr.add_argument("--seed", type=SEED, default=0, help="seed of every drafter's run (default 0)")
     _add_shaping_args(dr)
     dr.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
-    dr.add_argument("--device", default="h100-sxm")
-    dr.add_argument("--model", default="llama-3.1-8b")
-    dr.add_argument("--context", type=whole(0, 10_000_000), default=0)
+    dr.add_argument("--device", default="h100-sxm", help="device for speedup_model (default h100-sxm)")
+    dr.add_argument("--model", default="llama-3.1-8b", help="model shape for speedup_model (default llama-3.1-8b)")
+    dr.add_argument("--context", type=whole(0, 10_000_000), default=0,
+                    help="KV-cache tokens per pass for speedup_model (default 0)")
     dr.add_argument("--out", default=None, help="write the counts as a spectable-drafters/1 file (the app reads "
                                                  "corpus/tables/X-drafters.json beside table X.npz)")
     dr.set_defaults(func=_cmd_drafters)

@@ -57,8 +57,12 @@ def test_each_drafter_runs_on_the_table_and_in_the_state():
         st = ctl.state()
         assert st["drafter"] == name and st["settings"]["drafter"] == name
         assert st["drafter_settings"]["drafter"] == name
+        # the lab's result table shows this run's counts, not the chain's formulas (which describe only the chain)
+        assert {"drafter_run_kept", "drafter_run_tpp", "drafter_run_lanes", "drafter_run_speedup"} <= set(st["facts"])
+        assert "tpp_formula" not in st["facts"]
     n = node_count([2, 2])
     assert all(tr.lanes_lit == n + 1 for tr in ctl.session.run.traces)
+    assert ctl.state()["facts"]["drafter_run_lanes"] == str(n + 1)
     ctl.update(tree_from="heads", tree_width=3, tree_depth=2)
     tr = ctl.session.ensure().traces[0]
     assert tr.lanes_lit == 3 + 9 + 1 and {nd.head for nd in tr.tree.nodes} == {2, 3}

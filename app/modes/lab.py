@@ -164,6 +164,13 @@ class LabPanel(Panel):
         n = node_count([s.tree_width] * s.tree_depth)
         ui.wrapped(t("lab.tree_nodes", nodes=n, lanes=n + 1) + "  " + t("lab.gamma_tree"), self.ctl.colors["muted"])
 
+    def facts_shown(self) -> dict[str, str]:
+        f = self.ctl.facts()
+        mine = ("alpha", "tpp_counted", "tpp_formula", "speedup_now", "best_gamma", "best_speedup") \
+            if self.ctl.settings.drafter == "chain" else \
+            ("drafter_run_kept", "drafter_run_tpp", "drafter_run_lanes", "drafter_run_speedup")
+        return {k: f[k] for k in mine + ("tokens_per_s", "busy", "busy_spec", "bytes_per_step")}
+
     def stage_rect(self, scr):
         x, y, w, h = ui.narration_rect(scr)
         top = ui.bar_h(scr)
