@@ -245,7 +245,8 @@ class Stage:
         for name in parts:
             off = np.asarray(PARTS[name].lift, dtype=np.float64) * self._explode_to
             if name in ("tape", "readhead"):
-                lo, hi = (tape_box(state.gamma if not state.extra.get("target_only") else 0) if name == "tape"
+                lo, hi = (tape_box(state.gamma if not state.extra.get("target_only") else 0,
+                                   self._tape_before(state.step)) if name == "tape"
                           else readhead_box(self.readhead))
                 out[name] = (lo + off, hi + off)
                 continue
@@ -261,6 +262,19 @@ class Stage:
             if bounds is not None:
                 out[name] = bounds
         return out
+
+    def _tape_before(self, step: int) -> int:
+        """Cells of text before the writing window a sentence about the tape means: three, or in a lookup pass back
+        to the earlier occurrence it copies from (as far as the tape's visible stretch goes; the tape glides back
+        for one farther), so the class sees both where the text's end occurred before and what followed it."""
+        from scenes.layout import TAPE_X, window
+        tr = self.traces[step] if 0 <= step < len(self.traces) else None
+        span = getattr(tr, "source_span", None)
+        if not span:
+            return 3
+        x0, cell = window(len(tr.guesses))
+        room = int((x0 - TAPE_X[0]) / cell)
+        return max(3, min(len(tr.context) - span["match"][0], room))
 
     def hud_rect(self, width: int, height: int) -> tuple[float, float, float, float] | None:
         """(x0, y0, x1, y1) of the largest HUD this run can show in a frame of this size (None: no HUD)."""
@@ -535,6 +549,11 @@ class Stage:
             # Where even the compact readout finds no free spot, the busy figure and the context alone (the
             # panels name the device and the model the mill models).
             shorter = {"mill": self.mill.readout_lines(state, ec, hardware=False)}
+            if state.heads:
+                # The heads' own words on the rail are too small to read beside the whole drum: the plate names them.
+                first, last = state.heads[0], state.heads[-1]
+                readouts["bigdrum"] = [(ec.say(f"上面一排是预测头 {first}–{last}", f"the row on top: heads {first}–{last}"),
+                                        "sub")]
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}
             anchors = None

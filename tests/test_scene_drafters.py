@@ -113,6 +113,35 @@ def test_lookup_and_heads_leave_the_small_drum_still_the_chain_turns_it(shooter)
             st.release()
 
 
+def test_a_framed_lookup_pass_shows_the_occurrence_it_copies_from():
+    """A beat about the tape in a lookup pass frames the text back to the earlier occurrence (three cells before
+    the writing window otherwise), so the class sees where the text's end occurred before and what followed."""
+    from scenes.framing import tape_box
+    from scenes.layout import TAPE_X, tape_point, window
+    for prefix, within in (("我们一同走出去，一同", True), (REPEAT, False)):
+        trs = run("lookup", prefix)
+        span = trs[0].source_span
+        back = len(trs[0].context) - span["match"][0]
+        assert back > 3
+        st = stage_for(trs)
+        try:
+            st.timeline.seek(0.0)
+            lo, hi = st.part_boxes(["tape"])["tape"]
+            x0, cell = window(len(trs[0].guesses))
+            if within:      # the occurrence is on the tape's visible stretch: the frame reaches back to it
+                assert lo[0] <= tape_point(x0 - back * cell, 0.0)[0] + 1e-6, (prefix, lo)
+            # never past the paper's visible stretch (farther back, the tape glides back during the pass)
+            assert tape_point(TAPE_X[0] - 0.5 * cell, 0.0)[0] <= lo[0] < tape_box(4)[0][0] - 1.0, (prefix, lo)
+        finally:
+            st.release()
+    st = stage_for(run("chain"))
+    try:
+        st.timeline.seek(0.0)
+        assert np.allclose(st.part_boxes(["tape"])["tape"][0], tape_box(4)[0])
+    finally:
+        st.release()
+
+
 def test_a_lookup_pass_with_nothing_to_copy_is_the_target_alone():
     trs = run("lookup", prefix="慢慢", steps=4)
     none = [k for k, t in enumerate(trs) if t.source_span is None]
@@ -162,6 +191,28 @@ def test_heads_are_drawn_on_the_big_drum_only_in_a_heads_run_and_light_in_turn(s
     for i, img in enumerate(heads_imgs):
         bright = [patch(img, x, y, 1).mean() for x, y in lamps]
         assert int(np.argmax(bright)) == i, bright
+
+
+def test_the_big_drums_plate_names_the_heads_in_a_heads_run(shooter):
+    """The heads' numbers on the rail are too small to read from across a room in a frame of the whole drum: its
+    name plate gets a line naming them (a heads run only), so the plate is taller by that line."""
+    from scenes.offscreen import Offscreen
+    heights = {}
+    for name in ("heads", "chain"):
+        st = stage_for(run(name))
+        off = Offscreen(st.ctx, W, H)
+        try:
+            st.show_labels = True
+            st.set_focus(["bigdrum", "smalldrum"])
+            st.timeline.seek(sum(st.timeline.steps[0].strokes[0]) / 2)
+            st.render(off.fbo, W, H)
+            heights[name] = {p: h for p, _, _, _, h in st.label_plates}
+        finally:
+            off.release()
+            st.release()
+    assert set(heights["heads"]) == set(heights["chain"]) == {"bigdrum", "smalldrum"}
+    assert heights["heads"]["smalldrum"] == pytest.approx(heights["chain"]["smalldrum"])
+    assert heights["heads"]["bigdrum"] > 1.25 * heights["chain"]["bigdrum"]
 
 
 # ------------------------------------------------------------------ tree
