@@ -74,8 +74,19 @@ class LabPanel(Panel):
                 used = w
             if imgui.radio_button(label, self.plot == name):
                 self.plot = name
-        self.plots.image(scr, self.plot, imgui.get_content_region_avail().x)
+        width, room = imgui.get_content_region_avail()
+        big = self.plot == "drafters" and room < 0.8 * width / 1.05
+        if big:
+            ui.wrapped(t("lab.plot_over_table"), c["muted"])
+        else:
+            self.plots.image(scr, self.plot, width)
         imgui.end()
+        if big:
+            # Eight drafters and their legend do not fit under the knobs: the plot is drawn over the table, at a
+            # size its text and points can be read at, while its tab is chosen.
+            ui.begin_panel("##labplot", self.stage_rect(scr), bg_alpha=0.96)
+            self.plots.image(scr, self.plot, imgui.get_content_region_avail().x)
+            imgui.end()
         # Lower left, under the table: the text the run wrote and what it adds up to.
         ui.begin_panel("##labresult", ui.narration_rect(scr), bg_alpha=0.9)
         self.draw_text(scr)

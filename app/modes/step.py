@@ -254,7 +254,7 @@ class StepPanel(Panel):
             (t("step.r"), num(ex["r"])),
         ])
         if ex["draft_backed_off"] or ex["target_backed_off"]:
-            imgui.text_colored(imgui.ImVec4(*c["muted"]), t("step.backed_off"))
+            ui.wrapped(t("step.backed_off"), c["muted"])     # a panel-wide footnote: never cut off
         # The meter: copper column p/q (full scale 1) and the red line at r.
         self.meter(scr, ex["ratio"], ex["r"])
         ok = ex["verdict"] == "accepted"
