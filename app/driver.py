@@ -28,6 +28,7 @@ class TableDriver:
         self.read_screen = None               # () -> the window's picture (h, w, 3); set by the window
         self._stage_key = None
         self._fb = None                       # (size, framebuffer, colour texture, depth) the table renders into
+        self.stage_uv = (1.0, 1.0)            # the part of that texture the last render drew (lower left)
         ctl.listeners.append(self._on_change)
 
     def attach(self, stage) -> None:
@@ -162,23 +163,28 @@ class TableDriver:
 
     # ---- drawing -------------------------------------------------------------------------------
     def render(self, width: int, height: int, text_height: float | None = None):
-        """Render the table into its own texture of this size, its text sized for a picture `text_height`
-        tall (the window's); returns the texture, or None without a table."""
+        """Render the table at this size into its own texture, its text sized for a picture `text_height` tall
+        (the window's); returns the texture (the part drawn: stage_uv), or None without a table. The texture only
+        grows (scenes.renderer.grown): a mode whose panels leave the table another size, or a window being
+        resized, draws into the same one instead of making one per size."""
         if self.stage is None:
             return None
+        from scenes.renderer import grown
         self.stage.text_height = text_height
         w, h = max(16, int(width)), max(16, int(height))
-        if self._fb is None or self._fb[0] != (w, h):
+        size = grown(self._fb[0] if self._fb else None, (w, h))
+        if self._fb is None or self._fb[0] != size:
             self._release_fb()
             ctx = self.stage.ctx
-            color = ctx.texture((w, h), 4)
-            depth = ctx.depth_renderbuffer((w, h))
-            self._fb = ((w, h), ctx.framebuffer(color_attachments=[color], depth_attachment=depth), color, depth)
+            color = ctx.texture(size, 4)
+            depth = ctx.depth_renderbuffer(size)
+            self._fb = (size, ctx.framebuffer(color_attachments=[color], depth_attachment=depth), color, depth)
         try:
             self.stage_stats = self.stage.render(self._fb[1], w, h)
         except Exception as exc:  # noqa: BLE001 - keep the lesson going on panels alone
             self.fail(f"scene failed to draw: {type(exc).__name__}: {exc}")
             return None
+        self.stage_uv = (w / size[0], h / size[1])
         return self._fb[2]
 
     def _release_fb(self) -> None:

@@ -7,6 +7,26 @@ from app import derived
 from app.derived import GAMMAS, REFERENCE_ALPHAS
 
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
+# What each plot is drawn from besides the language and the palette: the settings make() reads for it, and
+# "run" for the run on the table (the session's version). A panel redraws a plot only when one of these
+# changed (tests/test_app_units.py changes every other setting and checks the picture stays the same); a
+# plot not listed is redrawn on any change (the drafters plot: its points come from the long-run file or a run
+# counted at the lab's settings, its speedups from the device, model, context and c).
+PLOT_INPUTS = {
+    "speedup": ("run", "c"),
+    "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps"),
+    "roofline": ("device", "model", "context", "lanes"),
+    "tubes": ("tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
+}
+
+
+def inputs_key(ctl, name: str) -> tuple:
+    """What plot `name` is drawn from now: equal keys give the same figure."""
+    deps = PLOT_INPUTS.get(name)
+    if deps is None:
+        return ("any", ctl.session.version, ctl.revision)
+    s = ctl.settings
+    return (s.language, s.palette) + tuple(ctl.session.version if d == "run" else getattr(s, d) for d in deps)
 
 
 SLIDE_PX = (1920, 1080)       # exported plots: a slide's size

@@ -60,19 +60,33 @@ class ImGuiRenderer:
 
     # --- textures -------------------------------------------------------------------------------
     def register_rgba(self, rgba: np.ndarray, tex_id: int | None = None) -> int:
-        """Upload an (h, w, 4) uint8 image (a plot) as a texture; returns its ImTextureID."""
+        """Upload an (h, w, 4) uint8 image (a plot) as a texture; returns its ImTextureID. The texture only grows
+        (scenes.renderer.grown) and the image goes in its top-left corner, so a plot redrawn at another size (a
+        text-size change, a mode whose panel is wider) writes into the texture it has instead of making one;
+        uv1() is the corner of the texture the image ends at."""
+        from scenes.renderer import grown
         h, w = rgba.shape[:2]
-        data = np.ascontiguousarray(rgba, dtype=np.uint8).tobytes()
-        if tex_id is not None and tex_id in self.textures and self.textures[tex_id].size == (w, h):
-            self.textures[tex_id].write(data)
-            return tex_id
-        if tex_id is not None:
-            self.release_texture(tex_id)
-        tex = self.ctx.texture((w, h), 4, data)
-        tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
-        tex_id = tex_id if tex_id is not None else self._new_id()
-        self.textures[tex_id] = tex
+        old = self.textures.get(tex_id) if tex_id is not None else None
+        size = grown(old.size if old is not None else None, (w, h))
+        if old is None or old.size != size:
+            if tex_id is not None:
+                self.release_texture(tex_id)
+            tex = self.ctx.texture(size, 4)
+            tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
+            tex.repeat_x = tex.repeat_y = False
+            tex_id = tex_id if tex_id is not None else self._new_id()
+            self.textures[tex_id] = tex
+        # One row and column of the image's own edge past it, where the texture is larger: linear filtering at
+        # the image's border then blends with the image, not with what an earlier, larger plot left there.
+        pad_y, pad_x = min(1, size[1] - h), min(1, size[0] - w)
+        data = np.pad(np.asarray(rgba, dtype=np.uint8), ((0, pad_y), (0, pad_x), (0, 0)), mode="edge")
+        self.textures[tex_id].write(np.ascontiguousarray(data).tobytes(), viewport=(0, 0, w + pad_x, h + pad_y))
         return tex_id
+
+    def uv1(self, tex_id: int, w: int, h: int) -> tuple[float, float]:
+        """Where a w x h image written by register_rgba ends in its texture (uv0 is (0, 0))."""
+        tw, th = self.textures[tex_id].size
+        return w / tw, h / th
 
     def release_texture(self, tex_id: int) -> None:
         tex = self.textures.pop(tex_id, None)
@@ -91,7 +105,10 @@ class ImGuiRenderer:
                 continue
             if status == S.want_create:
                 pixels = tex.get_pixels_array()
-                gl_tex = self.ctx.texture((tex.width, tex.height), 4, pixels.tobytes())
+                bpp = tex.bytes_per_pixel
+                gl_tex = self.ctx.texture((tex.width, tex.height), bpp, pixels.tobytes())
+                if bpp == 1:
+                    gl_tex.swizzle = "111R"      # an alpha8 atlas: white glyphs, coverage in alpha, as RGBA32 has
                 gl_tex.filter = (moderngl.LINEAR, moderngl.LINEAR)
                 gl_tex.repeat_x = gl_tex.repeat_y = False
                 tid = self._new_id()
@@ -100,7 +117,7 @@ class ImGuiRenderer:
                 tex.status = S.ok
             elif status == S.want_updates:
                 gl_tex = self.textures[tex.tex_id]
-                full = tex.get_pixels_array().reshape(tex.height, tex.width, 4)
+                full = tex.get_pixels_array().reshape(tex.height, tex.width, tex.bytes_per_pixel)
                 for r in tex.updates:
                     block = np.ascontiguousarray(full[r.y:r.y + r.h, r.x:r.x + r.w])
                     gl_tex.write(block.tobytes(), viewport=(r.x, r.y, r.w, r.h))

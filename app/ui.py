@@ -361,8 +361,13 @@ def bars(scr, items, width: float, height: float, highlight: int | None = None, 
     imgui.dummy((width, height))
 
 
+DRAG_REDRAW_FRAMES = 6     # while a slider is dragged, a plot is redrawn at most every this many frames
+
+
 class PlotTextures:
-    """Matplotlib figures as textures, rebuilt only when what they show changes (the run, a setting, the size)."""
+    """Matplotlib figures as textures, rebuilt only when what they show changes (what the plot is drawn from:
+    figures.PLOT_INPUTS; the size). Drawing one costs tens of milliseconds, so while the mouse drags a slider
+    a plot follows every DRAG_REDRAW_FRAMES-th frame, and at once when it is let go."""
 
     def __init__(self, ctl):
         self.ctl = ctl
@@ -399,8 +404,12 @@ class PlotTextures:
             shape = 1.05 if name == "drafters" else 1.6
             h = max(min(width / shape, avail_h - imgui.get_style().item_spacing.y), text_px * 9)
         w, h = max(64, int(width)), max(64, int(h))
-        full_key = (w, h, round(text_px, 1), ctl.session.version, ctl.revision)
+        full_key = (w, h, round(text_px, 1), figures.inputs_key(ctl, name))
         entry = self.cache.get(name)
+        frame = imgui.get_frame_count()
+        dragging = imgui.is_any_item_active() and imgui.is_mouse_down(0)
+        if entry is not None and entry[0] != full_key and dragging and frame - entry[6] < DRAG_REDRAW_FRAMES:
+            full_key = entry[0]          # keep the last picture a few frames more (the slider is still moving)
         if entry is None or entry[0] != full_key:
             try:
                 fig = figures.make(ctl, name, (w, h), text_px)
@@ -412,12 +421,12 @@ class PlotTextures:
                 imgui.text_wrapped(f"{name}: {type(exc).__name__}: {exc}")
                 return
             tex_id = scr.renderer.register_rgba(rgba, entry[1] if entry else None)
-            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0], report, info)
+            entry = (full_key, tex_id, rgba.shape[1], rgba.shape[0], report, info, frame)
             self.cache[name] = entry
-        _, tex_id, tw, th, report, info = entry
+        _, tex_id, tw, th, report, info, _ = entry
         scr.log.plots[name] = report
         x0, y0 = imgui.get_cursor_screen_pos()
-        imgui.image(imgui.ImTextureRef(tex_id), (tw, th))
+        imgui.image(imgui.ImTextureRef(tex_id), (tw, th), (0.0, 0.0), scr.renderer.uv1(tex_id, tw, th))
         if overlay is not None:
             overlay(imgui.get_window_draw_list(), x0, y0, tw, th, info)
 

@@ -118,6 +118,12 @@ class App:
         imgui.create_context()
         io = imgui.get_io()
         io.set_ini_filename("")          # panel layout is ours, not a stray imgui.ini in the cwd
+        # ImGui bakes each glyph per text size on demand. From its default 512x128 atlas it discards the sizes
+        # not drawn in the last frames whenever the atlas is full, and re-bakes them when drawn again: with CJK
+        # text at six sizes, every mode change re-uploaded glyphs for seconds. One 2048² single-channel atlas
+        # (4 MB) holds them all; ImGui still grows it if a 4K projector needs more.
+        io.fonts.tex_min_width = io.fonts.tex_min_height = 2048
+        io.fonts.tex_desired_format = imgui.ImTextureFormat.alpha8
         try:
             font = io.fonts.add_font_from_file_ttf(str(font_file), 20.0)
         except Exception as exc:  # noqa: BLE001
@@ -240,8 +246,9 @@ class App:
         if tex is not None:
             self.renderer.textures[STAGE_TEXTURE_ID] = tex
             x, y, w, h = rect
+            u, v = drv.stage_uv        # the part of the texture the table was drawn into (its lower left)
             imgui.get_background_draw_list().add_image(imgui.ImTextureRef(STAGE_TEXTURE_ID), (x, y), (x + w, y + h),
-                                                       (0, 1), (1, 0))
+                                                       (0, v), (u, 0))
         ui.top_bar(scr)
         ctl.panel.draw(scr)
         ui.status_line(scr)

@@ -37,11 +37,11 @@ def sample_index(row: np.ndarray, u: float) -> int:
     return i
 
 
-def check_guesses(guesses, q_rows: np.ndarray) -> np.ndarray:
+def check_guesses(guesses, q_rows: np.ndarray, row_of=None) -> np.ndarray:
     """The one guard every rule runs first: each guess must be a token id in [0, V) that its own row could have
-    drawn (q(x) > 0). Returns q_i(x_i) per guess. A guess outside the vocabulary or with q(x) = 0 means the
-    proposal and its row disagree; the ratio p/q would be meaningless, so refuse it with an InputError (the
-    text verify_on_device gives for the same guesses)."""
+    drawn (q(x) > 0): row i of q_rows, or row row_of[i] (a tree's nodes share rows). Returns q(x_i) per guess.
+    A guess outside the vocabulary or with q(x) = 0 means the proposal and its row disagree; the ratio p/q would
+    be meaningless, so refuse it with an InputError (the text verify_on_device gives for the same guesses)."""
     V = q_rows.shape[1]
     if isinstance(guesses, list) and all(type(x) is int for x in guesses):
         bad = next((i for i, x in enumerate(guesses) if not 0 <= x < V), None)  # a sampler's own list: cheap
@@ -53,7 +53,7 @@ def check_guesses(guesses, q_rows: np.ndarray) -> np.ndarray:
         bad = int(np.argmax(outside)) if outside.any() else None   # -1 is refused, never wrapped to V - 1
     if bad is not None:
         raise InputError(violation_message(1, bad, guesses, V))
-    qx = q_rows[np.arange(len(guesses)), np.asarray(guesses, dtype=np.int64)]
+    qx = q_rows[np.arange(len(guesses)) if row_of is None else row_of, np.asarray(guesses, dtype=np.int64)]
     zero = next((i for i, x in enumerate(qx.tolist()) if not x > 0), None)      # NaN is not > 0 either
     if zero is not None:
         raise InputError(violation_message(2, zero, guesses, V))
@@ -167,10 +167,19 @@ def check_rule_inputs(guesses, q_rows, p_rows, r, u_final, lenience: float = 1.0
         raise InputError("the rule's uniforms must be numbers")
     qx = check_guesses(guesses, q_rows)
     u = float(u)
-    kind, i = find_row_violation(q_rows, p_rows, r, u)
-    if kind:
-        raise InputError(violation_message(kind, i, g, p_rows.shape[1]))
+    check_rows_and_uniforms(q_rows, p_rows, r, u, g)
     return g.astype(np.int64), qx, q_rows, p_rows, r, u
+
+
+def check_rows_and_uniforms(q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_final: float | None,
+                            guesses) -> None:
+    """The checks every rule runs after check_guesses (this one and models.multi_candidate's): the q and p rows
+    are distributions (finite, >= 0, summing to 1 within ROW_SUM_TOLERANCE), the uniforms in [0, 1]. The first
+    violation is an InputError with the text verify_on_device gives. u_final None: a rule with no final draw
+    (one position of the multi-candidate rule)."""
+    kind, i = find_row_violation(q_rows, p_rows, r, 0.0 if u_final is None else float(u_final))
+    if kind:
+        raise InputError(violation_message(kind, i, guesses, p_rows.shape[1]))
 
 
 def verify(guesses, q_rows: np.ndarray, p_rows: np.ndarray, r: np.ndarray, u_final: float,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -488,31 +487,35 @@ def hf_state_dict(model: Transformer) -> dict[str, torch.Tensor]:
 
 
 def save_checkpoint(model: Transformer, path, *, shards: int = 1) -> None:
-    """Write our model as a transformers checkpoint (config.json + safetensors): for tests and demos."""
+    """Write our model as a transformers checkpoint (config.json + safetensors): for tests and demos. Every file
+    goes to a hidden temp file beside it first (corpus/atomic.py) and they replace the old ones only when all are
+    written, config.json last: a full disk or an error mid-write leaves the old checkpoint whole and no temp file
+    (a kill leaves hidden temps, which no loader takes for a shard)."""
+    from contextlib import ExitStack
+
     from safetensors.torch import save_file
+
+    from corpus.atomic import atomic_path
 
     cfg = model.config
     d = Path(path)
     d.mkdir(parents=True, exist_ok=True)
     sd = {k: v.contiguous().cpu() for k, v in hf_state_dict(model).items()}
     keys = list(sd)
-    if shards <= 1:
-        save_file(sd, str(d / "model.safetensors"), metadata={"format": "pt"})
-    else:
-        weight_map = {}
-        for s in range(shards):
-            fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
-            part = {k: sd[k] for k in keys[s::shards]}
-            save_file(part, str(d / fname), metadata={"format": "pt"})
-            weight_map.update({k: fname for k in part})
-        _write_json(d / "model.safetensors.index.json", {"metadata": {}, "weight_map": weight_map})
-    _write_json(d / "config.json", cfg.to_hf())
-
-
-def _write_json(path: Path, obj) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2), encoding="utf-8")
-    os.replace(tmp, path)
+    with ExitStack() as stack:       # unwinds in reverse: the weights are replaced first, config.json last
+        config_tmp = stack.enter_context(atomic_path(d / "config.json"))
+        if shards <= 1:
+            save_file(sd, str(stack.enter_context(atomic_path(d / "model.safetensors"))), metadata={"format": "pt"})
+        else:
+            weight_map = {}
+            index_tmp = stack.enter_context(atomic_path(d / "model.safetensors.index.json"))
+            for s in range(shards):
+                fname = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+                part = {k: sd[k] for k in keys[s::shards]}
+                save_file(part, str(stack.enter_context(atomic_path(d / fname))), metadata={"format": "pt"})
+                weight_map.update({k: fname for k in part})
+            index_tmp.write_text(json.dumps({"metadata": {}, "weight_map": weight_map}, indent=2), encoding="utf-8")
+        config_tmp.write_text(json.dumps(cfg.to_hf(), indent=2), encoding="utf-8")
 
 
 def load_model(*, checkpoint=None, name: str | None = None, dtype=torch.float32, device="cpu",

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from models.acceptance import check_guesses, residual, sample_index
+from models.acceptance import check_guesses, check_rows_and_uniforms, residual, sample_index
 
 
 @dataclass(frozen=True)
@@ -68,11 +68,25 @@ def verify_position(tokens, q_rows: np.ndarray, p_row: np.ndarray, r, node_ids=N
     """Try the candidates `tokens` for one position in order. q_rows[i] is the row tokens[i] was drawn from (the
     same row for all with i.i.d. draws, the corrected rows without replacement); p_row the target's row there;
     r[i] the uniform for candidate i. rows_out: a list the running targets are appended to (a tree keeps one list
-    for the whole pass; Check.target_row / residual_row index it)."""
+    for the whole pass; Check.target_row / residual_row index it). Inputs that are no step (a guess outside
+    [0, V) or with q = 0, rows that are no distribution, uniforms outside [0, 1]) are the InputError
+    models.acceptance.verify gives."""
     q_rows = np.asarray(q_rows, dtype=np.float64)
     if q_rows.ndim != 2 or q_rows.shape[0] != len(tokens):
         raise ValueError("need one q row per candidate")
+    p_row = np.asarray(p_row)
+    if p_row.shape != (q_rows.shape[1],):
+        raise ValueError("need a p row as long as the q rows")
+    r = np.asarray(r, dtype=np.float64)
+    if r.ndim != 1 or len(r) < len(tokens):
+        raise ValueError("need one uniform per candidate")
     check_guesses(tokens, q_rows)                # ids in [0, V) and q(x) > 0, the one guard
+    check_rows_and_uniforms(q_rows, p_row[None], r[:len(tokens)], None, tokens)
+    return _verify_position(tokens, q_rows, p_row, r, node_ids, rows_out)
+
+
+def _verify_position(tokens, q_rows: np.ndarray, p_row: np.ndarray, r, node_ids, rows_out) -> PositionVerdict:
+    """verify_position on inputs already checked (verify_tree checks the whole tree once)."""
     rows = rows_out if rows_out is not None else []
     ids = list(range(len(tokens))) if node_ids is None else list(node_ids)
     target = p_row
@@ -153,6 +167,17 @@ def verify_tree(parents, tokens, q_rows: np.ndarray, q_of, p_rows: np.ndarray, r
     for i, par in enumerate(parents):
         if not -1 <= int(par) < i:
             raise ValueError(f"node {i}'s parent {par} must be -1 (the root) or an earlier node")
+    q_rows, p_rows = np.asarray(q_rows, dtype=np.float64), np.asarray(p_rows)
+    q_of = np.asarray(q_of)
+    if q_rows.ndim != 2 or p_rows.ndim != 2 or q_rows.shape[1] != p_rows.shape[1]:
+        raise ValueError("need q rows and p rows of the same width V")
+    if n and (q_of.dtype.kind not in "iu" or q_of.min() < 0 or q_of.max() >= len(q_rows)):
+        raise ValueError(f"each node's q row index must be a whole number in [0, {len(q_rows)})")
+    # The guard and the row and uniform checks of models.acceptance.verify, once for the whole tree (every node,
+    # reached or not, as verify checks every guess): the same InputError for the same fault.
+    r = np.asarray(r, dtype=np.float64)[:n]
+    check_guesses(tokens, q_rows, q_of)
+    check_rows_and_uniforms(q_rows, p_rows, r, u_final, tokens)
     kids = children_of(parents)
     rows: list[np.ndarray] = []
     checks: list[Check] = []
@@ -167,8 +192,7 @@ def verify_tree(parents, tokens, q_rows: np.ndarray, q_of, p_rows: np.ndarray, r
             rows.append(row)
             token = sample_index(row, u_final)
             return TreeVerdicts(checks, path, token, "bonus", row / row.sum(), fallback, rows)
-        pv = verify_position([tokens[c] for c in cand], np.asarray(q_rows)[[q_of[c] for c in cand]], p_row,
-                             [r[c] for c in cand], node_ids=cand, rows_out=rows)
+        pv = _verify_position([tokens[c] for c in cand], q_rows[q_of[cand]], p_row, r[cand], cand, rows)
         checks.extend(pv.checks)
         fallback = fallback or pv.residual_fallback
         if pv.kept is None:

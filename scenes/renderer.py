@@ -206,6 +206,22 @@ def _outward(mesh: np.ndarray) -> np.ndarray:
     return tri.reshape(-1, 6)
 
 
+BACKDROPS = 2      # cached backdrops: the window's table and an export's (GIF) frames
+SIZE_STEP = 128    # render targets grow in steps of this many pixels and never shrink
+
+
+def grown(have: tuple[int, int] | None, need: tuple[int, int]) -> tuple[int, int]:
+    """The size of a render target that holds `need`: `have` when it does, else grown to hold it (in whole
+    SIZE_STEPs, never smaller than before). A target drawn at several sizes (panels resized, a window dragged
+    wider frame by frame) is then allocated a few times instead of once per size; it is drawn into the
+    lower-left need[0] x need[1] pixels (viewport) and read from there."""
+    hw, hh = have or (0, 0)
+    if need[0] <= hw and need[1] <= hh:
+        return hw, hh
+    step = lambda v: -(-v // SIZE_STEP) * SIZE_STEP  # noqa: E731
+    return max(hw, step(need[0])), max(hh, step(need[1]))
+
+
 class Renderer:
     """GPU resources made once (programs, meshes, instance buffers); draw(frame) issues the draw calls."""
 
@@ -234,7 +250,10 @@ class Renderer:
         self._inst: dict[str, tuple] = {}     # key -> (buffer, vao, capacity_rows)
         # Set to a dict to time each pass (ms, GL finished after each: slower, for benchmarks/bench_render.py).
         self.profile: dict | None = None
-        self._backdrop = None     # (key, framebuffer, renderbuffer): the backdrop at the last size/palette
+        # key (size, palette) -> (framebuffer, renderbuffer, its size): the last BACKDROPS backdrops, so a GIF
+        # export rendering at its own size between the window's frames copies both instead of redrawing each;
+        # a new key redraws into the least recently used one (grown if it is too small).
+        self._backdrops: dict[tuple, tuple] = {}
         self._t = 0.0
         self.corner_vbo = ctx.buffer(np.array([0, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1], dtype=np.float32).tobytes())
 
@@ -272,25 +291,34 @@ class Renderer:
         if multisampled:
             return False
         key = (width, height, tuple(palette.background_top), tuple(palette.background_bottom))
-        cache = self._backdrop
-        if cache is None or cache[0] != key:
-            self._release_backdrop()
-            color = self.ctx.renderbuffer((width, height), 4)
-            cfbo = self.ctx.framebuffer([color])
+        cache = self._backdrops.pop(key, None)
+        if cache is None:
+            # The least recently used one is redrawn, or a new one made while there are fewer than BACKDROPS.
+            cfbo, color, size = self._backdrops.pop(next(iter(self._backdrops))) if len(self._backdrops) >= \
+                BACKDROPS else (None, None, None)
+            need = grown(size, (width, height))
+            if need != size:
+                if cfbo is not None:
+                    cfbo.release()
+                    color.release()
+                color = self.ctx.renderbuffer(need, 4)
+                cfbo = self.ctx.framebuffer([color])
             cfbo.use()
             self.ctx.viewport = (0, 0, width, height)
             self.ctx.disable(self.ctx.DEPTH_TEST | self.ctx.BLEND | self.ctx.CULL_FACE)
             self._draw_backdrop(palette, width, height)
-            cache = self._backdrop = (key, cfbo, color)
+            cache = (cfbo, color, need)
             fbo.use()
-        self.ctx.copy_framebuffer(fbo, cache[1])
+        self._backdrops[key] = cache                             # now the most recently used
+        # The lower-left corner both share: the backdrop's width x height, the rest of the larger one unused.
+        self.ctx.copy_framebuffer(fbo, cache[0])
         return True
 
     def _release_backdrop(self) -> None:
-        if self._backdrop is not None:
-            self._backdrop[1].release()
-            self._backdrop[2].release()
-            self._backdrop = None
+        for fbo, color, _ in self._backdrops.values():
+            fbo.release()
+            color.release()
+        self._backdrops.clear()
 
     def _draw_backdrop(self, palette: Palette, width: int, height: int) -> None:
         self.bg_prog["u_top"].value = tuple(c ** (1 / 2.2) for c in palette.background_top)

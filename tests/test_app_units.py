@@ -221,6 +221,108 @@ def test_count_checkpoint_answer_is_hidden_until_revealed():
     assert panel.unrevealed(shown=False) == set()
 
 
+def _other_value(name, value):
+    """A legal value of setting `name` other than `value`."""
+    from app.settings import FIELDS
+    spec = FIELDS[name]
+    if spec.kind is bool:
+        return not value
+    if spec.legal():
+        return next(v for v in spec.legal() if v != value)
+    if spec.kind is str:
+        return "孔乙己" if value != "孔乙己" else "慢慢"
+    return spec.kind(spec.hi if value != spec.hi else spec.lo)
+
+
+def test_a_plot_is_drawn_from_its_declared_inputs_only():
+    """Panels redraw a plot only when an input figures.PLOT_INPUTS names for it changed (or the language, the
+    palette): so every other setting, changed all at once, must leave its picture exactly as it was. A plot that
+    starts reading a setting not declared fails here (naming the setting) instead of going stale on screen."""
+    from app import figures, plots
+    from app.settings import FIELDS
+    ctl = _controller()
+
+    def picture(name):
+        fig = figures.make(ctl, name, (320, 200), 10.0)
+        try:
+            return plots.figure_rgba(fig)
+        finally:
+            plots.close(fig)
+
+    def changes_picture(name, values, before):
+        saved = {k: getattr(ctl.settings, k) for k in values}
+        ctl.update(**values)
+        try:
+            return not np.array_equal(picture(name), before)
+        finally:
+            ctl.update(**saved)
+
+    import numpy as np
+    for name, inputs in figures.PLOT_INPUTS.items():
+        fixed = set(inputs) | {"language", "palette"}
+        if "run" in inputs:
+            fixed |= {k for k, f in FIELDS.items() if f.run}       # the run's version covers them
+        others = {k: _other_value(k, getattr(ctl.settings, k)) for k in FIELDS if k not in fixed}
+        before, key = picture(name), figures.inputs_key(ctl, name)
+        if changes_picture(name, others, before):
+            culprits = [k for k, v in others.items() if changes_picture(name, {k: v}, before)]
+            pytest.fail(f"plot {name} changes with {culprits}, which figures.PLOT_INPUTS does not name")
+        assert figures.inputs_key(ctl, name) == key
+        last = [d for d in inputs if d != "run"][-1]
+        old = getattr(ctl.settings, last)
+        ctl.update(**{last: _other_value(last, old)})
+        assert figures.inputs_key(ctl, name) != key              # a declared input does change the key
+        ctl.update(**{last: old})
+
+
+def test_a_dragged_slider_redraws_its_plot_every_few_frames_and_at_once_when_let_go(monkeypatch):
+    """PlotTextures: a change redraws the plot on the next frame; while the mouse holds a slider, at most every
+    DRAG_REDRAW_FRAMES frames; the frame the slider is let go, at once. A change of a setting the plot is not
+    drawn from (lanes, for the speedup plot) redraws nothing."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from app import figures, plots, ui
+    ctl = _controller()
+    now = {"frame": 0, "held": False}
+    drawn = []
+    monkeypatch.setattr(figures, "make", lambda c, name, *a: drawn.append((now["frame"], c.settings.c)) or object())
+    monkeypatch.setattr(plots, "figure_rgba", lambda fig: np.zeros((40, 64, 4), np.uint8))
+    monkeypatch.setattr(plots, "text_report", lambda fig: {})
+    monkeypatch.setattr(plots, "close", lambda fig: None)
+    monkeypatch.setattr(ui, "axes_info", lambda fig: {})
+    for name, fn in {"get_frame_count": lambda: now["frame"], "is_any_item_active": lambda: now["held"],
+                     "is_mouse_down": lambda button: now["held"], "image": lambda *a: None,
+                     "get_content_region_avail": lambda: SimpleNamespace(x=320.0, y=900.0),
+                     "get_style": lambda: SimpleNamespace(item_spacing=SimpleNamespace(y=4.0)),
+                     "get_cursor_screen_pos": lambda: (0.0, 0.0), "ImTextureRef": lambda tex_id: tex_id}.items():
+        monkeypatch.setattr(ui.imgui, name, fn)
+    textures = ui.PlotTextures(ctl)
+    scr = SimpleNamespace(renderer=SimpleNamespace(register_rgba=lambda rgba, tex_id=None: tex_id or 2,
+                                                    uv1=lambda tex_id, w, h: (1.0, 1.0)), h=1080,
+                          em=lambda: 20.0, log=SimpleNamespace(plots={}))
+
+    def frame(held, **change):
+        now["frame"] += 1
+        now["held"] = held
+        if change:
+            ctl.update(**change)
+        textures.image(scr, "speedup", 320.0)
+
+    frame(False)
+    frame(False, c=0.2)
+    frame(False, lanes=64)                    # not an input of the speedup plot
+    assert [c for _, c in drawn] == [0.1, 0.2]
+    start = now["frame"]
+    for i in range(1, 13):                    # dragging c, a new value every frame
+        frame(True, c=round(0.2 + 0.01 * i, 4))
+    frame(False)                              # let go
+    last = drawn[1][0]                        # counted from the last redraw; then the frame it is let go
+    assert [f for f, _ in drawn[2:]] == [last + ui.DRAG_REDRAW_FRAMES, last + 2 * ui.DRAG_REDRAW_FRAMES, start + 13]
+    assert drawn[-1][1] == ctl.settings.c == 0.32
+
+
 def test_facts_name_the_long_run_and_this_run_apart():
     """The pair's α is the long run's; the short run on the table is reported as its own count ("9 / 21")."""
     from models import analytics, hardware

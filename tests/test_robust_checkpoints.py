@@ -227,3 +227,32 @@ def test_a_hidden_temp_file_is_no_shard(ckpt, tmp_path):
     path = _copy(ckpt, tmp_path)
     (path / ".model.safetensors.k1ll3d.tmp.safetensors").write_bytes(b"half a file")   # a killed writer's
     assert load_checkpoint(path).config.n_layers == 2
+
+
+@pytest.mark.parametrize("shards", [1, 2])
+def test_save_checkpoint_on_a_full_disk_leaves_the_old_checkpoint_whole_and_no_temp(tmp_path, monkeypatch, shards):
+    """save_checkpoint writes atomically: a write that dies half way (the last shard) leaves every old file as it
+    was (the shards written before it included) and no temp file, and the old checkpoint still loads."""
+    import errno
+
+    import safetensors.torch
+
+    from models.llama import LlamaConfig, build_random, save_checkpoint
+    path = tmp_path / "c"
+    make_checkpoint(path, shards=shards)
+    before = {p.name: p.read_bytes() for p in path.iterdir()}
+    real_save, calls = safetensors.torch.save_file, []
+
+    def dies_half_way(tensors, filename, metadata=None):
+        calls.append(filename)
+        if len(calls) == shards:                  # the last shard: half a file, then the disk is full
+            with open(filename, "wb") as fh:
+                fh.write(b"half a shard")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real_save(tensors, filename, metadata=metadata)
+    monkeypatch.setattr(safetensors.torch, "save_file", dies_half_way)
+    other = build_random(LlamaConfig.from_name("tiny"), seed=7)
+    with pytest.raises(OSError, match="No space left"):
+        save_checkpoint(other, path, shards=shards)
+    assert {p.name: p.read_bytes() for p in path.iterdir()} == before
+    assert load_checkpoint(path).config.n_layers == 2

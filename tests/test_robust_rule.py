@@ -120,3 +120,41 @@ def test_the_decoder_reports_nan_rows_from_a_broken_model():
     dec = SpeculativeDecoder(target, draft, gamma=3, temperature=1.0, seed=0)
     with pytest.raises(InputError, match="guess 1 .* has no draft probability .q is 0 or NaN there."):
         dec.generate([1, 2, 3], 10)
+
+
+def _outcome_tree(guesses, q, p, r, u):
+    """The multi-candidate rule on the same step as a chain (one candidate per position)."""
+    from models.multi_candidate import verify_tree
+    try:
+        tv = verify_tree(list(range(-1, len(guesses) - 1)), guesses, q, list(range(len(guesses))), p, r, u)
+    except InputError as exc:
+        return "error", str(exc)
+    return "verdict", (tv.n_accepted, tv.final_token, tv.residual_fallback)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_the_multi_candidate_rule_refuses_what_verify_refuses_with_the_same_line(case):
+    args = _mutate(case)
+    assert _outcome_tree(*args) == _outcome_numpy(*args)
+
+
+def test_the_multi_candidate_rule_checks_every_node_and_each_position():
+    """A fault in a branch the walk never reaches is still refused (verify checks every guess, not only the
+    tested ones), and verify_position alone checks its candidates' rows, its p row and its uniforms."""
+    from models.multi_candidate import verify_position, verify_tree
+    g, q, p, r, u = _step(V=5, gamma=2)
+    p3 = np.vstack([p, p[1:2]])                    # root -> node 0 -> node 1, and node 2 a sibling of node 0
+    assert _outcome_tree(g, q, p, r, u)[0] == "verdict"
+    bad_q = np.vstack([q, 2 * q[:1]])             # the sibling's row: q(x) > 0, but no distribution
+    with pytest.raises(InputError, match="q row 3 does not sum to 1"):
+        verify_tree([-1, 0, -1], [1, 3, 2], bad_q, [0, 1, 2], p3, [0.0, 0.6, 0.3], u)
+    with pytest.raises(InputError, match=r"test uniform r\[3\] is not in \[0, 1\]"):
+        verify_tree([-1, 0, -1], [1, 3, 2], q, [0, 1, 1], p3, [0.0, 0.6, 2.0], u)
+    rows = np.vstack([q[0], q[0]])
+    for p_row, rr, message in [(np.full(5, 0.3), [0.3, 0.6], "p row 1 does not sum to 1"),
+                               (np.array([np.nan, 0.25, 0.25, 0.25, 0.25]), [0.3, 0.6], "p row 1 has a NaN"),
+                               (p[0], [0.3, -0.1], r"test uniform r\[2\] is not in \[0, 1\]")]:
+        with pytest.raises(InputError, match=message):
+            verify_position([1, 3], rows, p_row, rr)
+    with pytest.raises(InputError, match="q row 2 does not sum to 1"):
+        verify_position([1, 3], np.vstack([q[0], 2 * q[0]]), p[0], [0.3, 0.6])
