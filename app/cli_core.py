@@ -607,6 +607,45 @@ def _cmd_alpha(args) -> int:
     return 0
 
 
+# ---- drafters: every drafter's long run ------------------------------------------------------------
+def _cmd_drafters(args) -> int:
+    from models import drafter_analytics as da
+    from models.hardware import roofline
+    from models.sampler import SamplerSettings
+    if not (args.c >= 0 and math.isfinite(args.c)):
+        raise InputError(f"--c must be a finite number >= 0, got {args.c}")
+    if not 1 <= args.chars <= 10_000_000:
+        raise InputError("--chars must be between 1 and 10000000")
+    roofline(args.device, args.model, 1, args.context)      # a bad device, model or context fails before the runs
+    pair = _load_pair(args)
+    s = SamplerSettings(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                        seed=args.seed)
+    if args.out:
+        from pathlib import Path
+        out = Path(args.out)
+        if out.parent != Path("") and not out.parent.is_dir():
+            raise InputError(f"folder {out.parent} does not exist")
+    doc = da.long_runs(pair, s, chars=args.chars,
+                       progress=None if args.json else (lambda label: print(f"  {label} …", file=sys.stderr)))
+    if args.out:
+        from corpus.atomic import write_text_atomic
+        write_text_atomic(args.out, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+    points = da.with_speedups(doc["points"], args.device, args.model, args.context, args.c)
+    if args.json:
+        _emit_json(dict(doc, points=points, device=args.device, model=args.model, context=args.context, c=args.c,
+                        out=args.out))
+        return 0
+    print(f"{args.chars:,} tokens per drafter from a paragraph start, γ = {args.gamma}, seed {args.seed}; "
+          f"speedup on paper: {args.model} on {args.device}, context {args.context}, c = {args.c}")
+    print(f"{'drafter':24} {'α':>6} {'filled':>7} {'tokens/pass':>12} {'lanes/pass':>11} {'speedup':>8}")
+    for p in points:
+        print(f"{p['label']:24} {p['alpha']:6.3f} {p['alpha_per_position']:7.3f} {p['tokens_per_pass']:12.3f} "
+              f"{p['lanes_per_pass']:11.2f} {p['speedup_model']:7.2f}×")
+    if args.out:
+        print(f"wrote {args.out}")
+    return 0
+
+
 # ---- tubes ---------------------------------------------------------------------------------------
 def _cmd_tubes(args) -> int:
     from models.sampler import SamplerSettings
@@ -758,6 +797,22 @@ def register(sub) -> None:
     a.add_argument("--context", type=whole(0, 10_000_000), default=0,
                    help="KV-cache tokens per pass for speedup_model (default 0)")
     a.set_defaults(func=_cmd_alpha)
+
+    dr = sub.add_parser("drafters", help="every drafter's long run: tokens and lanes per pass, speedup on paper")
+    _add_model_args(dr, None)
+    dr.add_argument("--gamma", type=whole(1, 64), default=4,
+                    help="guesses per pass: γ of the chain, lookup and heads, the depth of the trees (default 4)")
+    dr.add_argument("--chars", type=whole(1, 10_000_000), default=20_000, help="tokens per drafter (default 20000)")
+    dr.add_argument("--seed", type=SEED, default=0, help="seed of every drafter's run (default 0)")
+    _add_shaping_args(dr)
+    dr.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
+    dr.add_argument("--device", default="h100-sxm", help="device for speedup_model (default h100-sxm)")
+    dr.add_argument("--model", default="llama-3.1-8b", help="model shape for speedup_model (default llama-3.1-8b)")
+    dr.add_argument("--context", type=whole(0, 10_000_000), default=0,
+                    help="KV-cache tokens per pass for speedup_model (default 0)")
+    dr.add_argument("--out", default=None, help="write the counts as a spectable-drafters/1 file (the app reads "
+                                                 "corpus/tables/X-drafters.json beside table X.npz)")
+    dr.set_defaults(func=_cmd_drafters)
 
     tb = sub.add_parser("tubes", help="the test-tube experiment: target alone vs speculative, against p")
     _add_model_args(tb)

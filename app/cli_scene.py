@@ -10,7 +10,7 @@ from corpus.errors import InputError
 
 VIEW_NAMES = ("table", "bigdrum", "readhead", "cutaway", "smalldrum", "tape", "bridge", "mill", "cabinet", "tubes",
               "exploded")
-PHASES = ("draft", "verify", "check", "write", "mid-draft", "mid-verify", "mid-check", "mid-write")
+PHASES = ("draft", "verify", "check", "write", "mid-draft", "mid-verify", "mid-check", "mid-write", "look")
 
 
 def register(sub) -> None:
@@ -34,9 +34,13 @@ def register(sub) -> None:
     add_tokens_kind(p)
     p.add_argument("--batch", type=whole(1, 512), default=1, help="sequences batched: lanes x batch, one drawer each")
     p.add_argument("--device", default="h100-sxm", help="hardware the mill models (default h100-sxm)")
+    p.add_argument("--rule", default="exact", help="the right tube's rule: exact (default), resample_from_p, "
+                                                   "exact_match_only, draft_only, typical")
     p.add_argument("--palette", default="default", help="default | projector")
     p.add_argument("--lang", default="both", choices=("zh", "en", "both"), help="label language")
     p.add_argument("--msaa", type=whole(0, 8), default=4, help="multisample anti-aliasing samples (0 = off; default 4)")
+    from app.cli_core import _add_drafter_args
+    _add_drafter_args(p)
     p.add_argument("--stats", action="store_true", help="print draw calls, triangles and frame time")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run_render)
@@ -66,13 +70,19 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     from models.tubes import run_tubes
     from scenes.stage import Stage
 
+    from app.cli_core import _drafter
     get_device(args.device)
     pair = NGramPair.load(tokens=args.tokens_kind)
     settings = SamplerSettings(gamma=args.gamma, seed=args.seed)
-    sampler = SpeculativeSampler(pair, settings)
+    drafter = _drafter(args, pair) if getattr(args, "drafter", None) else None
+    if drafter is not None:
+        drafter.validate(settings.gamma)
+    sampler = SpeculativeSampler(pair, settings, drafter=drafter)
     sampler.reset(pair.encode(args.prefix))
     traces = [sampler.step() for _ in range(max(steps, 1))]
-    tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1) if args.tokens_kind == "char" else None
+    rule = getattr(args, "rule", "exact")
+    tubes = run_tubes(pair, rounds=tube_rounds, seed=args.seed + 1, rule=rule, drafter=drafter) \
+        if args.tokens_kind == "char" else None
     stage = Stage(ctx, palette=args.palette)
     stage.language = args.lang
     stage.samples = args.msaa
@@ -125,7 +135,8 @@ def run_render(args) -> int:
                       "frame_ms": round(stats.frame_ms, 2), "width": width, "height": height, "out": str(out),
                       "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4),
                       "min_text_px": leg["min_text_px"], "overlaps": [list(p) for p in leg["overlaps"]],
-                      "hidden_labels": len(leg["hidden"])}
+                      "hidden_labels": len(leg["hidden"]),
+                      "lanes_lit": stage.state().lanes_true, "drafter": stage.state().drafter}
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             t0 = 0.0 if args.step == 0 else stage.timeline.step_start(args.step - 1)

@@ -35,6 +35,11 @@ def register(sub) -> None:
     p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="neural pairs: compute dtype")
     p.add_argument("--torch-device", dest="torch_device", choices=("cpu", "cuda"), default="cpu",
                    help="neural pairs: where the networks run (default cpu)")
+    p.add_argument("--drafter", default=None, help="who proposes: chain | lookup | heads | tree")
+    p.add_argument("--tree-width", type=whole(1, 4), default=None, help="tree: children per node (1-4)")
+    p.add_argument("--tree-depth", type=whole(1, 4), default=None, help="tree: depth (1-4)")
+    p.add_argument("--tree-from", default=None, help="tree: candidates from chain | heads")
+    p.add_argument("--tree-sampling", default=None, help="tree: siblings drawn iid | distinct")
     p.add_argument("--export-dir", type=Path, default=None, help="where screenshots, plots, logs and GIFs go")
     p.add_argument("--gif-seconds", type=number(0.1, 120), default=None,
                    help="length of the GIF replay (default: the run's first two target passes, at most 30 s)")
@@ -64,13 +69,14 @@ def _run(args) -> int:
         print(f"spectable: {notice}", file=sys.stderr)
     # Each override is checked against the setting's declaration: out of range is refused, never clamped.
     for opt, name in (("lang", "language"), ("palette", "palette"), ("seed", "seed"), ("prompt", "prompt"),
-                      ("gamma", "gamma"), ("mode", "mode")):
+                      ("gamma", "gamma"), ("mode", "mode"), ("drafter", "drafter"), ("tree_width", "tree_width"),
+                      ("tree_depth", "tree_depth"), ("tree_from", "tree_from"), ("tree_sampling", "tree_sampling")):
         v = getattr(args, opt)
         if v is not None:
             try:
                 setattr(settings, name, check_value(name, v))
             except InputError as exc:
-                raise InputError(f"--{opt}: {str(exc).removeprefix(f'setting {name} ')}") from None
+                raise InputError(f"--{opt.replace('_', '-')}: {str(exc).removeprefix(f'setting {name} ')}") from None
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
     pair = _choose_pair(args, settings)

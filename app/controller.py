@@ -17,7 +17,7 @@ from app import exports
 from app.driver import TableDriver
 from app.i18n import Strings
 from app.palette import colors
-from app.session import BenchWorker, LongRunWorker, Session, TubeWorker
+from app.session import BenchWorker, DrafterWorker, LongRunWorker, Session, TubeWorker
 from app.settings import FIELDS, LAB_FIELDS, AppSettings, check_type, check_value, clamp_value, save_settings
 from app.tour import CHAPTERS, TourState
 from corpus.atomic import remove_stale_temps
@@ -42,6 +42,7 @@ class Controller:
         self.gif_options = gif_options or {}
         self.session = Session(self.settings)
         self.tube_worker = TubeWorker(self.session)
+        self.drafter_worker = DrafterWorker(self.session)
         self.long_worker = LongRunWorker(self.session)
         self.bench_worker = BenchWorker(self.session)     # the neural pair measured live (hardware panel)
         self.tour = TourState(self.settings.chapter)
@@ -294,6 +295,10 @@ class Controller:
         """The test tubes for the current rule: waited for in a scripted run, else None until the worker is done."""
         return self.tube_worker.get() if self.scripted else self.tube_worker.ready()
 
+    def drafter_figures(self, wait: bool = False):
+        """Tokens and lanes per pass of every drafter (app.session.DrafterWorker): at once in a scripted run or when
+        `wait` (exports), else None until the worker has them."""
+        return self.drafter_worker.get() if (self.scripted or wait) else self.drafter_worker.ready()
     def long_run(self, wait: bool = False):
         """The pair's long-run facts (models.analytics.PairFacts) for the settings now: computed at once in a
         scripted run or when `wait` (exports), else None until the worker thread has them."""
@@ -330,6 +335,8 @@ class Controller:
             "stage": self.driver.stage is not None, "stage_error": self.driver.stage_error,
             "messages": [m for _, m in self.messages], "error": self.session.error,
             "decoder": s.decoder, "tube_rule": s.tube_rule, "skip_bonus": s.skip_bonus,
+            "drafter": self.session.drafter_key()[0] if s.decoder == "speculative" else None,
+            "drafter_settings": self.drafter_settings(),
             "settings": {k: getattr(s, k) for k in LAB_FIELDS}, "lab": self.lab(),
             "lanes_lit": self.driver.lanes_lit(),
             "quiz": self.modes["quiz"].json() if "quiz" in self.modes else None,
@@ -339,9 +346,19 @@ class Controller:
             "facts": self.panel.facts_shown(),
         }
 
+    def drafter_settings(self) -> dict | None:
+        """Who proposes in the run on the table and how (the drafter's own JSON keys); None for the target alone."""
+        if self.settings.decoder != "speculative":
+            return None
+        try:
+            return self.session.drafter().describe()
+        except InputError as exc:            # a heads table missing beside a user's pair
+            return {"drafter": self.settings.drafter, "error": str(exc)}
+
     def close(self) -> None:
         self.save()
         self.tube_worker.close()
+        self.drafter_worker.close()
         self.long_worker.close()
         self.bench_worker.close()
 

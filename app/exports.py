@@ -65,26 +65,40 @@ def export_plots(ctl, names=None) -> list[Path]:
 
 
 LOG_COLUMNS = ("step", "guess_index", "context_tail", "guess", "q", "p", "p_over_q", "r", "verdict",
-               "final_token", "final_kind", "draft_backed_off", "target_backed_off")
+               "final_token", "final_kind", "draft_backed_off", "target_backed_off", "drafter", "head", "node",
+               "depth", "round")
 
 
 def run_log_rows(ctl):
-    """One row per guess of every target pass: the numbers of the acceptance test and its verdict."""
+    """One row per guess of every target pass: the numbers of the acceptance test and its verdict. A tree's rows
+    are its checks in the bridge's order (node, depth, round; p is the running target, the residual after a
+    rejection); heads say which head proposed; lookup's q is 1 (a copied guess)."""
     run = ctl.session.ensure()
     pair = ctl.session.pair()
     rows = []
     for tr in run.traces if run else []:
         tail = pair.decode(tr.context[-2:])
+        base = {"step": tr.step_index, "context_tail": tail.replace("\n", "↵"),
+                "final_token": pair.display(tr.final_token), "final_kind": tr.final_kind, "drafter": tr.drafter}
+        if tr.tree is not None:
+            tree = tr.tree
+            for j, c in enumerate(tree.checks):
+                nd = tree.nodes[c.node]
+                rows.append(dict(base, **{
+                    "guess_index": j, "guess": pair.display(nd.token), "q": f"{c.q_x:.6g}", "p": f"{c.p_x:.6g}",
+                    "p_over_q": f"{c.ratio:.6g}", "r": f"{c.r:.6g}", "verdict": "accepted" if c.accepted else "rejected",
+                    "draft_backed_off": int(nd.backed_off),
+                    "target_backed_off": int(tree.target_backed_off[0 if nd.parent < 0 else 1 + nd.parent]),
+                    "head": "" if nd.head is None else nd.head, "node": c.node, "depth": nd.depth, "round": c.round}))
+            continue
         for i, g in enumerate(tr.guesses):
             tested = i < tr.tested
             verdict = ("accepted" if tr.accepted[i] else "rejected") if tested else "untested"
-            rows.append({
-                "step": tr.step_index, "guess_index": i, "context_tail": tail.replace("\n", "↵"),
-                "guess": pair.display(g), "q": f"{tr.q_rows[i][g]:.6g}", "p": f"{tr.p_rows[i][g]:.6g}",
+            rows.append(dict(base, **{
+                "guess_index": i, "guess": pair.display(g), "q": f"{tr.q_rows[i][g]:.6g}", "p": f"{tr.p_rows[i][g]:.6g}",
                 "p_over_q": f"{tr.ratios[i]:.6g}", "r": f"{tr.r[i]:.6g}", "verdict": verdict,
-                "final_token": pair.display(tr.final_token), "final_kind": tr.final_kind,
                 "draft_backed_off": int(tr.draft_backed_off[i]), "target_backed_off": int(tr.target_backed_off[i]),
-            })
+                "head": tr.heads[i] if tr.heads else "", "node": "", "depth": i + 1, "round": 1}))
     return rows
 
 

@@ -141,11 +141,12 @@ def facts(ctl) -> Facts:
     put("busy_weights", lambda: f"{100 * weights_only()['arithmetic_busy']:.1f}%")
     gain = lambda: weights_only()["tokens_per_s"] / weights_only(1)["tokens_per_s"]  # noqa: E731
     put("batch_gain", lambda: f"{gain():.0f} 倍" if s.language == "zh" else f"{gain():.0f}×")
-    # A speculative pass computes γ + 1 positions of each sequence at once; they read its KV cache once.
-    put("spec_lanes", lambda: f"{s.lanes * (s.gamma + 1)}")
+    # A speculative pass computes γ + 1 positions of each sequence at once (a tree: its nodes + 1); they read its KV
+    # cache once.
+    put("spec_lanes", lambda: f"{s.lanes * pass_positions(s)}")
     # What a pass costs in big-drum turns: γ turns of the small drum at c each, then one of the big drum.
     put("pass_cost", lambda: f"{s.gamma * s.c + 1:g}")
-    put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, s.gamma + 1, s.context):.1f}%")
+    put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, pass_positions(s), s.context):.1f}%")
     # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
     put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
     put("lev_faster", lambda: f"{100 * (analytics.speedup(0.6, 2, 0.0) - 1):.0f}%")
@@ -212,6 +213,7 @@ def facts(ctl) -> Facts:
     except Exception:  # noqa: BLE001
         pass
     neural_facts(ctl, f)
+    drafter_facts(ctl, f, put)
     try:
         from app.figures import tube_tv_curves
         tv_l, tv_r = tube_tv_curves(ctl.tubes())
@@ -277,6 +279,61 @@ def neural_facts(ctl, f: Facts) -> None:
         pf = analytics.pair_facts(ses.pair_by_key(f"ngram-{s.tokens}"), s.gamma, ses.sampler_settings(), seed=0)
         return f"{pf.alpha:.3f}"
     f.lazy["ngram_alpha"] = ngram_alpha
+
+
+def pass_positions(s) -> int:
+    """Positions one speculative pass computes per sequence at the settings: γ + 1, a tree's nodes + 1 (lookup: at
+    most γ + 1, when it copies γ)."""
+    if s.drafter == "tree":
+        from models.drafters import node_count
+        return node_count([s.tree_width] * s.tree_depth) + 1
+    return s.gamma + 1
+
+
+def _drafter_cost(ses, s):
+    """The drafter's cost per pass at γ (a neural pair's own draft model costs what the chain does)."""
+    from models.drafters import make_drafter
+    d = ses.drafter()
+    return (d if d is not None else make_drafter("chain", ses.pair())).cost(s.gamma)
+
+
+def drafter_facts(ctl, f: Facts, put) -> None:
+    """Who drafts, counted: this run's kept/checked, tokens and lanes per pass and the roofline's speedup from them
+    (drafter_run_*); every drafter's long run when it is ready (drafter_<key>_tpp, _lanes, _speedup, _alpha; drafters_source
+    says whether they come from the shipped long runs or a short run counted now)."""
+    from models.drafter_analytics import count_traces, speedup_model
+    s, ses = ctl.settings, ctl.session
+    run = ses.ensure()
+    put("drafter", lambda: ctl.t(f"lab.drafter_{s.drafter}"))
+    put("heads_last", lambda: f"{s.gamma + 1}")                      # heads 2..γ+1 propose γ guesses
+    # the tree the settings describe (tree_width children per node, tree_depth deep), drafting or not
+    from models.drafters import node_count
+    put("tree_nodes", lambda: f"{node_count([s.tree_width] * s.tree_depth)}")
+    put("tree_lanes", lambda: f"{(node_count([s.tree_width] * s.tree_depth) + 1) * s.lanes}")
+    if run and s.decoder == "speculative":
+        counted = count_traces(run.traces, s.drafter, s.drafter, s.gamma, s.seed)
+        put("drafter_run_kept", lambda: f"{counted.accepted}/{counted.tested}")
+        put("drafter_run_tpp", lambda: f"{counted.tokens_per_pass:.2f}")
+        lanes = counted.lanes_per_pass
+        put("drafter_run_lanes", lambda: f"{lanes:.0f}" if float(lanes).is_integer() else f"{lanes:.1f}")
+        put("drafter_run_speedup", lambda: f"{speedup_model(counted.tokens_per_pass, counted.lanes_per_pass, _drafter_cost(ses, s), s.device, s.model, s.context, s.c)['speedup_model']:.2f}×")  # noqa: E501
+    try:
+        from app.figures import drafter_points
+        fig = drafter_points(ctl)
+    except Exception:  # noqa: BLE001 - counts still landing show '—'
+        fig = None
+    if fig is None:
+        return
+    f["drafters_source"] = fig["source"]
+    f["drafters_chars"] = f"{fig['chars']:,}"
+    for p in fig["points"]:
+        k = p["key"]
+        f[f"drafter_{k}_tpp"] = f"{p['tokens_per_pass']:.2f}"
+        lanes = p["lanes_per_pass"]
+        f[f"drafter_{k}_lanes"] = f"{lanes:.0f}" if float(lanes).is_integer() else f"{lanes:.1f}"
+        f[f"drafter_{k}_speedup"] = f"{p['speedup_model']:.2f}×"
+        f[f"drafter_{k}_alpha"] = f"{p['alpha']:.3f}"
+        f[f"drafter_{k}_alpha_pct"] = f"{100 * p['alpha']:.0f}%"
 
 
 def fill(text: str, f: Facts) -> str:

@@ -6,16 +6,18 @@ import numpy as np
 from app import derived
 from app.derived import GAMMAS, REFERENCE_ALPHAS
 
-PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes")
+PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # What each plot is drawn from besides the language and the palette: the settings make() reads for it, and
 # "run" for the run on the table (the session's version). A panel redraws a plot only when one of these
 # changed (tests/test_app_units.py changes every other setting and checks the picture stays the same); a
-# plot not listed is redrawn on any change.
+# plot not listed is redrawn on any change (the drafters plot: its points come from the long-run file or a run
+# counted at the lab's settings, its speedups from the device, model, context and c).
 PLOT_INPUTS = {
     "speedup": ("run", "c"),
     "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps"),
     "roofline": ("device", "model", "context", "lanes"),
-    "tubes": ("pair", "tube_rule", "tokens"),      # the tubes are run on the pair, not part of the run
+    # the tubes are run on the pair with its drafter, not part of the run
+    "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }
 
 
@@ -65,9 +67,23 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         tv_l, tv_r = tube_tv_curves(res)
         draws = np.arange(1, len(tv_l) + 1) * int(res.draws)
         return plots.tubes_plot(t, pal, draws, tv_l, tv_r, t(f"rule.{s.tube_rule}"), **look)
+    if name == "drafters":
+        fig = drafter_points(ctl, wait=True)
+        note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
+                 tokens=f"{fig['chars']:,}", seed=fig["seed"])
+        return plots.drafters_plot(t, pal, fig["points"], s.gamma, s.device, note, **look)
     raise KeyError(name)
 
 
+def drafter_points(ctl, wait: bool = False) -> dict | None:
+    """Every drafter's counted tokens and lanes per pass (long run or short, ctl.drafter_figures) with its speedup
+    under the roofline for the lab's device, model, context and c; None while they are being counted."""
+    from models.drafter_analytics import with_speedups
+    s = ctl.settings
+    fig = ctl.drafter_figures(wait=wait)
+    if fig is None:
+        return None
+    return dict(fig, points=with_speedups(fig["points"], s.device, s.model, s.context, s.c))
 def long_alpha(ctl) -> float:
     """The pair's α from the long run (Controller.long_run), the figure the panels print beside the plot."""
     return float(ctl.long_run(wait=True).alpha)

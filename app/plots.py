@@ -215,17 +215,34 @@ def drafter_label(t, point: dict, gamma: int) -> str:
     return t("drafter.tree", widths=widths, base=t(f"drafter.{base}"))
 
 
-def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, size_px=(1000, 440), text_px: float = 16.0):
+def drafter_short(t, point: dict, gamma: int) -> str:
+    """A drafter's short name for a narrow legend: 链 / chain, or a tree's shape (and 'heads' when it grows from them)."""
+    name = point["drafter"]
+    if name != "tree":
+        return t(f"lab.drafter_{name}")
+    opts = point.get("options", {})
+    shape = ",".join(str(k) for k in opts["tree_widths"]) if opts.get("tree_widths") else \
+        f"{opts.get('tree_width', 2)}×{opts.get('tree_depth') or gamma}"
+    base = opts.get("tree_from", "chain")
+    return f"{t('lab.drafter_tree')} {shape}" + (f" · {t('lab.tree_from_heads')}" if base == "heads" else "")
+
+
+def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str | None = None, size_px=(1000, 440),
+                  text_px: float = 16.0):
     """Tokens per pass against lanes per pass for every drafter on the same prompts (the data:
-    models.drafter_analytics.compare_drafters): up is what a drafter buys, right what it costs the target."""
+    models.drafter_analytics.compare_drafters or long_runs): up is what a drafter buys, right what it costs the
+    target. `note` says what the points were counted on (a long run, or a short one) under the title."""
     fig, ax = _figure(pal, size_px, text_px)
     hues = {"chain": _hex(pal["draft"]), "lookup": "#ffd92f", "heads": _hex(pal["target"]), "tree": _hex(pal["accent"])}
     markers = ("o", "s", "D", "^", "v", "P", "X")
     ax.plot([1], [1], "o", color=pal["mpl_fg"], ms=9, label=t("plot.target_alone"))
+    wide = size_px[0] >= 900 and size_px[0] > 1.6 * size_px[1]      # room for the legend beside the axes
     for j, pt in enumerate(points):
+        # A narrow figure (a panel) keeps its legend short: the drafter's short name and its speedup.
+        label = t("plot.drafter_point", label=drafter_label(t, pt, gamma), speedup=f"{pt['speedup_model']:.2f}") \
+            if wide else f"{drafter_short(t, pt, gamma)} ×{pt['speedup_model']:.2f}"
         ax.plot([pt["lanes_per_pass"]], [pt["tokens_per_pass"]], markers[j % len(markers)], ms=11,
-                color=hues.get(pt["drafter"], pal["mpl_fg"]), markeredgecolor=pal["mpl_fg"],
-                label=t("plot.drafter_point", label=drafter_label(t, pt, gamma), speedup=f"{pt['speedup_model']:.2f}"))
+                color=hues.get(pt["drafter"], pal["mpl_fg"]), markeredgecolor=pal["mpl_fg"], label=label)
     top = max([pt["tokens_per_pass"] for pt in points] + [1.0])
     right = max([pt["lanes_per_pass"] for pt in points] + [2.0])
     xs = np.geomspace(1, right * 1.5, 50)
@@ -238,14 +255,28 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, size_px=(
     ax.set_xlim(0.8, right * 1.5)
     ax.set_ylim(0.8, top + 0.6)
     ax.set_xlabel(t("plot.lanes_per_pass"))
-    ax.set_ylabel(t("plot.tokens_per_pass_counted"))
-    ax.set_title(t("plot.drafters_title", gamma=gamma, device=device))
-    # Beside the axes, so no point is ever hidden behind it.
-    leg = ax.legend(fontsize=_small(fig), loc="upper left", bbox_to_anchor=(1.02, 1.0), framealpha=0.85,
-                    facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])
+    ax.set_ylabel(t("plot.tokens_per_pass_counted" if wide else "plot.tokens_per_pass_short"))
+    ax.set_title(t("plot.drafters_title", gamma=gamma, device=device) + "\n" + " · ".join(
+        x for x in (note, device) if x), fontsize=_small(fig))
+    # Beside the axes where the figure is wide; where it is narrow (a panel), along the figure's foot, the axes
+    # laid out above it: no point is ever hidden behind it, and no text runs off the figure or into another.
+    style = dict(fontsize=_small(fig), framealpha=0.85, facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])
+    if wide:
+        leg = ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), **style)
+    else:
+        handles, labels = ax.get_legend_handles_labels()
+        leg = fig.legend(handles, labels, loc="lower center", ncol=2, **style)
     for text in leg.get_texts():
         text.set_color(pal["mpl_fg"])
-    _tight(fig)
+    if wide:
+        _tight(fig)
+        return fig
+    fig.canvas.draw()
+    foot = leg.get_window_extent().height / fig.bbox.height
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout(rect=(0.0, min(0.9, foot + 0.01), 1.0, 1.0))
     return fig
 
 

@@ -37,6 +37,7 @@ class Session:
         self.settings = settings
         self._pairs: dict = {}
         self._load_lock = threading.Lock()
+        self._heads: dict = {}
         self._run_key = None
         self.run: Run | None = None
         self._run_pair: str | None = None   # the pair_key() of the pair that wrote self.run
@@ -68,6 +69,40 @@ class Session:
     def neural(self) -> bool:
         return self.settings.pair != "ngram"
 
+    def heads(self, pair=None):
+        """The heads drafter's tables for the pair (loaded once per pair)."""
+        from models.heads import HeadModels
+        pair = pair or self.pair()
+        if pair.tokens not in self._heads:
+            self._heads[pair.tokens] = HeadModels.for_pair(pair)
+        return self._heads[pair.tokens]
+
+    def drafter_key(self) -> tuple:
+        """The settings the drafter is built from (only those its kind uses)."""
+        s = self.settings
+        if s.drafter == "tree":
+            return (s.drafter, s.tree_width, s.tree_depth, s.tree_from, s.tree_sampling)
+        return (s.drafter,)
+
+    def drafter(self, pair=None, key: tuple | None = None):
+        """The drafter the settings (or a drafter_key()) name (models.drafters), with the lab's tree shape."""
+        from models.drafters import make_drafter
+        name, *tree = key or self.drafter_key()
+        pair = pair or self.pair()
+        if getattr(pair, "kind", "ngram") == "neural":
+            # A neural pair guesses with its draft model (or, without one, lookup); heads and trees are built on
+            # the n-gram counts: a one-line error in the lab, never a silent switch.
+            from app.pairs import drafter_for
+            from models.llm_pair import check_drafter
+            if name == "chain":         # its draft model (the sampler runs it with its KV cache); none: lookup
+                return drafter_for(pair) or make_drafter("chain")
+            check_drafter(pair, name)
+        if name != "tree":
+            return make_drafter(name, pair, heads=self.heads(pair) if name == "heads" else None)
+        width, depth, base, sampling = tree
+        return make_drafter("tree", pair, tree_width=width, tree_depth=depth, tree_from=base, tree_sampling=sampling,
+                            heads=self.heads(pair) if base == "heads" else None)
+
     def sampler_settings(self, gamma: int | None = None):
         from models.sampler import SamplerSettings
         s = self.settings
@@ -90,7 +125,7 @@ class Session:
                 raise InputError("the prompt is empty")
             # Either pair, the same StepTrace: the n-gram samplers, or the torch rule with KV rollback.
             sampler = make_sampler(pair, self.sampler_settings(), target_only=s.decoder == "target",
-                                   drafter=drafter_for(pair))
+                                   drafter=None if s.decoder == "target" else self.drafter(pair))
             sampler.reset(prompt_ids)
             traces = tuple(sampler.step() for _ in range(s.steps))
         except (InputError, OSError, ValueError) as exc:    # a bad prompt, table or checkpoint: say so, keep the last run
@@ -119,12 +154,16 @@ class TubeWorker:
 
     def _compute(self, key):
         from models.tubes import run_tubes
-        rule, pair_key, rounds = key
-        return run_tubes(self.session.pair_by_key(pair_key), prefix=TUBE_PREFIX, rounds=rounds, draws=50, seed=1, rule=rule)
+        rule, pair_key, rounds, drafter = key
+        pair = self.session.pair_by_key(pair_key)
+        return run_tubes(pair, prefix=TUBE_PREFIX, rounds=rounds, draws=50, seed=1, rule=rule,
+                         drafter=self.session.drafter(pair, drafter))
 
     def _key(self, rule, rounds):
+        """The experiment for the rule, the table and the drafter the right tube's guesses come from (the key
+        holds the drafter's settings: the worker thread builds it from them, not from settings that may move)."""
         s = self.session.settings
-        return (rule or s.tube_rule, self.session.pair_key(), rounds)
+        return (rule or s.tube_rule, self.session.pair_key(), rounds, self.session.drafter_key())
 
     def get(self, rule: str | None = None, rounds: int = 200):
         """The TubesResult (waits for a background computation of it if one is running)."""
@@ -144,10 +183,84 @@ class TubeWorker:
             from concurrent.futures import ThreadPoolExecutor
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tubes")
-            self.session.pair()             # load the table here, not from two threads at once
+            self.session.drafter(self.session.pair(), key[3])   # load the tables here, not from two threads at once
             self._jobs[key] = self._pool.submit(self._compute, key)
             return None
         return self.get(rule, rounds) if job.done() else None
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class DrafterWorker:
+    """What each drafter buys and costs (tokens and lanes per pass) for the lab's table, γ and row shaping: the
+    shipped long runs when they were counted at these settings (models.drafter_analytics.shipped_long_runs, no
+    wait), else a short run of every drafter counted now on one background thread (about ten seconds).
+    get() waits; ready() returns the figures if done, else starts them and returns None. The figures:
+    {"points", "source": "long" | "short", "chars", "seed"}."""
+
+    SHORT_CHARS = 600           # tokens per drafter when nothing long was counted at these settings
+
+    def __init__(self, session: Session):
+        self.session = session
+        self._results: dict = {}
+        self._jobs: dict = {}
+        self._pool = None
+
+    def _key(self):
+        st = self.session.sampler_settings()
+        return (self.session.settings.tokens, st.gamma, st.temperature, st.top_k, st.top_p)
+
+    def _compute(self, key):
+        from dataclasses import replace
+
+        from models import drafter_analytics as da
+        tokens, gamma, temperature, top_k, top_p = key
+        pair = self.session.pair(tokens)
+        settings = replace(self.session.sampler_settings(), gamma=gamma, temperature=temperature, top_k=top_k,
+                           top_p=top_p, seed=0)
+        doc = da.shipped_long_runs(pair, settings)
+        if doc is not None:
+            return {"points": doc["points"], "source": "long", "chars": doc["settings"]["chars"],
+                    "seed": doc["settings"]["seed"]}
+        from models.drafters import make_drafter
+
+        def runs_here(spec) -> bool:          # a tree too big at this γ, or no heads table beside a user's pair
+            try:
+                make_drafter(spec[2], pair, heads=self.session.heads(pair) if "heads" in spec[0] else None,
+                             **spec[3]).validate(gamma)
+                return True
+            except InputError:
+                return False
+        specs = [sp for sp in da.long_run_specs(gamma) if runs_here(sp)]
+        doc = da.long_runs(pair, settings, chars=self.SHORT_CHARS, specs=specs)
+        return {"points": doc["points"], "source": "short", "chars": self.SHORT_CHARS, "seed": 0}
+
+    def get(self):
+        key = self._key()
+        if key not in self._results:
+            job = self._jobs.pop(key, None)
+            self._results[key] = job.result() if job is not None else self._compute(key)
+        return self._results[key]
+
+    def ready(self):
+        key = self._key()
+        if key in self._results:
+            return self._results[key]
+        job = self._jobs.get(key)
+        if job is None:
+            from concurrent.futures import ThreadPoolExecutor
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drafters")
+            try:                                  # load the tables here, not from two threads at once
+                self.session.heads(self.session.pair(key[0]))
+            except InputError:
+                pass                              # no heads table: the runs leave the heads out
+            self._jobs[key] = self._pool.submit(self._compute, key)
+            return None
+        return self.get() if job.done() else None
 
     def close(self) -> None:
         if self._pool is not None:

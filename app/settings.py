@@ -25,8 +25,13 @@ from corpus.atomic import remove_stale_temps, write_text_atomic
 from corpus.errors import InputError
 
 MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware", "quiz")
-TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")
+TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only", "typical")
 DECODERS = ("speculative", "target")
+# Who proposes the guesses (models.drafters.DRAFTERS) and the tree's shape in the lab: a tree the table can draw
+# (at most 4 children per node and 4 deep: 340 nodes) and the two ways of drawing siblings.
+DRAFTERS = ("chain", "lookup", "heads", "tree")
+TREE_BASES = ("chain", "heads")
+TREE_SAMPLINGS = ("iid", "distinct")
 # Older settings files may name draft_only 'no_bonus' (a misnomer: it never let the target write at all).
 LEGACY_TUBE_RULES = {"no_bonus": "draft_only"}
 INT32_MAX = 2**31 - 1          # ImGui's integer inputs hold a C int: nothing larger may reach them
@@ -99,6 +104,11 @@ FIELDS: dict[str, Field] = {
     "tube_rule": Field(str, choices=TUBE_RULES, lab=True, stage=True),
     "skip_bonus": Field(bool, lab=True, save_now=True),
     "decoder": Field(str, choices=DECODERS, lab=True, run=True, stage=True),
+    "drafter": Field(str, choices=DRAFTERS, lab=True, run=True, stage=True),
+    "tree_width": Field(int, 1, 4, lab=True, run=True, stage=True),
+    "tree_depth": Field(int, 1, 4, lab=True, run=True, stage=True),
+    "tree_from": Field(str, choices=TREE_BASES, lab=True, run=True, stage=True),
+    "tree_sampling": Field(str, choices=TREE_SAMPLINGS, lab=True, run=True, stage=True),
 }
 LAB_FIELDS = tuple(k for k, f in FIELDS.items() if f.lab)
 RUN_FIELDS = tuple(k for k, f in FIELDS.items() if f.run)
@@ -138,6 +148,14 @@ class AppSettings:
     # 'speculative' (draft guesses, the target checks) or 'target' (the big drum alone, one token a pass:
     # tour chapters 1-2, before speculation is introduced, and 11, nine sequences lighting nine lanes)
     decoder: str = "speculative"
+    # who proposes (models.drafters): the bigram chain, lookup (copy from the text), heads (Medusa-style), or a
+    # tree of candidates (tree_width children per node, tree_depth deep, from the chain or the heads, drawn
+    # i.i.d. or without replacement) checked by the multi-candidate rule
+    drafter: str = "chain"
+    tree_width: int = 2
+    tree_depth: int = 2
+    tree_from: str = "chain"
+    tree_sampling: str = "iid"
 
     def clamp(self) -> "AppSettings":
         """Bring every field back into its legal range (each value must already have its field's type)."""

@@ -51,6 +51,11 @@ class Page:
     view: str = "table"           # how the table stands while the text shows (BEAT_VIEWS)
     pair: str = "ngram"           # the models on the table for this page (PAGE_PAIRS): the shipped neural pair
                                   # shows the same rule on real networks of the same book
+    # Lab settings this page sets (through update(), as the chapter's params) and that hold for the pages after
+    # it in the chapter (chapter 10 runs heads, lookup, a tree, then typical acceptance in the tubes); events:
+    # what this page's pass must show (models.demo), searched on the run with these settings.
+    params: dict = field(default_factory=dict)
+    events: tuple[str, ...] = ()
 
     def __getitem__(self, lang: str) -> str:
         return self.text[lang]
@@ -68,7 +73,7 @@ class Chapter:
     # lab settings the chapter sets through the controller's update() (gamma, lanes, context, decoder...);
     # decoder 'target': the big drum alone (the chapters before speculation is introduced)
     params: dict = field(default_factory=dict)
-    plot: str | None = None       # panel plot: 'speedup' | 'tpp' | 'roofline' | 'tubes'
+    plot: str | None = None       # panel plot: 'speedup' | 'tpp' | 'roofline' | 'tubes' | 'drafters'
     facts: tuple[str, ...] = ()   # live numbers listed beside the narration
     # What the passes the text describes must show, in order (models.demo.EVENTS): the tour picks the first seed
     # from the lab's on whose real run they happen (app.derived.demo_seed), never a made-up trace.
@@ -98,7 +103,10 @@ CHAPTERS: tuple[Chapter, ...] = (
             facts=("alpha", "c", "pass_cost", "best_gamma", "best_speedup")),
     Chapter("09-idle-arithmetic", {"lanes": 1, "context": 1}, plot="roofline",
             facts=("extra_pct", "busy", "busy_spec", "lanes_to_saturate")),     # context 1: as the mill counts
-    Chapter("10-no-second-model", {}, facts=(), hold="end"),      # the bridge shows a finished check
+    # the bridge shows a finished check; its pages then run heads, lookup and a tree, and typical acceptance in the
+    # tubes (each page's params), beside every drafter's long run
+    # (the plot's legend gives every drafter's speedup on paper: no facts table beside it, the plot needs the room)
+    Chapter("10-no-second-model", {}, plot="drafters", hold="end"),
     Chapter("11-inside-read-head", {"lanes": 9, "context": 1, "decoder": "target"},
             facts=("lanes", "busy", "lanes_to_saturate")),     # nine sequences: nine lanes
     Chapter("12-taken-apart", {}, facts=("vocab", "alpha")),
@@ -155,6 +163,33 @@ def _view(raw, where: str):
     return raw
 
 
+def _params(raw, where: str) -> dict:
+    """A page's lab settings: an object of lab fields (app.settings.LAB_FIELDS), each checked as update() checks it."""
+    from app.settings import LAB_FIELDS, check_value
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not raw:
+        raise InputError(f"{where}: 'params' must be a non-empty object of lab settings")
+    out = {}
+    for k, v in raw.items():
+        if k not in LAB_FIELDS:
+            raise InputError(f"{where}: 'params' sets {k!r}, which is not a lab setting ({', '.join(LAB_FIELDS)})")
+        try:
+            out[k] = check_value(k, v)
+        except InputError as exc:
+            raise InputError(f"{where}: params: {exc}") from None
+    return out
+
+
+def _events(raw, where: str) -> tuple[str, ...]:
+    from models.demo import EVENTS
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or any(e not in EVENTS for e in raw):
+        raise InputError(f"{where}: 'events' must be a non-empty list of {', '.join(EVENTS)}")
+    return tuple(raw)
+
+
 def parse_action(raw, where: str) -> Action:
     _keys(raw, {"do", "parts", "view", "kind", "pass", *LANGS}, where)
     do = raw.get("do")
@@ -181,13 +216,14 @@ def parse_narration(raw, where: str) -> Narration:
     pages = []
     for i, p in enumerate(pages_raw):
         at = f"{where}: page {i + 1}"
-        _keys(p, {"action", "parts", "view", "pair", *LANGS}, at)
+        _keys(p, {"action", "parts", "view", "pair", "params", "events", *LANGS}, at)
         action = parse_action(p["action"], f"{at}: action") if "action" in p else None
         pair = p.get("pair", "ngram")
         if pair not in PAGE_PAIRS:
             raise InputError(f"{at}: 'pair' must be one of {', '.join(PAGE_PAIRS)}, not {pair!r}")
         pages.append(Page(text=_texts(p, at), parts=_parts(p.get("parts"), at, required=True), action=action,
-                          view=_view(p.get("view"), at) or "table", pair=pair))
+                          view=_view(p.get("view"), at) or "table", pair=pair, params=_params(p.get("params"), at),
+                          events=_events(p.get("events"), at)))
     return Narration(title=title, pages=tuple(pages))
 
 
@@ -211,6 +247,19 @@ class TourState:
 
     def action(self) -> Action | None:
         return self.page_data().action
+
+    def page_params(self) -> tuple[dict, tuple[str, ...]]:
+        """The lab settings the chapter's pages have set up to this one (later pages override earlier ones) and the
+        events the run must show: the chapter's, or those of the latest page that names some; a page that sets
+        params starts over with its own (none: the lab's seed)."""
+        params, events = {}, self.current.events
+        for page in self.pages()[:self.page + 1]:
+            params.update(page.params)
+            if page.params:
+                events = page.events          # new settings: only the events this page names (if any) hold
+            else:
+                events = page.events or events
+        return params, events
 
     def beat(self) -> tuple[tuple[str, ...], str]:
         """(parts, view) of the beat showing now: the page's text, or its action once it has run."""

@@ -157,6 +157,9 @@ def begin_panel(name: str, rect, bg_alpha: float | None = None, scroll: bool = T
 
 # Windows drawn over everything on purpose (help, export progress): not part of the layout measures.
 OVERLAYS = ("##help", "##progress")
+# Panels shown in the table's place on purpose (the lab's drafters plot, too big for its panel): while one is open
+# the table is not what the class looks at there, so a panel over it is not a panel covering it.
+INSTEAD_OF_TABLE = ("##labplot",)
 
 
 def window_boxes() -> list[dict]:
@@ -190,7 +193,8 @@ def measure_frame(scr: Screen, stage_rect, stage_legibility: dict | None) -> dic
                 for a, b in rep[1]]
     # The panels and the table's picture: a panel over the table covers the part being explained.
     boxes = [(w["name"], *w["rect"]) for w in wins]
-    if stage_rect is not None and stage_rect[2] > 0 and stage_rect[3] > 0:
+    if stage_rect is not None and stage_rect[2] > 0 and stage_rect[3] > 0 \
+            and not any(w["name"] in INSTEAD_OF_TABLE for w in wins):
         boxes.append(("table", *(float(v) for v in stage_rect)))
     overlaps += overlapping_pairs(boxes)
     leg = stage_legibility or {}
@@ -383,6 +387,9 @@ class PlotTextures:
         if name == "tubes" and ctl.tubes() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
             return
+        if name == "drafters" and ctl.drafter_figures() is None:
+            imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("plot.drafters_computing"))
+            return
         if name in figures.LONG_RUN_PLOTS and ctl.long_run() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("plot.computing_long"))
             return
@@ -393,7 +400,9 @@ class PlotTextures:
         elif height is not None:
             h = height
         else:
-            h = max(min(width / 1.6, avail_h - imgui.get_style().item_spacing.y), text_px * 9)
+            # The drafters plot in a panel carries its legend under the axes: it takes a squarer box.
+            shape = 1.05 if name == "drafters" else 1.6
+            h = max(min(width / shape, avail_h - imgui.get_style().item_spacing.y), text_px * 9)
         w, h = max(64, int(width)), max(64, int(h))
         full_key = (w, h, round(text_px, 1), figures.inputs_key(ctl, name))
         entry = self.cache.get(name)

@@ -34,11 +34,25 @@ def _gamble(tr) -> bool:
     return any(tr.ratios[i] < 1.0 for i in range(tr.tested))
 
 
+def _copied_kept(tr) -> bool:
+    """Lookup copied guesses from earlier text and the target kept at least one."""
+    return tr.drafter == "lookup" and bool(tr.guesses) and tr.n_accepted >= 1
+
+
+def _later_round_kept(tr) -> bool:
+    """A tree: at some position a candidate was rejected and a later one kept (the residual round shown), and the
+    walk went on to the next position."""
+    tree = tr.tree
+    return tree is not None and len(tree.accepted_path) >= 1 and any(c.accepted and c.round > 1 for c in tree.checks)
+
+
 EVENTS: dict[str, Callable] = {
     "kept_and_replaced": _kept_and_replaced,
     "all_kept_bonus": _all_kept_bonus,
     "first_rejected": _first_rejected,
     "gamble": _gamble,
+    "copied_kept": _copied_kept,
+    "later_round_kept": _later_round_kept,
 }
 
 
@@ -50,9 +64,10 @@ class DemoSeed:
 
 
 def find_demo_seed(pair, prompt_ids: Sequence[int], settings, events: Sequence[str], *, start: int = 0,
-                   max_tries: int = 2000) -> DemoSeed:
+                   max_tries: int = 2000, drafter: Callable | None = None) -> DemoSeed:
     """The first seed >= start for which pass k of a SpeculativeSampler run from `prompt_ids` with `settings`
-    (its seed replaced) shows events[k], for every k. InputError if an event is unknown or no seed in
+    (its seed replaced; `drafter`: a function making a fresh models.drafters drafter for each try, else the chain)
+    shows events[k], for every k. InputError if an event is unknown or no seed in
     [start, start + max_tries) shows them (say, a bonus that the pair never allows after this prompt)."""
     from models.sampler import make_sampler
     events = tuple(events)
@@ -65,7 +80,7 @@ def find_demo_seed(pair, prompt_ids: Sequence[int], settings, events: Sequence[s
         raise InputError("start must be >= 0 and max_tries >= 1")
     tests = [EVENTS[e] for e in events]
     for seed in range(start, start + max_tries):
-        sampler = make_sampler(pair, replace(settings, seed=seed))      # either pair
+        sampler = make_sampler(pair, replace(settings, seed=seed), drafter=drafter() if drafter else None)  # either pair
         sampler.reset(prompt_ids)
         for test in tests:
             if not test(sampler.step()):

@@ -152,3 +152,175 @@ def compare_drafters(pair, settings, prompts, tokens_per_prompt: int = 400, spec
                     "alpha_per_position": run.alpha_per_position, "passes": run.passes, "tokens": run.tokens,
                     "speedup_model": model_fig["speedup_model"], "bound": model_fig["bound"]})
     return out
+
+
+# ---- the long runs: every drafter's tokens and lanes per pass as properties of the pair ----------------------------
+# A short run's count speaks for that run; what a drafter buys and costs is measured on a long one. Running every
+# drafter 20,000 tokens takes minutes (a wide tree computes a hundred rows a pass), so the figures for the default
+# settings are counted once with `spectable drafters` and shipped beside the tables (corpus/tables/X-drafters.json);
+# the program uses them only when they were counted on the same table (file digests) at the same settings.
+
+LONG_RUN_SCHEMA = "spectable-drafters/1"
+LONG_RUN_CHARS = 20_000
+LONG_RUN_PREFIX = "\n"          # a run from the start of a paragraph, as `spectable alpha` runs
+
+
+def long_run_specs(gamma: int) -> list[tuple[str, str, str, dict]]:
+    """(key, label, drafter, make_drafter options) of the drafters the long runs compare: the three one-per-position
+    drafters, the table's default tree (2 wide, 2 deep) and SpecInfer-sized trees (2 and 3 wide, γ deep, from the
+    chain; 2 wide from the heads)."""
+    return [("chain", "chain", "chain", {}), ("lookup", "lookup", "lookup", {}), ("heads", "heads", "heads", {}),
+            ("tree_2x2", "tree 2×2 (chain)", "tree", {"tree_width": 2, "tree_depth": 2}),
+            (f"tree_2x{gamma}", f"tree 2×{gamma} (chain)", "tree", {"tree_width": 2}),
+            (f"tree_3x{gamma}", f"tree 3×{gamma} (chain)", "tree", {"tree_width": 3}),
+            (f"tree_2x{gamma}_heads", f"tree 2×{gamma} (heads)", "tree", {"tree_width": 2, "tree_from": "heads"})]
+
+
+_ARRAYS = ("bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tri_indices", "tri_counts")
+
+
+def _digest(vocab, arrays) -> str:
+    import hashlib
+    h = hashlib.sha256()
+    h.update("\x00".join(vocab).encode("utf-8"))
+    for name, arr in arrays:
+        arr = np.ascontiguousarray(arr)
+        h.update(f"{name}:{arr.dtype}:{arr.shape}".encode())
+        h.update(arr.tobytes())
+    return h.hexdigest()
+
+
+def table_files(pair) -> dict:
+    """What a long run depends on: the counts of the pair and of its heads, by digest (of the vocabulary and every
+    count array, not of the files: a table saved again with another manifest counts the same); heads None when the
+    pair has no heads table."""
+    from models.heads import HeadModels
+    t = pair.tables
+    out = {"table": _digest(pair.vocab, [("unigram", t.unigram)] + [(n, getattr(t, n)) for n in _ARRAYS]),
+           "heads": None}
+    try:
+        heads = HeadModels.for_pair(pair)
+    except InputError:
+        return out
+    out["heads"] = _digest(heads.tables.vocab, [(f"{k}.{n}", getattr(h, n)) for k, h in sorted(heads.tables.heads.items())
+                                                for n in _ARRAYS])
+    return out
+
+
+def long_runs(pair, settings, chars: int = LONG_RUN_CHARS, specs=None, progress=None) -> dict:
+    """Every drafter of long_run_specs, one seeded run of `chars` tokens each from a paragraph start, counted:
+    the document `spectable drafters` writes (schema spectable-drafters/1). progress(label) is called per drafter."""
+    from models.drafters import make_drafter
+    out = []
+    for key, label, name, opts in (specs or long_run_specs(settings.gamma)):
+        if progress is not None:
+            progress(label)
+        drafter = make_drafter(name, pair, **opts)
+        drafter.validate(settings.gamma)
+        run = drafter_generated(pair, settings, drafter, chars=chars, prefix=LONG_RUN_PREFIX, label=label)
+        cost = drafter.cost(settings.gamma)
+        out.append({"key": key, "label": label, "drafter": name, "options": dict(opts), "tokens": run.tokens,
+                    "passes": run.passes, "tokens_per_pass": run.tokens_per_pass, "lanes_per_pass": run.lanes_per_pass,
+                    "alpha": run.alpha, "alpha_per_position": run.alpha_per_position,
+                    "cost": {"draft_runs": cost.draft_runs, "heads": cost.heads}})
+    s = settings
+    return {"schema": LONG_RUN_SCHEMA, "files": table_files(pair),
+            "settings": {"gamma": s.gamma, "temperature": s.temperature, "top_k": s.top_k, "top_p": s.top_p,
+                         "seed": s.seed, "chars": int(chars), "prefix": LONG_RUN_PREFIX},
+            "method": "models.drafter_analytics.long_runs: SpeculativeSampler with each drafter, one seeded run of "
+                      "`chars` tokens each from a paragraph start; tokens per pass = tokens / passes, lanes per pass "
+                      "= lanes lit / passes (γ + 1 a chain pass, copied + 1 lookup, nodes + 1 a tree)",
+            "points": out}
+
+
+def _number(d: dict, key: str, lo: float, hi: float, whole: bool = False):
+    v = d.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or not lo <= v <= hi \
+            or (whole and float(v) != int(v)):
+        raise InputError(f"{key} must be a {'whole ' if whole else ''}number in {lo:g}..{hi:g}, not {v!r}"[:200])
+    return int(v) if whole else float(v)
+
+
+LONG_RUN_MAX_BYTES = 1_000_000
+
+
+def parse_long_runs(text: str | bytes, where: str = "the long-run file") -> dict:
+    """A long-run document read back: InputError unless it is bounded JSON (corpus.validate) and every field has its
+    type, is finite and in range."""
+    from corpus.validate import parse_json
+    doc = parse_json(text, where, finite=True)
+    if not isinstance(doc, dict) or doc.get("schema") != LONG_RUN_SCHEMA:
+        raise InputError(f"not a {LONG_RUN_SCHEMA} document")
+    s, files, pts = doc.get("settings"), doc.get("files"), doc.get("points")
+    if not isinstance(s, dict) or not isinstance(files, dict) or not isinstance(pts, list) or not pts:
+        raise InputError("needs settings, files and points")
+    settings = {"gamma": _number(s, "gamma", 1, 64, True), "temperature": _number(s, "temperature", 0, 100),
+                "top_k": _number(s, "top_k", 0, 1e9, True), "top_p": _number(s, "top_p", 0, 1),
+                "seed": _number(s, "seed", 0, 2**63, True), "chars": _number(s, "chars", 1, 1e8, True),
+                "prefix": s.get("prefix") if isinstance(s.get("prefix"), str) else ""}
+    for k in ("table", "heads"):
+        if not (files.get(k) is None or isinstance(files.get(k), str)):
+            raise InputError(f"files.{k} must be a digest")
+    points = []
+    for p in pts:
+        if not isinstance(p, dict) or not all(isinstance(p.get(k), str) for k in ("key", "label", "drafter")):
+            raise InputError("every point needs a key, a label and a drafter")
+        cost = p.get("cost") if isinstance(p.get("cost"), dict) else {}
+        points.append({"key": p["key"], "label": p["label"], "drafter": p["drafter"],
+                       "options": p.get("options") if isinstance(p.get("options"), dict) else {},
+                       "tokens": _number(p, "tokens", 1, 1e9, True), "passes": _number(p, "passes", 1, 1e9, True),
+                       "tokens_per_pass": _number(p, "tokens_per_pass", 1, 1e4),
+                       "lanes_per_pass": _number(p, "lanes_per_pass", 1, 1e6),
+                       "alpha": _number(p, "alpha", 0, 1), "alpha_per_position": _number(p, "alpha_per_position", 0, 1),
+                       "cost": {"draft_runs": _number(cost, "draft_runs", 0, 1e4, True),
+                                "heads": _number(cost, "heads", 0, 1e4, True)}})
+    return {"schema": LONG_RUN_SCHEMA, "settings": settings, "files": dict(files), "points": points,
+            "method": doc.get("method") if isinstance(doc.get("method"), str) else ""}
+
+
+def long_run_path(pair):
+    """Where the long runs of this pair's table are shipped: beside it, X.npz -> X-drafters.json."""
+    from pathlib import Path
+
+    from corpus.build import default_table_path
+    base = Path(pair.path) if getattr(pair, "path", None) is not None else Path(default_table_path(pair.tokens))
+    return base.with_name(base.stem + "-drafters.json")
+
+
+def shipped_long_runs(pair, settings, path=None) -> dict | None:
+    """The shipped long runs when they were counted on this very table (and heads table) at these settings (γ and
+    row shaping), else None. A file that does not parse is an InputError naming it."""
+    from pathlib import Path
+    from corpus.validate import read_json
+    path = Path(path) if path is not None else long_run_path(pair)
+    if not path.is_file():
+        return None
+    read_json(path, "a long-run file", LONG_RUN_MAX_BYTES, finite=True)      # size, depth, finiteness
+    try:
+        doc = parse_long_runs(path.read_bytes(), path.name)
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except InputError as exc:
+        msg = str(exc)
+        raise InputError(msg if path.name in msg else f"{path.name}: {msg}") from None
+    s = doc["settings"]
+    if (s["gamma"], s["temperature"], s["top_k"], s["top_p"]) != (settings.gamma, settings.temperature,
+                                                                  settings.top_k, settings.top_p):
+        return None
+    here = table_files(pair)
+    if (doc["files"].get("table"), doc["files"].get("heads")) != (here["table"], here["heads"]):
+        return None
+    return doc
+
+
+def with_speedups(points: list[dict], device="h100-sxm", model="llama-3.1-8b", context: int = 0, c: float = 0.1
+                  ) -> list[dict]:
+    """Each counted point with its speedup under the roofline for a device, model, context and c (cheap: the
+    counting is the long part, the hardware model is arithmetic)."""
+    from models.drafters import DraftCost
+    out = []
+    for p in points:
+        cost = DraftCost(draft_runs=p["cost"]["draft_runs"], heads=p["cost"]["heads"])
+        fig = speedup_model(p["tokens_per_pass"], p["lanes_per_pass"], cost, device, model, context, c)
+        out.append(dict(p, speedup_model=fig["speedup_model"], bound=fig["bound"]))
+    return out

@@ -39,9 +39,10 @@ import numpy as np
 from corpus.errors import InputError
 from models.acceptance import TYPICAL_DELTA, TYPICAL_EPSILON, residual, typical_threshold
 
-RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only")   # the table's switches (scenes.tubes names each)
-CONTRAST_RULES = ("typical",)          # another method's rule, for contrast; not yet drawn on the table
-ALL_RULES = RULES + CONTRAST_RULES     # what run_tubes accepts
+# The table's switches (scenes.tubes names each): the exact rule, the three ways to break it, and Medusa's typical
+# acceptance, another method's rule that is not exact either.
+RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only", "typical")
+ALL_RULES = RULES                      # what run_tubes accepts
 TREE_RULES = ("exact", "typical")      # rules defined for several candidates at one position
 LEGACY_RULES = {"no_bonus": "draft_only"}   # old name of draft_only (it never was about the bonus alone)
 MAX_DRAWS_TOTAL = 5_000_000       # 4 uniforms a draw: 160 MB at the cap

@@ -3,6 +3,10 @@
 Every pass of the target streams all weights once, so the drum turns exactly once per verification,
 however many lanes the read head has lit (SCIENCE.md sections 1 and 3). Pins are instanced prisms
 (24 triangles each) in a seeded pattern: brass for positive weights, steel for negative ones.
+
+With the heads drafter (Medusa's idea) the big drum carries its own small heads on a rail above it, head k
+proposing the guess k − 1 tokens on; each one's lamp lights while its guess is pencilled. There is no second
+model: the heads ride on the target (SCIENCE.md chapter 10).
 """
 from __future__ import annotations
 
@@ -15,6 +19,9 @@ from scenes.layout import (BIG_DRUM_CENTRE, BIG_DRUM_COLS, BIG_DRUM_LENGTH, BIG_
                            EmitContext)
 
 CONTACT_ANGLE = math.pi / 2       # the pin angle (after turning) at which it passes the read head's teeth
+HEAD_Y = BIG_DRUM_CENTRE[1] + BIG_DRUM_RADIUS + 0.62   # the heads' centres, above the pins
+HEAD_DZ = 0.45                    # ... a little in front of the drum's top, towards the audience
+HEAD_R = 0.27
 
 
 def pin_pattern(cols: int, rows: int, radius: float, length: float, density: float, seed: int):
@@ -109,3 +116,48 @@ class BigDrum:
                     for s in sides]
         fb.add("cyl", np.stack(bearings), pal.brass)
         fb.shadow(cx, 0.012, cz, L + 1.8, 2 * R + 0.8, 0.6)
+        if state.heads:
+            self._emit_heads(fb, state, ec)
+
+    def head_centres(self, n: int) -> list[np.ndarray]:
+        """World centres of n heads spread along the drum, on the rail above it."""
+        cx, cy, cz = self.centre
+        return [np.array([cx - self.length / 2 + (j + 0.5) * self.length / n, HEAD_Y, cz + HEAD_DZ])
+                for j in range(n)]
+
+    def _emit_heads(self, fb, state, ec: EmitContext) -> None:
+        pal = ec.palette
+        cx, cy, cz = self.centre
+        L = self.length
+        n = len(state.heads)
+        rail_y = HEAD_Y + HEAD_R + 0.12
+        fb.add("cyl_lo", compose(translate(cx, rail_y, cz + HEAD_DZ), rot_z(math.pi / 2), scale(0.05, L + 0.9, 0.05)),
+               pal.steel)
+        fb.add("box", np.stack([compose(translate(cx + s * (L / 2 + 0.38), (cy + rail_y) / 2, cz + HEAD_DZ),
+                                        scale(0.08, rail_y - cy, 0.08)) for s in (-1, 1)]), pal.iron)
+        w = min(0.62, 0.7 * L / n)
+        bodies, feelers, lamps, glow, dark = [], [], [], [], []
+        up, right = np.array([0.0, 1.0, 0.0]), np.array([1.0, 0.0, 0.0])
+        for j, (c, head) in enumerate(zip(self.head_centres(n), state.heads)):
+            bodies.append(compose(translate(*c), rot_z(math.pi / 2), scale(HEAD_R, w, HEAD_R)))
+            feelers.append(compose(translate(c[0], (c[1] - HEAD_R + cy + self.radius + 0.12) / 2, c[2] - 0.05),
+                                   scale(0.03, c[1] - HEAD_R - cy - self.radius, 0.03)))
+            lit = float(state.head_lit[j]) if state.head_lit else 0.0
+            # A lamp on top of each head, lit while its guess is pencilled.
+            lamp = compose(translate(c[0], c[1] + HEAD_R + 0.08, c[2] + 0.05), scale(0.14, 0.14, 0.14))
+            if lit > 0:
+                lamps.append(lamp)
+                glow.append(2.0 if lit >= 1.0 else 0.0)   # glowing while proposing; amber, unlit, once it has
+            else:
+                dark.append(lamp)
+            # The head's number on its face: head k guesses k - 1 tokens after the target's own last one.
+            fb.text(str(head), c + np.array([0.0, 0.0, HEAD_R + 0.03]), right, up, 0.3, pal.readout,
+                    anchor="center", valign="middle")
+        fb.add("cyl", np.stack(bodies), pal.brass)
+        fb.add("box", np.stack(feelers), pal.steel)
+        if lamps:
+            fb.add("bead", np.stack(lamps), pal.lane_on, emissive=np.array(glow))
+        if dark:
+            fb.add("bead", np.stack(dark), pal.lane_off)
+        fb.text(ec.say("预测头（Medusa）", "heads (Medusa)"), np.array([cx, rail_y + 0.3, cz + HEAD_DZ]), right, up,
+                0.32, pal.label, anchor="center", valign="middle")

@@ -4,6 +4,10 @@ acceptance_ratio = p / q; the guess passes iff r <= p/q (SCIENCE.md section 5). 
 that overflows (q < p, always accepted) is capped and says "> 1". Pass and fail differ in shape (ring
 vs cross) and label, not only colour; meters after the first rejection are marked untested.
 The meters lean back a little so their faces turn towards the audience.
+
+A tree pass has one meter per position and tries that position's candidates one round at a time: a row of pips
+along the plate's foot counts them (red: rejected, a ring: kept, amber: the round on the meter now, grey: not
+yet), and the column shows the round under test, against the running target (the residual after a rejection).
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import numpy as np
 
 from scenes.geometry import compose, rot_x, scale, translate
 from scenes.layout import BRIDGE_Z, CELL, EmitContext, cell_x, window
-from scenes.text_atlas import RING, SOLID
+from scenes.text_atlas import DISC, RING, SOLID
 
 TILT = math.radians(16)
 BEAM_Y = 1.95           # centre of the beam the meters stand on
@@ -32,12 +36,14 @@ VALUE_SIZE = 0.41       # p/q readout em height (world units): ~30 px on a 1080p
 VALUE_V = 2.17          # its baseline up the plate
 R_SIZE = 0.29
 R_V = 1.88
+PIP_V = 0.11            # a tree's round pips, along the plate's foot (under the column)
 VERDICT_SIZE = 0.31
 VERDICT_W = 0.6         # room for the verdict word beside its mark (x the cell scale)
 # The verdict in words, per language (Stage.language); 'both' stacks them, zh over en.
 VERDICT_WORDS = {"pass": ("通过", "accepted"), "fail": ("被拒", "rejected"), "untested": ("未检", "untested")}
 IDLE_METERS = 4         # meters shown, empty, while the target writes alone (no guesses, no tests)
 IDLE_WORDS = ("大模型单独写 · 不检查", "target alone · no tests")
+LOOKUP_IDLE_WORDS = ("没有可抄的 · 不检查", "nothing to copy · no tests")   # lookup found no earlier occurrence
 
 
 def meter_point(i: int, v: float, w: float = 0.0, u: float = 0.0, gamma: int = 4) -> np.ndarray:
@@ -51,6 +57,10 @@ def column_top_v(ratio: float, fill: float = 1.0) -> float:
 
 
 def fmt(x: float) -> str:
+    """Two decimals; a value under 0.01 keeps two significant digits (a copied guess's p/q is p, often 0.004: "0.00"
+    beside an r of "0.00" would hide which is larger), 10 and over none."""
+    if 0 < x < 0.01:
+        return f"{x:.2g}" if x >= 1e-4 else f"{x:.1e}"
     return f"{x:.2f}" if x < 10 else f"{x:.0f}"
 
 
@@ -99,6 +109,8 @@ class MeterBridge:
             if m.fill > 0 and m.verdict != "untested":
                 lines.append(_box(mp(i, COLUMN_V0 + min(m.r, 1.0) * COLUMN_H, 0.07), 0.66 * k, 0.05, 0.03))
             self._labels(fb, i, m, pal, gamma, k, ec.language)
+            if m.rounds > 1:
+                self._pips(fb, i, m, pal, gamma, k)
         if plates:
             fb.add("box", np.stack(plates), pal.meter_face)
             fb.add("box", np.stack(frames), pal.brass)
@@ -110,10 +122,32 @@ class MeterBridge:
             fb.add("box", np.stack(lines), pal.red_line)
         if idle:
             fit = (x1 - x0) * 0.9
-            txt = ec.say(*IDLE_WORDS)
+            txt = ec.say(*(LOOKUP_IDLE_WORDS if state.drafter == "lookup" else IDLE_WORDS))
             fb.text(txt, (xm, BEAM_Y, BRIDGE_Z + 0.21), RIGHT, np.array([0.0, 1.0, 0.0]),
                     min(VERDICT_SIZE, fit / max(fb.atlas.advance(txt), 1e-6)), pal.label_sub, anchor="center",
                     valign="middle")
+
+    @staticmethod
+    def pip_points(i: int, rounds: int, gamma: int, k: float = 1.0) -> list[np.ndarray]:
+        """World centres of meter i's round pips (left to right: round 1, 2, ...)."""
+        step = min(0.2, 0.8 / max(rounds, 1)) * k
+        return [meter_point(i, PIP_V, 0.02, (j - (rounds - 1) / 2) * step, gamma) for j in range(rounds)]
+
+    def _pips(self, fb, i, m, pal, gamma, k) -> None:
+        """One pip per candidate tried at this position: red rejected, ring kept, amber now, grey not yet."""
+        pts = self.pip_points(i, m.rounds, gamma, k)
+        d = min(0.13, 0.6 / max(m.rounds, 1)) * k
+        now = len(m.results) if m.fill > 0 and m.verdict == "" else None
+        for j, c in enumerate(pts):
+            res = m.results[j] if j < len(m.results) else ""
+            if res == "fail":
+                fb.shape(DISC, c, RIGHT, UP, d, d, pal.fail_mark)
+            elif res == "pass":
+                fb.shape(RING, c, RIGHT, UP, d * 1.2, d * 1.2, pal.label)
+            elif j == now:
+                fb.shape(DISC, c, RIGHT, UP, d, d, pal.lane_on.color)
+            else:
+                fb.shape(RING, c, RIGHT, UP, d, d, pal.label_sub)
 
     def _labels(self, fb, i, m, pal, gamma, k, language: str = "both") -> None:
         # The ratio and r above the column, as large as the plate's width allows (read from the back of a
@@ -123,7 +157,7 @@ class MeterBridge:
             fit = PLATE_W * k * 0.94
             size = min(VALUE_SIZE * k, fit / max(fb.atlas.advance(txt), 1e-6))
             fb.text(txt, meter_point(i, VALUE_V, 0.01, 0, gamma), RIGHT, UP, size, pal.label, anchor="center")
-            rt = f"r {m.r:.2f}"
+            rt = f"r {fmt(m.r)}"
             fb.text(rt, meter_point(i, R_V, 0.01, 0, gamma), RIGHT, UP,
                     min(R_SIZE * k, fit / max(fb.atlas.advance(rt), 1e-6)), pal.label, anchor="center")
         # The verdict on the beam's face: ring = pass, cross = fail, dash = untested, and a word beside it.

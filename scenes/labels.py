@@ -5,6 +5,8 @@ they stay legible from the back of a classroom whatever the camera does.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from scenes.camera import project
@@ -30,6 +32,54 @@ TARGET_PHASES = dict(PHASES, **{
 })
 TARGET_MODE = ("大模型单独写 · 一圈一个词元", "target alone · one token per lane per turn")
 DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
+# Who drafted the pass changes what the draft and check phases do (models.drafters; scenes.timeline).
+DRAFTER_PHASES = {
+    "lookup": {"draft": ("铅笔车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
+    "lookup_none": {"draft": ("前文里没有可抄的", "nothing earlier to copy"),
+                    "verify": ("大滚筒转一圈，只写一个词元", "one turn of the big drum writes one token"),
+                    "check": ("没有猜测，不用检查", "no guesses, nothing to test"),
+                    "write": ("打字头印下大模型的词元", "the typing head inks the target's token")},
+    "heads": {"draft": ("预测头一起猜，不用第二个模型", "the heads propose: no second model")},
+    "tree": {"draft": ("画出一棵猜测树", "the draft pencils a tree of guesses"),
+             "verify": ("大滚筒转一圈，整棵树一起算", "one turn of the big drum computes the whole tree"),
+             "check": ("每个位置依次试候选，被拒后换成残差", "each position tries its candidates; after a rejection, the residual"),
+             "write": ("留下通过的那一枝", "keep the branch that passed")},
+    "tree_heads": {"draft": ("预测头画出一棵猜测树", "the heads pencil a tree of guesses")},
+}
+
+
+def phase_words(state) -> tuple[str, str]:
+    """(zh, en) of what the table is doing now, for the drafter of this pass."""
+    target_only = bool(state.extra.get("target_only"))
+    key = state.drafter
+    if key == "lookup" and target_only:
+        key = "lookup_none"
+    elif key == "tree" and state.extra.get("tree_base") == "heads":
+        words = dict(DRAFTER_PHASES["tree"], **DRAFTER_PHASES["tree_heads"])
+        return words.get(state.phase) or PHASES.get(state.phase, ("", ""))
+    own = DRAFTER_PHASES.get(key, {})
+    if state.phase in own:
+        return own[state.phase]
+    return (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
+
+
+def drafter_mode(state, ec: EmitContext) -> str | None:
+    """The HUD's word on who drafted this pass (None: the chain, said by γ alone)."""
+    x = state.extra
+    if state.drafter == "lookup":
+        k = int(x.get("copied", 0))
+        if not k:
+            return ec.say("查找 · 没有可抄的", "lookup · nothing to copy")
+        seen = "".join(ec.run.display(i) for i in x.get("matched", ())).replace("\n", "↵")
+        return ec.say(f"查找 · “{seen}”前文出现过 · 抄 {k} 个", f"lookup · “{seen}” seen before · {k} copied")
+    if state.drafter == "heads":
+        return ec.say(f"预测头 · γ = {state.gamma}", f"heads · γ = {state.gamma}")
+    if state.drafter == "tree" and x.get("tree_widths"):
+        w = x["tree_widths"]
+        shape = f"{w[0]}×{len(w)}" if len(set(w)) == 1 else ",".join(map(str, w))
+        n = int(x.get("tree_nodes", 0))
+        return ec.say(f"猜测树 {shape} · {n} 个节点", f"tree {shape} · {n} nodes")
+    return None
 
 
 def label_sizes(ec: EmitContext, height: float) -> tuple[float, float]:
@@ -174,9 +224,11 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
 
 
 def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamma: int, lanes_true: int,
-              target_only: bool, phase: tuple[str, str], activity: list[tuple[str, str]] | None = None) -> list[tuple]:
+              target_only: bool, phase: tuple[str, str], activity: list[tuple[str, str]] | None = None,
+              mode: str | None = None) -> list[tuple]:
     """The HUD's text lines [(text, size_px, colour)]: the part's title, where we are in the run, the phase;
-    `activity` [(zh, en)] replaces the pass and its phase with a mode's own (the tube experiment's round)."""
+    `activity` [(zh, en)] replaces the pass and its phase with a mode's own (the tube experiment's round);
+    `mode`: who drafted the pass (drafter_mode), said instead of γ."""
     pal = ec.palette
     # Sized for the picture the text is sized for (the window, in the app), with a floor: the table gets only
     # part of the window, and the HUD must still read from the back of a classroom.
@@ -202,7 +254,9 @@ def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamm
             lanes += ec.say(f"（台上画 {DRAWN_LANES} 条）", f" ({DRAWN_LANES} drawn)")
         # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);
         # with both languages the line keeps to "target alone" and the phase line says the rest.
-        if target_only:
+        if mode:
+            pass
+        elif target_only:
             mode = ec.say(*TARGET_MODE) if ec.language != "both" else "大模型单独写  target alone"
         else:
             mode = f"γ = {gamma}"
@@ -225,12 +279,13 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
     `activity` [(zh, en)]: what the mode is doing instead, the tubes' round)."""
     pal = ec.palette
     target_only = bool(state.extra.get("target_only"))
-    phase = (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
+    phase = phase_words(state)
     if state.phase == "write" and not target_only and kept_all(state):
         phase = WRITE_BONUS
     step = state.step if passes else -1
     timing = timing if passes and activity is None else None
-    lines = hud_lines(ec, height, n_steps, title, step, state.gamma, state.lanes_true, target_only, phase, activity)
+    lines = hud_lines(ec, height, n_steps, title, step, state.gamma, state.lanes_true, target_only, phase, activity,
+                      drafter_mode(state, ec))
     fb.hud_text = [text for text, _, _ in lines]
     if lines:
         x0, y0 = hud_origin(height)
@@ -244,14 +299,21 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
 
 def hud_extent(atlas, height: int, ec: EmitContext, n_steps: int, title, gamma: int, lanes_true: int,
                target_only: bool, passes: bool = True,
-               activity: list[tuple[str, str]] | None = None) -> tuple[float, float, float, float]:
+               activity: list[tuple[str, str]] | None = None, drafted=()) -> tuple[float, float, float, float]:
     """The largest HUD rectangle (x, y, w, h) any moment of this run can show (every phase's words, the phase
-    strip): the camera frames the parts it names clear of it, and keeps that frame while the pass plays."""
+    strip): the camera frames the parts it names clear of it, and keeps that frame while the pass plays.
+    drafted: (drafter, extra) of the run's passes by other drafters than the chain (their own words)."""
     phases = list((TARGET_PHASES if target_only else PHASES).values()) + ([] if target_only else [WRITE_BONUS])
+    modes = [None]
+    for drafter, extra in drafted:
+        probe = SimpleNamespace(drafter=drafter, extra=extra, gamma=gamma)
+        modes.append(drafter_mode(probe, ec))
+        for key in (drafter, drafter + "_none", drafter + "_heads"):
+            phases += list(DRAFTER_PHASES.get(key, {}).values())
     step = max(n_steps - 1, 0) if passes else -1
     w = h = 0.0
-    for phase in phases:
-        lines = hud_lines(ec, height, n_steps, title, step, gamma, lanes_true, target_only, phase, activity)
+    for phase, mode in ((p, m) for p in phases for m in dict.fromkeys(modes)):
+        lines = hud_lines(ec, height, n_steps, title, step, gamma, lanes_true, target_only, phase, activity, mode)
         if lines:
             pw, ph = plate_size(atlas, lines)
             w, h = max(w, pw), max(h, ph + (height * 0.024 if passes else 0.0))

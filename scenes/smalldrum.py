@@ -12,7 +12,7 @@ import numpy as np
 
 from scenes.bigdrum import pin_locals, pin_pattern
 from scenes.geometry import box_matrix, compose, rot_x, rot_z, scale, translate
-from scenes.layout import (SMALL_DRUM_CENTRE, SMALL_DRUM_LENGTH, SMALL_DRUM_RADIUS,
+from scenes.layout import (SMALL_DRUM_CENTRE, SMALL_DRUM_LENGTH, SMALL_DRUM_RADIUS, TAPE_X,
                            EmitContext, cell_x, tape_point)
 
 
@@ -64,6 +64,8 @@ class PencilCart:
         # Rail (fixed) from the window to the small drum.
         rail_y, rail_z = top[1] + 0.14, top[2] - 0.05
         x0, x1 = cell_x(-0.6, state.gamma), SMALL_DRUM_CENTRE[0] - 0.2
+        if state.drafter == "lookup":
+            x0 = TAPE_X[0] + 0.2           # the cart rides back over the earlier text it copies from
         fb.add("cyl_lo", compose(translate((x0 + x1) / 2, rail_y, rail_z), rot_z(math.pi / 2),
                                  scale(0.04, x1 - x0, 0.04)), pal.steel)
         fb.add("box", np.stack([box_matrix(x1, rail_y / 2, rail_z, 0.1, rail_y, 0.1)]), pal.iron)

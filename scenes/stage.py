@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -177,7 +178,9 @@ class Stage:
         self.timeline.paused, self.timeline.speed = old.paused, old.speed
         self.timeline.reduced_motion = self._reduced_motion
         if pair is not None:
-            self.atlas.ensure("".join(pair.display(t) for tr in traces for t in set(tr.guesses) | {tr.final_token}))
+            tokens = {t for tr in traces for t in set(tr.guesses) | {tr.final_token}}
+            tokens |= {nd.token for tr in traces if tr.tree is not None for nd in tr.tree.nodes}
+            self.atlas.ensure("".join(pair.display(t) for t in tokens))
 
     def set_view(self, name: str) -> None:
         """Move the camera to a view (and lift or lower the parts for the exploded one) over
@@ -242,7 +245,8 @@ class Stage:
         for name in parts:
             off = np.asarray(PARTS[name].lift, dtype=np.float64) * self._explode_to
             if name in ("tape", "readhead"):
-                lo, hi = (tape_box(state.gamma if not state.extra.get("target_only") else 0) if name == "tape"
+                lo, hi = (tape_box(state.gamma if not state.extra.get("target_only") else 0,
+                                   self._tape_before(state.step)) if name == "tape"
                           else readhead_box(self.readhead))
                 out[name] = (lo + off, hi + off)
                 continue
@@ -259,6 +263,19 @@ class Stage:
                 out[name] = bounds
         return out
 
+    def _tape_before(self, step: int) -> int:
+        """Cells of text before the writing window a sentence about the tape means: three, or in a lookup pass back
+        to the earlier occurrence it copies from (as far as the tape's visible stretch goes; the tape glides back
+        for one farther), so the class sees both where the text's end occurred before and what followed it."""
+        from scenes.layout import TAPE_X, window
+        tr = self.traces[step] if 0 <= step < len(self.traces) else None
+        span = getattr(tr, "source_span", None)
+        if not span:
+            return 3
+        x0, cell = window(len(tr.guesses))
+        room = int((x0 - TAPE_X[0]) / cell)
+        return max(3, min(len(tr.context) - span["match"][0], room))
+
     def hud_rect(self, width: int, height: int) -> tuple[float, float, float, float] | None:
         """(x0, y0, x1, y1) of the largest HUD this run can show in a frame of this size (None: no HUD)."""
         if not self.show_hud:
@@ -270,8 +287,21 @@ class Stage:
         lanes = max((st.lanes for st in self.timeline.steps), default=0)
         target_only = bool(self.timeline.steps) and all(st.target_only for st in self.timeline.steps)
         gamma = max((len(tr.guesses) for tr in self.traces), default=0)
+        # Other drafters say who drafted (and their own phases): the longest of those words count too (per
+        # drafter, the pass whose mode line is the longest).
+        from scenes.labels import drafter_mode
+        drafted: dict = {}
+        for tr in self.traces:
+            if tr.drafter != "chain":
+                extra = Timeline._drafter_extra(tr)
+                probe = SimpleNamespace(drafter=tr.drafter, extra=extra, gamma=gamma)
+                n = len(drafter_mode(probe, ec) or "")
+                if n >= drafted.get(tr.drafter, (-1, None))[0]:
+                    drafted[tr.drafter] = (n, (tr.drafter, extra))
+        drafted = {k: v[1] for k, v in drafted.items()}
         x, y, w, h = hud_extent(self.atlas, height, ec, len(self.traces), self._title(), gamma, lanes, target_only,
-                                passes=self.hud_passes(), activity=self.hud_activity(speed=100.0))
+                                passes=self.hud_passes(), activity=self.hud_activity(speed=100.0),
+                                drafted=list(drafted.values()))
         return (x, y, x + w, y + h)
 
     def _text_scale(self, out_h: float, height: float) -> tuple[float, float]:
@@ -419,6 +449,12 @@ class Stage:
         if seen("bridge"):
             pts = np.array([meter_point(i, v) for i in range(4) for v in (0.0, VALUE_V + 0.25)])
             boxes.append(("bridge", tuple(pts.min(0) - 0.3), tuple(pts.max(0) + 0.3)))
+        heads = self.timeline.state_at().heads
+        if heads and seen("bigdrum"):
+            from scenes.bigdrum import HEAD_R, HEAD_Y
+            c = self.bigdrum.centre
+            boxes.append(("bigdrum", (c[0] - self.bigdrum.length / 2, HEAD_Y - HEAD_R, c[2]),
+                          (c[0] + self.bigdrum.length / 2, HEAD_Y + HEAD_R + 0.6, c[2] + 0.8)))
         if seen("cabinet"):
             (cx0, cx1), (cy0, cy1), (cz0, cz1) = CABINET_BOX
             boxes.append(("cabinet", (cx0, cy0, cz0), (cx1, cy1, cz1)))
@@ -513,6 +549,11 @@ class Stage:
             # Where even the compact readout finds no free spot, the busy figure and the context alone (the
             # panels name the device and the model the mill models).
             shorter = {"mill": self.mill.readout_lines(state, ec, hardware=False)}
+            if state.heads:
+                # The heads' own words on the rail are too small to read beside the whole drum: the plate names them.
+                first, last = state.heads[0], state.heads[-1]
+                readouts["bigdrum"] = [(ec.say(f"上面一排是预测头 {first}–{last}", f"the row on top: heads {first}–{last}"),
+                                        "sub")]
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}
             anchors = None

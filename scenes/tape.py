@@ -3,6 +3,12 @@
 Guesses are written in pencil (erasable); the typing head inks accepted guesses (a dot under each) and the
 token the target wrote itself, replacement or bonus (a diamond under it); rejected guesses are struck out
 and then erased (SCIENCE.md section 4). The tape scrolls so the current step always sits under the bridge.
+
+A lookup pass lights the text it copies (an amber band) and underlines, in green, the earlier occurrence and
+the text's last tokens that match it. A tree pass pencils its candidates over the writing window, one column per
+position, each node on a branch from its parent (the first from the last token written): the node the bridge
+tests glows, a rejected one is struck red, a kept one inked; then all but the kept branch is erased and the kept
+branch comes down onto the line.
 """
 from __future__ import annotations
 
@@ -18,6 +24,8 @@ from scenes.text_atlas import DISC, SOLID
 
 GLYPH_V = 0.14       # character centre, along the slope from the tape's centre line
 MARK_V = -0.5        # marks under the characters
+TREE_V = (0.66, -0.66)   # a tree's rows span the paper, first child on top
+TREE_MIN_GLYPH = 0.16    # below this a tree node is drawn as a knot without its character (too small to read)
 
 
 @dataclass
@@ -90,15 +98,20 @@ class PaperTape:
         g = max(state.gamma, 1)
         wx, cell = window(state.gamma)
         wc = tape_point(wx + g * cell / 2, 0.0, 0.008)
-        band = (pal.pencil[0], pal.pencil[1], pal.pencil[2], 0.12)
+        # (faded out while a lookup pass has glided the tape back: the cells under it are older text then)
+        shown = 1.0 - (state.source["back"] if state.source is not None else 0.0)
+        band = (pal.pencil[0], pal.pencil[1], pal.pencil[2], 0.12 * shown)
         fb.shape(SOLID, wc, self.right, self.up, g * cell, TAPE_DEPTH * 0.92, band)
-        for k in range(g + 1):
+        for k in range(g + 1 if shown > 0.01 else 0):
             fb.shape(SOLID, tape_point(wx + k * cell, 0.0, 0.01), self.right, self.up, 0.02,
-                     TAPE_DEPTH * 0.92, (pal.pencil[0], pal.pencil[1], pal.pencil[2], 0.35))
+                     TAPE_DEPTH * 0.92, (pal.pencil[0], pal.pencil[1], pal.pencil[2], 0.35 * shown))
 
         display = ec.run.display
         prefix = ec.run.prefix
-        for cv in self.cells(state, prefix, display):
+        cells = self.cells(state, prefix, display)
+        if state.source is not None:
+            self._emit_source(fb, state.source, cells, pal)
+        for cv in cells:
             alpha = 1.0 - cv.erased
             if alpha <= 0.01:
                 continue
@@ -125,6 +138,118 @@ class PaperTape:
                     d1 = (self.right + self.up) / math.sqrt(2)
                     d2 = (self.up - self.right) / math.sqrt(2)
                     fb.shape(SOLID, cv.mark_centre, d1, d2, 0.2, 0.2, pal.ink)
+        if state.tree is not None:
+            self._emit_tree(fb, state, display, pal)
+
+    # ---- lookup: where the guesses are copied from
+    def _emit_source(self, fb, src: dict, cells, pal) -> None:
+        """The copied span lit (amber band behind each cell), the earlier occurrence and the text's last n tokens
+        underlined in green: they are the same tokens, so what followed then is the guess now."""
+        lit = float(src["lit"])
+        band = (pal.lane_on.color[0], pal.lane_on.color[1], pal.lane_on.color[2], 0.55 * lit)
+        line = (pal.pass_mark[0], pal.pass_mark[1], pal.pass_mark[2], lit)
+        (c0, c1), spans = src["copy"], (src["match"], src["tail"])
+        for cv in cells:
+            if c0 <= cv.position < c1:
+                fb.shape(SOLID, tape_point(cv.x, GLYPH_V, 0.0115), self.right, self.up, cv.cell * 0.94,
+                         cv.size * 1.12, band)
+            if any(a <= cv.position < b for a, b in spans):
+                fb.shape(SOLID, tape_point(cv.x, GLYPH_V - 0.5 * cv.size - 0.06, 0.011), self.right, self.up,
+                         cv.cell * 0.9, 0.07, line)
+
+    # ---- tree: the candidates and their branches
+    def tree_layout(self, state) -> dict[int, tuple[float, float, float]]:
+        """node id -> (x, v, size) on the tape now: depth d in the window's column d, each leaf a row of its own
+        (first child on top), a parent midway between its children, the kept branch sliding onto the line."""
+        tree = state.tree
+        x0, cell = window(state.gamma)
+        kids: dict[int, list] = {}
+        for nd in tree.nodes:
+            kids.setdefault(nd.parent, []).append(nd.id)
+        order: list[int] = []
+
+        def walk(n):
+            ch = kids.get(n, [])
+            if not ch and n >= 0:
+                order.append(n)
+            for c in ch:
+                walk(c)
+        walk(-1)
+        slot = (TREE_V[0] - TREE_V[1]) / max(len(order), 1)
+        v = {n: TREE_V[0] - (i + 0.5) * slot for i, n in enumerate(order)}
+        for nd in sorted(tree.nodes, key=lambda nd: -nd.depth):
+            if nd.id not in v:
+                ch = kids.get(nd.id, [])
+                v[nd.id] = float(np.mean([v[c] for c in ch])) if ch else GLYPH_V
+        # A node has the rows of its leaves: the nearer the root, the larger it may be drawn.
+        rows: dict[int, int] = {n: 1 for n in order}
+        for nd in sorted(tree.nodes, key=lambda nd: -nd.depth):
+            rows.setdefault(nd.id, max(1, sum(rows.get(c, 1) for c in kids.get(nd.id, []))))
+        full = GLYPH * cell / CELL
+        # A crowded column staggers its nodes left and right, so each can be drawn larger than its row is tall.
+        column: dict[int, list] = {}
+        for nd in tree.nodes:
+            column.setdefault(nd.depth, []).append(nd.id)
+        stagger = {}
+        for d, ids in column.items():
+            tight = slot * min(rows[i] for i in ids) * 0.85 < 0.4 * full
+            for j, i in enumerate(sorted(ids, key=lambda i: -v[i])):
+                stagger[i] = (0.24 * cell * (1 if j % 2 else -1)) if tight else 0.0
+        out = {}
+        for nd in tree.nodes:
+            # staggered: as wide as the half cell allows, neighbours never touch (0.48 apart, 0.4 wide at most)
+            room = min(slot * rows[nd.id] * 1.2, 0.4 * cell) if stagger[nd.id] else slot * rows[nd.id] * 0.85
+            size = min(full * 0.8, room)
+            k = _ease(nd.down)
+            out[nd.id] = (x0 + (nd.depth - 0.5) * cell + stagger[nd.id] * (1 - k),
+                          v[nd.id] + (GLYPH_V - v[nd.id]) * k, size + (full - size) * k)
+        return out
+
+    def tree_marks(self, state) -> list[tuple[int, np.ndarray]]:
+        """(node id, world point) of each node's knot: where its branch ends, left of its character."""
+        if state.tree is None:
+            return []
+        lay = self.tree_layout(state)
+        return [(nd.id, tape_point(lay[nd.id][0] - 0.5 * lay[nd.id][2] - 0.05, lay[nd.id][1], 0.016))
+                for nd in state.tree.nodes if nd.pencil > 0 and nd.erased < 1]
+
+    def _emit_tree(self, fb, state, display, pal) -> None:
+        lay = self.tree_layout(state)
+        x0, cell = window(state.gamma)
+        root = (x0 - 0.08, GLYPH_V)
+        glow = pal.lane_on.color
+        for nd in state.tree.nodes:
+            alpha = min(nd.pencil, 1.0 - nd.erased)
+            if alpha <= 0.01:
+                continue
+            x, v, size = lay[nd.id]
+            px, pv = (root if nd.parent < 0 else (lay[nd.parent][0] + 0.5 * lay[nd.parent][2], lay[nd.parent][1]))
+            knot = (x - 0.5 * size - 0.05, v)
+            col = tuple(float(a + (b - a) * nd.ink) for a, b in zip(pal.pencil, pal.ink))[:3]
+            # The branch from the parent: pencil, inked (thicker) when this node was kept.
+            d = np.array([knot[0] - px, knot[1] - pv])
+            n = float(np.linalg.norm(d))
+            if n > 1e-6:
+                u = d / n
+                axis = self.right * u[0] + self.up * u[1]
+                perp = self.up * u[0] - self.right * u[1]
+                mid = tape_point((px + knot[0]) / 2, (pv + knot[1]) / 2, 0.012)
+                fb.shape(SOLID, mid, axis, perp, n, 0.025 + 0.03 * nd.ink, col + (alpha * (0.6 + 0.4 * nd.ink),))
+            if nd.checking > 0:
+                fb.shape(DISC, tape_point(x, v, 0.013), self.right, self.up, size * 1.3, size * 1.3,
+                         (glow[0], glow[1], glow[2], 0.5 * alpha))
+            fb.shape(DISC, tape_point(*knot, 0.016), self.right, self.up, 0.09, 0.09, col + (alpha,))
+            if size >= TREE_MIN_GLYPH or nd.down > 0:
+                fb.glyph_cell(display(nd.token), tape_point(x, v, 0.014), self.right, self.up, size, col + (alpha,))
+            if nd.struck > 0:
+                w = size * 1.05 * nd.struck
+                fb.shape(SOLID, tape_point(x - 0.525 * size + w / 2, v, 0.018), self.right, self.up, w,
+                         max(0.035, size * 0.1), (pal.fail_mark[0], pal.fail_mark[1], pal.fail_mark[2], alpha))
+
+
+def _ease(x: float) -> float:
+    x = min(max(x, 0.0), 1.0)
+    return x * x * (3 - 2 * x)
 
 
 class TypingHead:

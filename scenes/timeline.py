@@ -12,6 +12,16 @@ One speculative step, in order (SCIENCE.md sections 3-5):
   write   rejected guesses are struck out and erased, the KV entries rolled back; the typing head inks the
           accepted guesses (dot) and the target's own token (diamond)
   scroll  the tape moves on by the number of tokens written
+
+Who drafts changes the draft and check spans (models.drafters; the trace says which):
+  lookup  no draft model: the tape glides back to the text's latest earlier occurrence of its last tokens (the match
+          and the copied span lit), the pencil cart copies the tokens that followed it; the small drum stays still.
+          Nothing to copy: a plain target pass.
+  heads   the heads on the big drum propose the γ guesses (one lamp per guess); the small drum stays still
+  tree    the draft pencils a whole tree, one depth per stroke (the small drum turns once a depth; a tree of heads:
+          the heads light); the big drum computes every node (lanes = nodes + 1); the bridge checks the candidates
+          at each position one round at a time (after a rejection the next candidate meets the residual), the kept
+          branch is inked, the rest of the tree erased, the kept tokens come down onto the line and are typed
 """
 from __future__ import annotations
 
@@ -37,6 +47,9 @@ class Timing:
     ink: float = 0.32
     scroll: float = 0.55
     tube_round: float = 1.6
+    look: float = 1.5          # lookup: the tape glides back to the copied text, holds it lit, glides forward
+    copy: float = 0.2          # lookup: the pencil copies one token
+    head: float = 0.3          # heads: one head's guess is pencilled (the heads cost no separate draft model)
 
 
 @dataclass
@@ -58,6 +71,11 @@ class StepTiming:
     lanes: int             # tokens computed in the pass (x batch lanes)
     busy: float = 0.0      # arithmetic busy fraction of the pass (hardware model: lanes and context length)
     target_only: bool = False   # the target alone wrote this step (γ = 0: no draft, no tests)
+    drafter: str = "chain"      # who proposed (models.drafters)
+    look: tuple[float, float] | None = None   # lookup: the tape shows the copied text (inside the draft span)
+    view_back: float = 0.0      # lookup: how many cells the tape glides back to show it
+    drum_turns: bool = True     # the strokes turn the small drum (a draft model runs: chain, tree from chain)
+    meters: int = -1            # meters on the bridge (a tree: one per depth); -1: one per guess
 
     @property
     def end(self) -> float:
@@ -85,6 +103,31 @@ class MeterState:
     q: float
     fill: float            # 0..1 of the column's rise animation
     verdict: str           # "" (not yet) | "pass" | "fail" | "untested"
+    rounds: int = 1        # candidates tried at this position (a tree: its parent's children)
+    results: tuple = ()    # verdicts of the rounds finished here so far ("pass" | "fail"), in order
+
+
+@dataclass
+class TreeNodeState:
+    """One node of a guess tree now (scenes.tape lays it out: its depth's column, its leaves' rows)."""
+    id: int
+    parent: int            # -1: the context
+    depth: int             # 1 = the first position after the context
+    token: int
+    pencil: float          # 0..1 pencilled in
+    checking: float        # 1 while the bridge tests it
+    verdict: str           # "" | "pass" | "fail" (its test has ended)
+    struck: float          # 0..1 red strike of a rejected candidate
+    ink: float             # 0..1 inked (a candidate kept: on the accepted path)
+    erased: float          # 0..1 faded out (everything but the kept branch, once the pass is decided)
+    down: float            # 0..1 the kept branch coming down onto the line, to be typed
+
+
+@dataclass
+class TreeState:
+    widths: list[int]
+    nodes: list[TreeNodeState]
+    lanes: int             # nodes + 1: what the target computes in the pass
 
 
 @dataclass
@@ -113,6 +156,14 @@ class SceneState:
     tube_round: int
     tube_progress: float
     extra: dict = field(default_factory=dict)
+    drafter: str = "chain"             # who proposed this pass's guesses
+    source: dict | None = None         # lookup: {"match": (a, b), "tail": (c, d), "copy": (e, f), "lit": 0..1,
+                                       # "back": 0..1}: positions in the text of the earlier occurrence, the text's
+                                       # last n tokens and the tokens copied (lit while the pencil cart copies them);
+                                       # how far the tape has glided back to show them
+    heads: list[int] | None = None     # heads shown on the big drum (2..γ+1) ...
+    head_lit: list[float] | None = None  # ... and how bright each one's lamp is (lit while it proposes)
+    tree: TreeState | None = None      # a tree pass: every node and how far it is through its life
 
 
 def is_target_only(trace) -> bool:
@@ -163,20 +214,36 @@ class Timeline:
         mill_segments = []
         for k, tr in enumerate(self.traces):
             g = len(tr.guesses)
+            tree = tr.tree
             start = t
-            strokes = [(t + i * small, t + (i + 1) * small) for i in range(g)]
-            t += g * small
+            # Who drafts sets the strokes: the chain's small drum turns once a guess (c x a big turn); a tree
+            # pencils one depth a stroke; lookup first shows where it copies from; heads pencil their guesses.
+            look, view_back, n_strokes, stroke, drum = None, 0.0, g, small, True
+            if tree is not None:
+                n_strokes = len(tree.widths)
+                drum = tree.base == "chain"
+                stroke = small if drum else T.head
+            elif tr.drafter == "lookup":
+                look = (t, t + (T.look if g else 0.5 * T.look))
+                t = look[1]
+                view_back = self.view_back(tr)
+                stroke, drum = T.copy, False
+            elif tr.drafter == "heads":
+                stroke, drum = T.head, False
+            strokes = [(t + i * stroke, t + (i + 1) * stroke) for i in range(n_strokes)]
+            t += n_strokes * stroke
             draft = (start, t)
             verify = (t, t + T.big_turn)
             t = verify[1]
-            tested = tr.tested if g else 0
+            tested = len(tree.checks) if tree is not None else (tr.tested if g else 0)
             tests = [(t + i * T.meter, t + (i + 1) * T.meter) for i in range(tested)]
             t += tested * T.meter + (T.hold if g else 0.0)
             check = (verify[1], t)
             rejected = tr.n_accepted < g
-            strike = (t, t + (T.strike if rejected else 0.0))
+            strike = (t, t + (T.strike if rejected and tree is None else 0.0))
             t = strike[1]
-            erase = (t, t + (T.erase if rejected else 0.0))
+            # A tree always erases: every branch but the kept one.
+            erase = (t, t + (T.erase if rejected or tree is not None else 0.0))
             t = erase[1]
             n_written = len(tr.tokens_written)
             inks = [(t + i * T.ink, t + (i + 1) * T.ink) for i in range(n_written)]
@@ -189,13 +256,27 @@ class Timeline:
             lanes = positions * self.batch_lanes
             busy = self.pass_busy(self.batch_lanes, positions, self.pass_context(tr))
             st = StepTiming(k, start, draft, verify, check, write, scroll, strokes, tests, strike, erase, inks,
-                            len(tr.context), lanes, busy, is_target_only(tr))
+                            len(tr.context), lanes, busy, is_target_only(tr), tr.drafter, look, view_back, drum,
+                            len(tree.widths) if tree is not None else -1)
             self.steps.append(st)
             mill_segments.append((verify[0], verify[1], busy))
         self.steps_end = t
         self._mill = mill_segments
         self._ends = [st.end for st in self.steps]
         self.duration = max(self.steps_end, self.tube_rounds * T.tube_round)
+
+    @staticmethod
+    def view_back(trace) -> float:
+        """Cells the tape glides back in a lookup pass so the copied text and the occurrence it follows are on
+        the tape's visible stretch (0 when they already are)."""
+        from scenes.layout import TAPE_X, window
+        span = trace.source_span
+        if not span:
+            return 0.0
+        x0, cell = window(len(trace.guesses))
+        room = (x0 - TAPE_X[0]) / cell - 1.5           # whole cells visible left of the writing window, less a margin
+        need = len(trace.context) - span["match"][0]
+        return float(max(0.0, need - room))
 
     def pass_context(self, trace) -> int:
         """Context length the hardware model reads the KV cache for: the run's setting, else the trace's own."""
@@ -244,8 +325,13 @@ class Timeline:
         return self.steps[k].end
 
     def step_moment(self, k: int, phase: str = "write") -> float:
-        """A telling moment of step k: the end of the named phase (draft/verify/check/write) or its middle (mid-*)."""
+        """A telling moment of step k: the end of the named phase (draft/verify/check/write), its middle (mid-*), or
+        'look': a lookup pass showing the text it copies from."""
         st = self.steps[k]
+        if phase == "look":
+            # lookup: the copied text shown (the tape glided back, the span lit); another drafter: mid-draft
+            a, b = st.look if st.look is not None else st.draft
+            return (a + b) / 2
         if phase.startswith("mid-"):
             a, b = getattr(st, phase[4:])
             return (a + b) / 2
@@ -293,22 +379,38 @@ class Timeline:
         big, small = self._drums(t, k, st)
         lanes_true = st.lanes if st.verify[0] <= t < st.write[1] else 0
         busy = st.busy if st.verify[0] <= t < st.verify[1] else 0.0
-        pencil_cell, pencil_down = self._pencil(t, st, len(tr.guesses))
+        view = self._tape_view(t, st, tr)
+        pencil_cell, pencil_down = self._pencil(t, st, len(st.strokes), tr, view)
         typing_cell, typing_down = self._typing(t, st)
         kv, tentative, pull = self._kv(t, st, tr, phase)
+        heads, head_lit = self._heads(t, st, tr)
         return SceneState(
             t=t, step=k, phase=phase, phase_progress=prog,
             big_drum_angle=big, small_drum_angle=small,
             lanes_lit=min(9, lanes_true), lanes_true=lanes_true,
             mill_angle=0.0 if self.reduced_motion else self.mill_angle(t), mill_busy=busy,
-            tape_view=self._tape_view(t, st, tr), tape=self._tape(t, k, st, tr), meters=self._meters(t, k, st, tr),
+            tape_view=view, tape=self._tape(t, k, st, tr), meters=self._meters(t, k, st, tr),
             pencil_cell=pencil_cell, pencil_down=pencil_down, typing_cell=typing_cell, typing_down=typing_down,
-            kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull, gamma=len(tr.guesses),
+            kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull,
+            gamma=st.meters if st.meters >= 0 else len(tr.guesses),
             tube_round=tube_round, tube_progress=tube_progress,
             # The mill's readout: the busy share of the pass on the table (its gears turn only while it computes).
             extra={"pass_busy": st.busy, "target_only": st.target_only,
-                   "context": self.pass_context(tr)},
+                   "context": self.pass_context(tr), **self._drafter_extra(tr)},
+            drafter=tr.drafter, source=self._source(t, st, tr), heads=heads, head_lit=head_lit,
+            tree=self._tree(t, st, tr),
         )
+
+    @staticmethod
+    def _drafter_extra(tr) -> dict:
+        """What the HUD says about who drafted this pass: a tree's shape and size, what lookup copied."""
+        if tr.tree is not None:
+            return {"tree_widths": list(tr.tree.widths), "tree_nodes": len(tr.tree.nodes), "tree_base": tr.tree.base}
+        if tr.drafter == "lookup":
+            span = tr.source_span
+            return {"copied": len(tr.guesses),
+                    "matched": list(tr.context[span["match"][0]:span["match"][1]]) if span else []}
+        return {}
 
     # One function per part: where t falls in the pass's named spans.
     def _tubes(self, t: float) -> tuple[int, float]:
@@ -333,17 +435,24 @@ class Timeline:
         """(big, small) drum angles: whole turns completed so far plus the current partial turn."""
         if self.reduced_motion:
             return 0.0, 0.0
-        small_turns = sum(len(s.strokes) for s in self.steps[:k]) + sum(_ramp(t, *s) for s in st.strokes)
+        # The small drum turns only where a draft model runs (chain; a tree from the chain: once a depth).
+        small_turns = sum(len(s.strokes) for s in self.steps[:k] if s.drum_turns) + \
+            (sum(_ramp(t, *s) for s in st.strokes) if st.drum_turns else 0.0)
         big_turns = k + _ramp(t, *st.verify)
         return 2 * math.pi * big_turns, 2 * math.pi * small_turns
 
     def _tape(self, t: float, k: int, st: StepTiming, tr) -> list[TapeCell]:
-        """Earlier passes' tokens inked; this pass's guesses in pencil, then struck / erased / inked."""
+        """Earlier passes' tokens inked; this pass's guesses in pencil, then struck / erased / inked. A tree's
+        candidates are in `tree` until the pass is decided; then its kept branch and final token are typed."""
         n = tr.n_accepted
         tape: list[TapeCell] = []
-        # Only the steps whose tokens can still be on the visible stretch of tape (long runs stay cheap).
+        # Only the steps whose tokens can still be on the visible stretch of tape (long runs stay cheap); a lookup
+        # pass also needs the text it copies from, however far back.
+        lo = st.position - TAPE_HISTORY
+        if tr.source_span:
+            lo = min(lo, tr.source_span["match"][0] - TAPE_HISTORY // 2)
         first = k
-        while first > 0 and self.steps[first - 1].position > st.position - TAPE_HISTORY:
+        while first > 0 and self.steps[first - 1].position > lo:
             first -= 1
         first = max(first - 1, 0)
         for s_idx in range(first, k):
@@ -351,6 +460,16 @@ class Timeline:
             for i, tok in enumerate(tr_s.tokens_written):
                 mark = "dot" if i < tr_s.n_accepted else "diamond"
                 tape.append(TapeCell(st_s.position + i, tok, 1.0, 1.0, 0.0, 0.0, mark, s_idx))
+        if tr.tree is not None:
+            if t < st.erase[1]:
+                return tape
+            # The kept branch came down onto the line already inked; the typing head marks each and adds the last.
+            for i, tok in enumerate(tr.tokens_written):
+                typed = self._progress(t, st.inks[i])
+                ink = 1.0 if i < n else typed
+                tape.append(TapeCell(st.position + i, tok, 1.0, ink, 0.0, 0.0,
+                                     ("dot" if i < n else "diamond") if typed > 0 else "", k))
+            return tape
         for i, tok in enumerate(tr.guesses):
             pencil = self._progress(t, st.strokes[i])
             ink = self._progress(t, st.inks[i]) if i < n else 0.0
@@ -363,11 +482,85 @@ class Timeline:
         return tape
 
     def _tape_view(self, t: float, st: StepTiming, tr) -> float:
-        """Tape position under the writing window: it scrolls on by the tokens the pass wrote."""
-        return st.position + (len(tr.tokens_written) * _smooth(self._progress(t, st.scroll)))
+        """Tape position under the writing window: it scrolls on by the tokens the pass wrote (a lookup pass first
+        glides back to the text it copies from, and forward again)."""
+        view = st.position + (len(tr.tokens_written) * _smooth(self._progress(t, st.scroll)))
+        if st.look is not None and st.view_back > 0:
+            a, b = st.look
+            glide = 0.3 * (b - a)
+            back = _smooth(self._progress(t, (a, a + glide))) - _smooth(self._progress(t, (b - glide, b)))
+            view -= st.view_back * back
+        return view
+
+    def _source(self, t: float, st: StepTiming, tr) -> dict | None:
+        """Lookup: the earlier occurrence, the text's last n tokens and the copied span, lit from when the tape
+        has glided back until the big drum's turn is under way."""
+        span = tr.source_span
+        if st.look is None or not span:
+            return None
+        a, b = st.look
+        lit = self._progress(t, (a + 0.3 * (b - a), a + 0.4 * (b - a))) * \
+            (1.0 - self._progress(t, (st.verify[0], st.verify[0] + 0.4 * (st.verify[1] - st.verify[0]))))
+        if lit <= 0:
+            return None
+        L = len(tr.context)
+        glide = 0.3 * (b - a)
+        back = _smooth(self._progress(t, (a, a + glide))) - _smooth(self._progress(t, (b - glide, b)))
+        return {"match": tuple(span["match"]), "tail": (L - span["ngram"], L), "copy": tuple(span["copy"]),
+                "lit": lit, "back": back if st.view_back > 0 else 0.0}
+
+    def _heads(self, t: float, st: StepTiming, tr):
+        """The heads on the big drum (heads 2..γ+1, a tree of heads: 2..depth+1) and their lamps: bright while a
+        head's guesses are pencilled, dim once it has proposed, dark after the big drum's turn."""
+        tree = tr.tree
+        if tree is not None and tree.base == "heads":
+            heads = [d + 1 for d in range(1, len(tree.widths) + 1)]
+        elif tr.heads:
+            heads = list(tr.heads)
+        else:
+            return None, None
+        lit = []
+        for i in range(len(heads)):
+            a, b = st.strokes[i] if i < len(st.strokes) else (st.draft[1], st.draft[1])
+            if a <= t < b:
+                lit.append(1.0)
+            elif b <= t < st.verify[1]:
+                lit.append(0.35)
+            else:
+                lit.append(0.0)
+        return heads, lit
+
+    def _tree(self, t: float, st: StepTiming, tr) -> TreeState | None:
+        """Every node of a tree pass: pencilled a depth a stroke, tested in the bridge's order, struck (rejected)
+        or inked (kept), then everything but the kept branch erased while the kept branch comes down onto the line."""
+        tree = tr.tree
+        if tree is None or t >= st.erase[1]:
+            return None
+        by_node = {c.node: i for i, c in enumerate(tree.checks)}
+        erase = self._progress(t, st.erase)
+        kept = set(tree.accepted_path)
+        nodes = []
+        for nd in tree.nodes:
+            pencil = self._progress(t, st.strokes[nd.depth - 1])
+            checking, verdict, struck, ink = 0.0, "", 0.0, 0.0
+            j = by_node.get(nd.id)
+            if j is not None:
+                a, b = st.tests[j]
+                checking = 1.0 if a <= t < b else 0.0
+                if t >= b - 1e-9:
+                    ok = tree.checks[j].accepted
+                    verdict = "pass" if ok else "fail"
+                    after = self._progress(t, (b, b + 0.3))
+                    ink, struck = (after, 0.0) if ok else (0.0, after)
+            on_branch = nd.id in kept
+            nodes.append(TreeNodeState(nd.id, nd.parent, nd.depth, nd.token, pencil, checking, verdict, struck, ink,
+                                       0.0 if on_branch else erase, erase if on_branch else 0.0))
+        return TreeState(list(tree.widths), nodes, tree.lanes_lit)
 
     def _meters(self, t: float, k: int, st: StepTiming, tr) -> list[MeterState]:
         """One meter per guess: its column rises over its test span; the verdict shows at the span's end."""
+        if tr.tree is not None:
+            return self._tree_meters(t, k, st, tr)
         meters = []
         for i in range(len(tr.guesses)):
             x = tr.guesses[i]
@@ -385,13 +578,58 @@ class Timeline:
             meters.append(MeterState(i, float(tr.ratios[i]), float(tr.r[i]), p, q, fill, verdict))
         return meters
 
-    def _pencil(self, t: float, st: StepTiming, g: int) -> tuple[float, float]:
-        """(cell, pressure) of the pencil cart: one stroke per guess, then parked to the right."""
+    def _tree_meters(self, t: float, k: int, st: StepTiming, tr) -> list[MeterState]:
+        """A tree: one meter per position (depth). It shows the candidate being tested there now, against the
+        running target (p, then the residual after each rejection); `results` keeps the rounds already decided."""
+        tree = tr.tree
+        depth_of = {nd.id: nd.depth for nd in tree.nodes}
+        path = tree.accepted_path
+        last_end = st.tests[-1][1] if st.tests else st.check[0]
+        meters = []
+        for i, width in enumerate(tree.widths):
+            js = [j for j, c in enumerate(tree.checks) if depth_of[c.node] == i + 1]
+            parent = -1 if i == 0 else (path[i - 1] if i - 1 < len(path) else None)
+            rounds = len(tree.children(parent)) if parent is not None else width
+            started = [j for j in js if t >= st.tests[j][0]]
+            if not started:
+                verdict = "untested" if t >= last_end else ""
+                meters.append(MeterState(i, 0.0, 0.0, 0.0, 0.0, 0.0, verdict, rounds, ()))
+                continue
+            j = started[-1]
+            c = tree.checks[j]
+            a, b = st.tests[j]
+            fill = self._progress(t, (a, b))
+            results = tuple("pass" if tree.checks[x].accepted else "fail" for x in js if t >= st.tests[x][1] - 1e-9)
+            verdict = ("pass" if c.accepted else "fail") if t >= b - 1e-9 else ""
+            if t >= st.scroll[0] + self.timing.scroll * 0.5 and k < len(self.steps) - 1 or t < st.verify[1]:
+                fill, verdict, results = 0.0, "", ()
+            meters.append(MeterState(i, float(c.ratio), float(c.r), float(c.p_x), float(c.q_x), fill, verdict,
+                                     rounds, results))
+        return meters
+
+    def _pencil(self, t: float, st: StepTiming, g: int, tr=None, view: float | None = None) -> tuple[float, float]:
+        """(cell, pressure) of the pencil cart: one stroke per guess (a tree: per depth), then parked to the right.
+        A lookup pass first rides over the text it copies (pencil up), then writes the copies in the window."""
         pencil_cell, pencil_down = 0.0, 0.0
+        read_cell = None
+        if st.look is not None and tr is not None and tr.source_span:
+            a, b = st.look
+            c0, c1 = tr.source_span["copy"]
+            pos = view if view is not None else float(st.position)
+            # cells are counted from the writing window at the tape's position now
+            read_cell = c0 + _ramp(t, a + 0.35 * (b - a), b - 0.3 * (b - a)) * max(c1 - c0 - 1, 0) - pos
+            if t >= a:
+                pencil_cell = read_cell
         for i, span in enumerate(st.strokes):
             if t >= span[0]:
-                pencil_cell = i + _ramp(t, *span) * 0.8
-                pencil_down = math.sin(math.pi * _ramp(t, *span))
+                x = _ramp(t, *span)
+                if i == 0 and read_cell is not None:
+                    # from the copied text to the first cell, then down onto it
+                    pencil_cell = read_cell + (0.0 - read_cell) * _smooth(min(1.0, 2 * x)) + max(0.0, x - 0.5) * 1.6
+                    pencil_down = math.sin(math.pi * max(0.0, 2 * x - 1))
+                    continue
+                pencil_cell = i + x * 0.8
+                pencil_down = math.sin(math.pi * x)
         if t >= st.draft[1]:
             # Parked to the right, clear of the cells the class is reading.
             pencil_cell = g - 0.2 + 2.2 * _ramp(t, st.draft[1], st.draft[1] + 0.5)
@@ -413,6 +651,8 @@ class Timeline:
         """(entries, tentative entries, drawer pull) of the KV cabinet: γ tentative entries read in during
         the pass, the rejected ones rolled back while the drawers are out again."""
         g, n = len(tr.guesses), tr.n_accepted
+        if tr.tree is not None:
+            g = len(tr.tree.nodes)          # every node's keys and values are written in the pass, then rolled back
         pull = math.sin(math.pi * self._progress(t, st.verify)) if st.verify[0] <= t < st.verify[1] else 0.0
         if n < g and st.erase[0] <= t < st.erase[1]:
             pull = math.sin(math.pi * self._progress(t, st.erase))

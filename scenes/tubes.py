@@ -192,6 +192,7 @@ RULE_LABELS = {
     "resample_from_p": ("用 p 重抽", "resample from p"),
     "exact_match_only": ("只留大模型首选", "keep only the target's top token"),
     "draft_only": ("只让草稿写", "draft only, target never writes"),
+    "typical": ("典型接受（Medusa）", "typical acceptance (Medusa)"),
 }
 RULE_LABELS["no_bonus"] = RULE_LABELS["draft_only"]     # the old name of draft_only (models.tubes.LEGACY_RULES)
 
@@ -208,6 +209,12 @@ def rule_label(rule: str) -> tuple[str, str]:
     return RULE_LABELS.get(rule, (rule, rule))
 
 
+# Rules another method uses on purpose: not a mistake, but not exact either (the tube drifts from p all the same).
+NOT_EXACT_RULES = ("typical",)
+
+
 def wrong_rule_text(rule: str, ec: EmitContext) -> str:
     zh, en = rule_label(rule)
+    if rule in NOT_EXACT_RULES:
+        return ec.say(f"不精确的规则：{zh}", f"not exact: {en}")
     return ec.say(f"错误规则：{zh}", f"wrong rule: {en}")

@@ -78,8 +78,10 @@ def test_exports_are_valid_files(capsys, tmp_path):
     files = {}
     for p in state["exports"]:
         files.setdefault(p.rsplit(".", 1)[1], []).append(p)
-    # screenshot + 4 plots as PNG for slides and 4 in the print theme; the same 8 as SVG; one CSV, one GIF
-    assert len(files["png"]) == 9 and len(files["svg"]) == 8 and len(files["csv"]) == 1 and len(files["gif"]) == 1
+    # screenshot + 5 plots as PNG for slides and 5 in the print theme (the drafters' among them); the same 10 as SVG;
+    # one CSV, one GIF
+    assert len(files["png"]) == 11 and len(files["svg"]) == 10 and len(files["csv"]) == 1 and len(files["gif"]) == 1
+    assert sum("plot-drafters" in p for p in files["png"] + files["svg"]) == 4
     for p in files["png"]:
         with Image.open(p) as im:
             im.verify()

@@ -75,6 +75,25 @@ def test_every_mode_is_legible_with_the_neural_pair(lang):
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_lab_with_every_drafter_and_plot_is_legible_at_720p(lang):
+    """Each drafter in the lab, each plot tab: the drafters plot (eight points and their legend), too big for the
+    room under the knobs, is drawn over the table where its text reads; the panel says so."""
+    from app.ui import window_boxes
+    ctl, app = _app(lang, "lab")
+    try:
+        for name in ("chain", "lookup", "heads", "tree"):
+            ctl.update(drafter=name)
+            for plot in ("speedup", "drafters"):
+                ctl.panel.plot = plot
+                leg = _settle(ctl, app)
+                _check(leg, f"{lang} lab {name} {plot}")
+                over = [w["name"] for w in window_boxes()]
+                assert ("##labplot" in over) == (plot == "drafters"), (name, plot, over)
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
 def test_every_tour_beat_is_legible_at_720p(lang):
     ctl, app = _app(lang, "tour", chapter=0)
     beats = 0

@@ -72,8 +72,10 @@ def test_narration_fields_are_live_facts():
     for i, ch in enumerate(CHAPTERS):
         ctl.tour.goto(i)
         ctl.panel.apply_chapter()
-        f = facts(ctl)
-        for page in narration(ch.slug).pages:
+        for k, page in enumerate(narration(ch.slug).pages):
+            ctl.tour.page = k                 # a page may set its own settings (chapter 10: who drafts)
+            ctl.panel.apply_page()
+            f = facts(ctl)
             for text in (page["zh"], (page.action.text.get("zh", "") if page.action else "")):
                 for name in re.findall(r"\{(\w+)\}", text):
                     assert name in f or name in f.lazy, (ch.slug, name)

@@ -147,13 +147,36 @@ def test_the_rules_catch_each_variant_the_issue_names():
     found = {"投机解码的试管": "zh", "大鼓转一圈": "zh", "小鼓转 4 次": "zh", "亮 5 条车道": "zh", "亮 5 条道": "zh",
              "每次运行写下 2 个": "zh", "本轮写下": "zh", "公式和实数不完全一样": "zh", "从内存读一遍": "zh",
              "bytes read per step": "en", "If a draft run costs c times a target run": "en",
-             "If all γ guesses pass": "en"}
+             "If all γ guesses pass": "en", "草稿树的每个结点": "zh", "典型采样": "zh", "a draft tree": "en",
+             "a token tree": "en", "prompt look-up": "en", "typical sampling": "en"}
     for text, lang in found.items():
         assert violations(text, lang), text
     for text, lang in {"推测解码": "zh", "大滚筒转一圈": "zh", "亮 5 条通道": "zh", "每步写下 2 个": "zh",
                        "数出来的": "zh", "从显存读一遍": "zh", "Step-through mode (key 3)": "en",
-                       "--steps must be between 1 and 10000": "en", "bytes read per pass": "en"}.items():
+                       "--steps must be between 1 and 10000": "en", "bytes read per pass": "en",
+                       "猜测树的每个节点": "zh", "典型接受": "zh", "a guess tree's nodes": "en", "prompt lookup": "en",
+                       "typical acceptance": "en"}.items():
         assert not violations(text, lang), text
+
+
+def test_the_drafters_are_named_in_the_glossary_words():
+    """Who drafts is named the same way in the lab's menu, the step-through, the plot and chapter 10 (which runs them
+    all): the glossary's word for each drafter, the tree's nodes and typical acceptance, in both languages."""
+    terms = GLOSSARY["terms"]
+    for lang in ("zh", "en"):
+        cat = json.loads((ROOT / "assets" / "i18n" / f"{lang}.json").read_text(encoding="utf-8"))
+        word = {k: terms[k][lang].lower() for k in ("lookup", "heads", "guess_tree", "node", "typical_acceptance",
+                                                    "drafter")}
+        assert word["lookup"] in cat["lab.drafter_lookup"].lower()
+        assert word["heads"] in cat["lab.drafter_heads"].lower() and word["heads"] in cat["drafter.heads"].lower()
+        assert word["guess_tree"] in cat["step.tree_lanes"].lower()
+        assert word["node"] in cat["lab.tree_nodes"].lower()
+        assert word["typical_acceptance"] in cat["rule.typical"].lower()
+        assert word["drafter"] in cat["plot.drafters_title"].lower()
+        ch10 = json.loads((ROOT / "assets" / "tour" / "10-no-second-model.json").read_text(encoding="utf-8"))
+        text = " ".join(page[lang] + " " + (page.get("action") or {}).get(lang, "") for page in ch10["pages"]).lower()
+        for k in ("lookup", "heads", "guess_tree", "node", "typical_acceptance"):
+            assert word[k] in text, (lang, k)
 
 
 def test_python_strings_are_found_whole_and_docstrings_left_out():

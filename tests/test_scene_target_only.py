@@ -305,6 +305,12 @@ def test_wrong_rules_are_named_in_words_not_ids():
             assert rule not in txt and "_" not in txt
             assert (zh in txt) == (lang != "en") and (en in txt) == (lang != "zh")
     assert rule_label("no_bonus") == rule_label("draft_only")
+    # Medusa's typical acceptance is another method's rule, not a mistake: named as not exact.
+    for lang, (word, name) in {"zh": ("不精确", "典型接受"), "en": ("not exact", "typical acceptance")}.items():
+        ec = EmitContext(get_palette("default"), np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), lang, "tubes",
+                         RunInfo())
+        txt = wrong_rule_text("typical", ec)
+        assert word in txt and name in txt and "typical_" not in txt and "错误" not in txt and "wrong" not in txt
 
 
 def test_tubes_show_the_rule_in_words(shooter, said):

@@ -1,12 +1,14 @@
 """Screenshots of every mode and every tour beat, with each frame's legibility figures, for looking at.
 
     SDL_VIDEODRIVER=offscreen python tools/screenshots.py --out shots/ [--size 1280x720]
-        [--lang zh en] [--palette default projector] [--only modes|tour|quiz] [--pair ngram|neural]
+        [--lang zh en] [--palette default projector] [--only modes|tour|quiz|drafters] [--pair ngram|neural]
 
 Runs the real window in this process (the controller, the table and the panels, as `spectable run` does),
 walks the tour beat by beat (each page, then its action, the table's pass played to its end), opens each
-mode, and takes the quiz start to finish. `--pair neural` opens the modes with the shipped neural pair on the
-table (the file names then start with `neural-`; the tour's pages choose their own pair). Writes one PNG per frame, contact sheets of them
+mode, and takes the quiz start to finish; `drafters` shows the lab (its drafters plot), the step-through and
+the tubes with each drafter, then typical acceptance. `--pair neural` opens the modes with the shipped neural
+pair on the table (the file names then start with `neural-`; the tour's pages choose their own pair). Writes
+one PNG per frame, contact sheets of them
 (sheet-<lang>-<palette>-<part>-N.png, 3 x 3 frames each) and summary.json: per frame its name, the smallest
 text drawn, overlapping boxes, scrollbars, clipped panels and the table's labels left out as too small.
 """
@@ -74,6 +76,25 @@ def shoot(out: Path, size, lang: str, palette: str, parts, pair: str = "ngram") 
                     ctl.panel.open_more = True
                     snap("mode-lab-more")
                     ctl.panel.open_more = False
+        if "drafters" in parts:
+            # The lab, the step-through and the tubes with each drafter, the lab's plot on the drafters tab.
+            for name in ("chain", "lookup", "heads", "tree"):
+                ctl.set_mode("lab")
+                ctl.update(drafter=name)
+                ctl.panel.plot = "drafters"
+                snap(f"drafter-{name}-lab")
+                for mode in ("step", "tubes"):
+                    if mode in ctl.modes:
+                        ctl.set_mode(mode)
+                        snap(f"drafter-{name}-{mode}")
+            ctl.set_mode("lab")
+            ctl.update(drafter="chain", tube_rule="typical")
+            snap("drafter-typical-lab")
+            if "tubes" in ctl.modes:
+                ctl.set_mode("tubes")
+                snap("drafter-typical-tubes")
+            ctl.set_mode("lab")
+            ctl.update(tube_rule="exact")
         if "quiz" in parts and "quiz" in ctl.modes:
             ctl.set_mode("quiz")
             quiz = ctl.panel

@@ -1,7 +1,7 @@
 """Screenshot every beat of the tour: one PNG per beat (a page's text, then its action once it has played).
 
     SDL_VIDEODRIVER=offscreen .venv/bin/python tools/tour_shots.py --out /tmp/shots --lang zh [--chapters 1,4]
-        [--size 1280x720] [--palette projector]
+        [--size 1280x720] [--palette projector] [--during K]
 
 It opens the real window once (the same loop `spectable run --frames` runs, a fixed 1/30 s clock) and walks
 the tour with PageDown, letting each beat's camera flight and action finish before the shot. Prints one line
@@ -27,6 +27,8 @@ def main() -> int:
     ap.add_argument("--size", default="1280x720")
     ap.add_argument("--palette", choices=("default", "projector"), default="default")
     ap.add_argument("--settle", type=int, default=45, help="frames after a page turn before its shot")
+    ap.add_argument("--during", type=int, default=0, metavar="K",
+                    help="also K shots spread over each played pass (…-b05-d1.png …): what the class sees move")
     args = ap.parse_args()
     os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")
     from app import exports
@@ -56,7 +58,12 @@ def main() -> int:
                 acted = ctl.tour.acted
                 frames = args.settle
                 if acted and ctl.driver.play_until is not None:      # let the action play to its end
-                    frames += int((ctl.driver.play_until - ctl.driver.timeline.t) * 30) + 10
+                    play = int((ctl.driver.play_until - ctl.driver.timeline.t) * 30)
+                    for d in range(1, args.during + 1):               # shots while it plays
+                        app.run(frames=app.frame + max(1, play // (args.during + 1)))
+                        exports.save_png(app.read_frame(),
+                                         args.out / f"ch{k:02d}-b{beat:02d}-d{d}-{args.lang}.png")
+                    frames += play + 10 - args.during * max(1, play // (args.during + 1))
                 elif acted and (ctl.tour.action() and ctl.tour.action().do == "play"):
                     frames += 30 * 8                                   # tubes: a few rounds
                 app.run(frames=app.frame + frames)

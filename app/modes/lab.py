@@ -34,7 +34,7 @@ class LabPanel(Panel):
             imgui.text_colored(imgui.ImVec4(*c["reject"]), ctl.session.error)
         # Every widget's value goes through the controller (ctl.adjust: checked and brought into range).
         # ImGui sliders hold float32: round so 0.1 stays 0.1 (not 0.10000000149) in the run key and the file.
-        _, new["gamma"] = imgui.slider_int(t("lab.gamma"), s.gamma, 1, 10)
+        self.drafter_widgets(scr, new)          # who drafts, and γ (a tree: its width and depth), on one line
         _, c_ = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
         _, temp = imgui.slider_float(t("lab.temperature"), s.temperature, 0.0, 2.0, "%.2f")
         new["c"], new["temperature"] = round(c_, 4), round(temp, 4)
@@ -71,26 +71,54 @@ class LabPanel(Panel):
                 imgui.same_line()
                 if imgui.radio_button(t("lab.word"), s.tokens == "word"):
                     new["tokens"] = "word"
+            self.tree_details(new)
         imgui.pop_item_width()
         ctl.adjust(**new)
         imgui.separator()
-        for name in ("speedup", "tpp", "roofline"):
-            if imgui.radio_button(t("plot.tab." + name), self.plot == name):
+        # The plot tabs on one line, wrapping to the next only when the panel is too narrow for them all.
+        room = imgui.get_content_region_avail().x
+        used = 0.0
+        style = imgui.get_style()
+        for k, name in enumerate(("speedup", "tpp", "roofline", "drafters")):
+            label = t("plot.tab." + name)
+            w = imgui.calc_text_size(label).x + imgui.get_frame_height() + style.item_inner_spacing.x
+            if k and used + style.item_spacing.x + w <= room:
+                imgui.same_line()
+                used += style.item_spacing.x + w
+            else:
+                used = w
+            if imgui.radio_button(label, self.plot == name):
                 self.plot = name
-            imgui.same_line()
-        imgui.new_line()
-        self.plots.image(scr, self.plot, imgui.get_content_region_avail().x)
+        width, room = imgui.get_content_region_avail()
+        big = self.plot == "drafters" and room < 0.8 * width / 1.05
+        if big:
+            ui.wrapped(t("lab.plot_over_table"), c["muted"])
+        else:
+            self.plots.image(scr, self.plot, width)
         imgui.end()
+        if big:
+            # Eight drafters and their legend do not fit under the knobs: the plot is drawn over the table, at a
+            # size its text and points can be read at, while its tab is chosen.
+            ui.begin_panel("##labplot", self.stage_rect(scr), bg_alpha=0.96)
+            self.plots.image(scr, self.plot, imgui.get_content_region_avail().x)
+            imgui.end()
         # Lower left, under the table: the text the run wrote and what it adds up to.
         ui.begin_panel("##labresult", ui.narration_rect(scr), bg_alpha=0.9)
         self.draw_text(scr)
         imgui.separator()
         f = ctl.facts()
-        rows = [(t("fact.alpha"), f["alpha"]), (t("fact.tpp_counted"), f["tpp_counted"]),
-                (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
-                (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}"),
-                (t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
-                (t("fact.busy_spec"), f["busy_spec"])]
+        if s.drafter == "chain":
+            rows = [(t("fact.alpha"), f["alpha"]), (t("fact.tpp_counted"), f["tpp_counted"]),
+                    (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
+                    (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}")]
+        else:
+            # The chain's formulas do not describe the other drafters: their counts, and the roofline's speedup.
+            rows = [(t("fact.drafter_kept"), f["drafter_run_kept"]), (t("fact.drafter_tpp"), f["drafter_run_tpp"]),
+                    (t("fact.drafter_lanes"), f["drafter_run_lanes"]),
+                    (t("fact.drafter_speedup"), f["drafter_run_speedup"])]
+        rows += [(t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
+                 (t("fact.busy_tree" if s.drafter == "tree" else "fact.busy_spec", lanes=f["spec_lanes"]),
+                  f["busy_spec"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             # Each value column as wide as its widest value (never cut); the names share the rest and wrap.
             pad = 2 * imgui.get_style().cell_padding.x
@@ -128,10 +156,64 @@ class LabPanel(Panel):
                      draft=f"{n['draft'] / 1e6:.2f}M" if n["draft"] is not None else ctl.t("lab.pair_no_draft"),
                      vocab=f"{pair.V:,}")
 
+    def drafter_widgets(self, scr, new: dict) -> None:
+        """One line: who drafts (a menu, what each one is on hover), then γ, or for a tree its width and depth (which
+        replace γ; its nodes and lanes on hover). Where a tree's candidates come from and how siblings are drawn sit
+        under "more". Every value goes through the controller like every knob."""
+        from models.drafters import node_count
+        ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
+        full = imgui.calc_item_width()
+        imgui.push_item_width(full * 0.42)
+        if imgui.begin_combo(t("lab.drafter"), t(f"lab.drafter_{s.drafter}")):
+            for name in ("chain", "lookup", "heads", "tree"):
+                if imgui.selectable(t(f"lab.drafter_{name}"), s.drafter == name)[0]:
+                    new["drafter"] = name
+                imgui.set_item_tooltip(t(f"lab.note.{name}"))
+            imgui.end_combo()
+        imgui.set_item_tooltip(t(f"lab.note.{s.drafter}"))
+        imgui.pop_item_width()
+        imgui.same_line()
+        if s.drafter != "tree":
+            imgui.push_item_width(full * 0.4)
+            _, new["gamma"] = imgui.slider_int("γ", s.gamma, 1, 10)
+            imgui.set_item_tooltip(t("lab.gamma"))
+            imgui.pop_item_width()
+            return
+        n = node_count([s.tree_width] * s.tree_depth)
+        tip = t("lab.tree_nodes", nodes=n, lanes=n + 1) + "  " + t("lab.gamma_tree")
+        imgui.push_item_width(full * 0.28)
+        _, new["tree_width"] = imgui.slider_int("##tree_width", s.tree_width, 1, 4, t("lab.tree_width_fmt"))
+        imgui.set_item_tooltip(tip)
+        imgui.same_line()
+        _, new["tree_depth"] = imgui.slider_int("##tree_depth", s.tree_depth, 1, 4, t("lab.tree_depth_fmt"))
+        imgui.set_item_tooltip(tip)
+        imgui.pop_item_width()
+
+    def tree_details(self, new: dict) -> None:
+        """Under "more": where a tree's candidates come from, how siblings are drawn (and that its depth is γ)."""
+        from models.drafters import node_count
+        t, s = self.ctl.t, self.ctl.settings
+        if s.drafter != "tree":
+            return
+        for base in ("chain", "heads"):
+            if imgui.radio_button(t(f"lab.tree_from_{base}"), s.tree_from == base):
+                new["tree_from"] = base
+            imgui.same_line()
+        imgui.new_line()
+        for sampling in ("iid", "distinct"):
+            if sampling == "distinct":
+                imgui.same_line()
+            if imgui.radio_button(t(f"lab.sampling_{sampling}"), s.tree_sampling == sampling):
+                new["tree_sampling"] = sampling
+        n = node_count([s.tree_width] * s.tree_depth)
+        ui.wrapped(t("lab.tree_nodes", nodes=n, lanes=n + 1) + "  " + t("lab.gamma_tree"), self.ctl.colors["muted"])
+
     def facts_shown(self) -> dict[str, str]:
         f = self.ctl.facts()
-        return {k: f[k] for k in ("alpha", "tpp_counted", "tpp_formula", "speedup_now", "best_gamma", "best_speedup",
-                                  "tokens_per_s", "busy", "busy_spec", "bytes_per_step")}
+        mine = ("alpha", "tpp_counted", "tpp_formula", "speedup_now", "best_gamma", "best_speedup") \
+            if self.ctl.settings.drafter == "chain" else \
+            ("drafter_run_kept", "drafter_run_tpp", "drafter_run_lanes", "drafter_run_speedup")
+        return {k: f[k] for k in mine + ("tokens_per_s", "busy", "busy_spec", "bytes_per_step")}
 
     def stage_rect(self, scr):
         x, y, w, h = ui.narration_rect(scr)

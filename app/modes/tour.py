@@ -47,7 +47,8 @@ class TourPanel(Panel):
         n = len(tl.steps)
         if self.plays > 0:
             return tl.step_moment(min(self.plays, n) - 1, "write")
-        hold = st.current.hold
+        # A page that set its own settings (a new drafter, a new prompt) shows its run from the start.
+        hold = "start" if st.page_params()[0] else st.current.hold
         if hold == "drafted":
             return tl.step_moment(0, "draft")
         if hold == "end":
@@ -75,37 +76,60 @@ class TourPanel(Panel):
         # lab's values are restored when the tour is left (Controller.leave_tour) and never saved over.
         values = {k: getattr(DEFAULTS, k) for k in LAB_FIELDS if k not in ("prompt", "seed")}
         values.update(ch.params)
-        values["seed"] = ctl.lab()["seed"]
-        values["pair"] = self.state.page_data().pair
-        ctl.update(**values)
-        self.prompt_for_pair()
-        if ch.events:
-            ctl.update(seed=self.demo_seed(ch))
+        values["prompt"], values["seed"] = ctl.lab()["prompt"], ctl.lab()["seed"]
+        self.chapter_values = values
         self.plays = 0
+        self.apply_page()
         self.frame()
         self.restage()
         ctl.save()
 
-    def prompt_for_pair(self) -> None:
+    def prompt_for(self, prompt: str) -> str:
         """The tour keeps the lab's prompt where the page's pair can write after it; a prompt only your checkpoints
         know (their tokenizer's text) gives way to the tour's own."""
-        ctl = self.ctl
         try:
-            ctl.session.pair().encode(ctl.settings.prompt)
+            self.ctl.session.pair().encode(prompt)
+            return prompt
         except InputError:
-            ctl.update(prompt=DEFAULTS.prompt)
+            return DEFAULTS.prompt
 
-    def demo_seed(self, ch) -> int:
-        """The first seed from the lab's whose run shows the chapter's events (models.demo); the lab's seed with
-        a message if none within the search does (the narration's {story_N} then says what did happen)."""
+    def apply_page(self) -> None:
+        """The settings in force on this page: the chapter's, then what its pages up to this one set (a page may
+        change who drafts, the prompt, the tube rule...), on the page's pair (the neural passage runs the shipped
+        networks), with the seed whose run shows the events it describes. When that replaces the run, the new
+        run's passes play from the first."""
+        ctl = self.ctl
+        params, events = self.state.page_params()
+        values = dict(getattr(self, "chapter_values", {}), **params)
+        before = ctl.session.version
+        values["pair"] = self.state.page_data().pair
+        ctl.update(pair=values["pair"])                  # first: the prompt and the seed are the pair's
+        values["prompt"] = self.prompt_for(values.get("prompt", ctl.settings.prompt))
+        if events:
+            values["seed"] = self.demo_seed(events, values)
+        ctl.update(**values)
+        if ctl.session.ensure() is not None and ctl.session.version != before:
+            self.plays = 0
+
+    def demo_seed(self, events, values: dict) -> int:
+        """The first seed from the lab's whose run, at the settings `values` (the drafter among them), shows the
+        events (models.demo); the lab's seed with a message if none within the search does (the narration's
+        {story_N} then says what did happen)."""
         from app import derived
-        ctl, s = self.ctl, self.ctl.settings
+        ctl = self.ctl
+        s = {k: values.get(k, getattr(ctl.settings, k)) for k in ("prompt", "gamma", "temperature", "top_k", "top_p",
+                                                                  "seed", "drafter", "tree_width", "tree_depth",
+                                                                  "tree_from", "tree_sampling")}
+        key = (s["drafter"],) + ((s["tree_width"], s["tree_depth"], s["tree_from"], s["tree_sampling"])
+                                 if s["drafter"] == "tree" else ())
         try:
             pair = ctl.session.pair()
-            return derived.demo_seed(pair, s.prompt, s.gamma, s.temperature, s.top_k, s.top_p, ch.events, s.seed)
+            heads = ctl.session.heads(pair) if s["drafter"] == "heads" or "heads" in key else None
+            return derived.demo_seed(pair, s["prompt"], s["gamma"], s["temperature"], s["top_k"], s["top_p"],
+                                     tuple(events), s["seed"], key, heads)
         except InputError as exc:
             ctl.notify(str(exc))
-            return s.seed
+            return s["seed"]
 
     def on_key(self, action: str) -> None:
         st = self.state
@@ -114,11 +138,8 @@ class TourPanel(Panel):
         if st.chapter != before:
             self.apply_chapter()
             return
-        if st.page_data().pair != self.ctl.settings.pair:
-            # The page runs on other models (the neural pair's passage): a new run, played from its first pass.
-            self.ctl.update(pair=st.page_data().pair)
-            self.prompt_for_pair()
-            self.plays = 0
+        if res == "page":
+            self.apply_page()
         self.frame()
         if res == "act":
             self.act(st.action())

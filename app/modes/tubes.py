@@ -13,6 +13,7 @@ from imgui_bundle import imgui
 from app import derived, ui
 from app.modes.base import Panel
 from app.settings import TUBE_RULES
+from corpus.errors import InputError
 from scenes.tubes import chosen_characters
 
 SPEEDS = (1.0, 10.0, 100.0, None)       # None: every round at once
@@ -68,12 +69,21 @@ class TubesPanel(Panel):
             return res.rounds - 1
         return int(min(tl.state_at().tube_round, res.rounds - 1))
 
+    def rules(self) -> tuple[str, ...]:
+        """The rules the right tube can run with the lab's drafter: a tree (several candidates at a position) has
+        the exact rule and typical acceptance only (models.tubes.TREE_RULES)."""
+        from models.tubes import TREE_RULES
+        s = self.ctl.settings
+        tree = s.drafter == "tree" and s.tree_width > 1
+        return tuple(r for r in TUBE_RULES if not tree or r in TREE_RULES)
+
     def on_key(self, action: str) -> None:
         """Next/previous cycle through the rules: exact first, exact without the bonus, then each way to break it."""
         s = self.ctl.settings
+        stops = tuple(st for st in STOPS if st[0] in self.rules())
         here = (s.tube_rule, s.skip_bonus and s.tube_rule == "exact")
-        i = STOPS.index(here) if here in STOPS else 0
-        rule, skip = STOPS[(i + (1 if action == "next" else -1)) % len(STOPS)]
+        i = stops.index(here) if here in stops else 0
+        rule, skip = stops[(i + (1 if action == "next" else -1)) % len(stops)]
         self.ctl.update(tube_rule=rule, skip_bonus=skip)
 
     def draw_speed(self, scr, res) -> None:
@@ -170,10 +180,17 @@ class TubesPanel(Panel):
         ui.begin_panel("##tubes", ui.panel_rect(scr))
         ui.heading(scr, t("tubes.title"))
         ui.wrapped(t("tubes.explain"))
+        if s.drafter != "chain":
+            ui.wrapped(t("tubes.drafter", drafter=t(f"lab.drafter_{s.drafter}")), c["muted"])
         imgui.text(t("tubes.break_it"))
+        allowed = self.rules()
         for rule in TUBE_RULES:
+            imgui.begin_disabled(rule not in allowed)
             if imgui.radio_button(t(f"rule.{rule}"), s.tube_rule == rule):
                 ctl.update(tube_rule=rule)
+            imgui.end_disabled()
+        if s.tube_rule not in allowed:
+            ui.wrapped(t("tubes.tree_rule"), c["reject"])
         imgui.spacing()
         changed, skip = imgui.checkbox(t("tubes.skip_bonus"), s.skip_bonus)
         if changed:
@@ -182,6 +199,11 @@ class TubesPanel(Panel):
             ui.wrapped(self.skip_bonus_note() or t("plot.computing_long"), c["muted"])
         try:
             res = ctl.tubes()
+        except InputError as exc:       # a rule the drafter's proposal has no meaning for: said above in words
+            if s.tube_rule in allowed:
+                ui.wrapped(str(exc), c["reject"])
+            imgui.end()
+            return
         except Exception as exc:  # noqa: BLE001 - the tube model may still be landing
             ui.wrapped(f"{type(exc).__name__}: {exc}")
             imgui.end()
@@ -190,6 +212,8 @@ class TubesPanel(Panel):
             imgui.text_colored(imgui.ImVec4(*c["muted"]), t("tubes.computing"))
             imgui.end()
             return
+        if res.rule == "typical" and res.typical_threshold is not None:
+            ui.wrapped(t("tubes.typical_note", threshold=f"{res.typical_threshold:.4f}"), c["muted"])
         self.draw_speed(scr, res)
         rnd = self.round_shown(res)
         if imgui.begin_table("tubes", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
