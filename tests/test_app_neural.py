@@ -200,8 +200,29 @@ def test_a_checkpoint_without_a_draft_runs_every_mode_on_guesses_copied_from_the
         ctl.set_mode("lab")
         assert ctl.settings.prompt == "The" and ctl.settings.pair == "custom"
         # another pair that cannot write after the prompt: an error, and never the old pair's tokens on the table
+        app.draw_frame(FIXED_DT)                            # the lab's run, on your checkpoint, is on the table
+        assert ctl.session.run is not None and ctl.session.error is None
         ctl.update(pair="ngram")
         assert ctl.session.ensure() is None and "not in the vocabulary" in ctl.session.error
         app.draw_frame(FIXED_DT)
     finally:
         app.close()
+
+
+def test_a_neural_pair_drafts_with_its_model_or_by_lookup_and_refuses_heads_and_trees():
+    """Who drafts on a neural pair: the chain is its own draft model, lookup copies from the text (the torch rule
+    either way); the heads and the trees are built on the n-gram counts: one line in the lab, the last run kept."""
+    ctl = _controller(mode="lab", pair="neural")
+    chain = ctl.session.ensure()
+    assert chain is not None and ctl.session.error is None
+    assert all(tr.drafter == "chain" and tr.extra.get("pair") == "neural" for tr in chain.traces)
+    ctl.update(drafter="lookup")
+    look = ctl.session.ensure()
+    assert ctl.session.error is None and look is not chain
+    assert all(tr.drafter == "lookup" and tr.extra.get("pair") == "neural" for tr in look.traces)
+    for name in ("heads", "tree"):
+        ctl.update(drafter=name)
+        assert ctl.session.ensure() is look                 # the last good run stays on the table
+        assert "built on the n-gram counts" in ctl.session.error and "\n" not in ctl.session.error
+    ctl.update(drafter="chain", pair="ngram")
+    assert ctl.session.ensure() is not None and ctl.session.error is None
