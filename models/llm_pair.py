@@ -31,7 +31,7 @@ from corpus.errors import InputError
 from models.llama import Transformer
 from models.llm_speculative import decode_one_token, forward_positions, prefill, sample_index, verify_on_device
 from models.llm_text import TokenText
-from models.sampler import SamplerSettings
+from models.sampler import SamplerSettings, checked_prefix
 from models.trace import StepTrace
 
 MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refill to half the window
@@ -329,9 +329,7 @@ class _LlamaBase:
     def reset(self, prefix_ids=()) -> None:
         """Start again from a prefix with a freshly seeded generator: the same run replays exactly."""
         self.settings.validate()
-        ids = [int(i) for i in prefix_ids]
-        if any(not 0 <= i < self.pair.V for i in ids):
-            raise InputError("prefix holds token ids outside the vocabulary")
+        ids = checked_prefix(self.pair, prefix_ids)
         self.tokens: list[int] = ids
         self.prefix_len = len(ids)
         self.gen = torch.Generator(device=self.pair.device).manual_seed(int(self.settings.seed))

@@ -121,6 +121,14 @@ class Rows:
     _p = target_row
 
 
+def checked_prefix(pair, prefix_ids) -> list[int]:
+    """The prefix as token ids of the pair's vocabulary (every sampler, either kind of pair, starts from one)."""
+    ids = [int(i) for i in prefix_ids]
+    if any(not 0 <= i < pair.V for i in ids):
+        raise InputError("prefix holds token ids outside the vocabulary")
+    return ids
+
+
 class _Base(Rows):
     def __init__(self, pair, settings: SamplerSettings | None = None):
         super().__init__(pair, settings)
@@ -129,9 +137,7 @@ class _Base(Rows):
     def reset(self, prefix_ids=()) -> None:
         """Start again from a prefix with a freshly seeded generator: the same run replays exactly."""
         self.settings.validate()
-        ids = [int(i) for i in prefix_ids]
-        if any(not 0 <= i < self.pair.V for i in ids):
-            raise InputError("prefix holds token ids outside the vocabulary")
+        ids = checked_prefix(self.pair, prefix_ids)
         self.tokens: list[int] = ids
         self.prefix_len = len(ids)
         self.rng = np.random.default_rng(self.settings.seed)
