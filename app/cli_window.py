@@ -80,6 +80,9 @@ def _run(args) -> int:
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
     pair = _choose_pair(args, settings)
+    if pair is not None and args.drafter not in (None, "chain"):   # heads and trees need the n-gram counts
+        from models.llm_pair import check_drafter
+        check_drafter(pair, settings.drafter)
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
         if pair is None:
             from models.ngram import NGramPair

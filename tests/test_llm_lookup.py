@@ -92,6 +92,7 @@ def test_the_cli_runs_a_gguf_target_with_the_lookup_drafter(gguf_path, capsys):
     (["generate", "--target", "{g}", "--drafter", "heads"], "or --drafter lookup"),
     (["generate", "--pair", "neural", "--drafter", "heads"], "built on the n-gram counts"),
     (["generate", "--pair", "neural", "--drafter", "tree"], "built on the n-gram counts"),
+    (["run", "--pair", "neural", "--drafter", "tree", "--frames", "1", "--no-save"], "built on the n-gram counts"),
 ])
 def test_a_target_without_a_draft_needs_the_lookup_drafter(gguf_path, capsys, argv, needle):
     from app.cli import main
