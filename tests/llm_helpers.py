@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import torch
 
 from models.llama import LlamaConfig, build_random, save_checkpoint
@@ -156,6 +157,27 @@ def write_gguf(path, model, qtype=None, pre="smollm"):
             w.add_tensor(name, gguf.quants.quantize(x, qtype), raw_dtype=qtype)
         else:
             w.add_tensor(name, x.astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def rewrite_gguf(src_path, dst_path, edit=lambda key, value: value, block_count=None):
+    """A copy of a Llama GGUF with its llama.* metadata passed through edit(key, value) (None drops the key) and,
+    if given, another block count: the tensors unchanged. For files whose metadata lies about their contents."""
+    import gguf
+    src = gguf.GGUFReader(str(src_path))
+    w = gguf.GGUFWriter(str(dst_path), "llama")
+    for k, f in src.fields.items():
+        if k.startswith("llama.") and not (block_count is not None and k == "llama.block_count"):
+            v = edit(k, f.contents())
+            if v is not None:
+                (w.add_uint32 if isinstance(v, int) else w.add_float32)(k, v)
+    if block_count is not None:
+        w.add_block_count(block_count)
+    for t in src.tensors:
+        w.add_tensor(t.name, np.array(t.data))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import gguf
-import numpy as np
 import pytest
 import torch
 
 from corpus.errors import InputError
 from models.llama import LlamaConfig, build_random, hf_state_dict
 from models.llm_gguf import gguf_config, gguf_tokenizer, load_gguf
-from tests.llm_helpers import one_thread, write_gguf
+from tests.llm_helpers import one_thread, rewrite_gguf, write_gguf
 
 _threads = pytest.fixture(autouse=True, scope="module")(one_thread)
 
@@ -99,18 +98,6 @@ def test_bad_gguf_files_are_one_line_errors(tmp_path, tiny):
     with pytest.raises(InputError, match="only 'llama'"):
         gguf_config(tmp_path / "gpt2.gguf")
     # a file whose metadata promises more layers than it has tensors for
-    src = gguf.GGUFReader(str(d / "f32.gguf"))
-    w = gguf.GGUFWriter(str(tmp_path / "short.gguf"), "llama")
-    for k, f in src.fields.items():
-        if k.startswith("llama.") and k != "llama.block_count":
-            v = f.contents()
-            (w.add_uint32 if isinstance(v, int) else w.add_float32)(k, v)
-    w.add_block_count(3)
-    for t in src.tensors:
-        w.add_tensor(t.name, np.array(t.data))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    rewrite_gguf(d / "f32.gguf", tmp_path / "short.gguf", block_count=3)
     with pytest.raises(InputError, match="lacks weights"):
         load_gguf(tmp_path / "short.gguf")

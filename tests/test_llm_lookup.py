@@ -14,7 +14,7 @@ from models.drafters import LookupDrafter
 from models.llama import LlamaConfig, build_random
 from models.llm_pair import LlamaPair, LlamaSampler, LlamaTargetSampler
 from models.sampler import SamplerSettings, make_sampler
-from tests.llm_helpers import one_thread, write_gguf
+from tests.llm_helpers import one_thread, rewrite_gguf, write_gguf
 
 _threads = pytest.fixture(autouse=True, scope="module")(one_thread)
 
@@ -108,22 +108,11 @@ def test_make_sampler_refuses_the_chain_without_a_draft(pair):
 
 
 def test_gguf_metadata_goes_through_the_config_checks(tmp_path):
-    import gguf
     bad = tmp_path / "bad.gguf"
     model = build_random(CFG, seed=5, std=0.1)
     write_gguf(bad, model)
-    src = gguf.GGUFReader(str(bad))
-    w = gguf.GGUFWriter(str(tmp_path / "bad2.gguf"), "llama")
-    for k, f in src.fields.items():
-        if k.startswith("llama."):
-            v = 0.0 if k == "llama.attention.layer_norm_rms_epsilon" else f.contents()
-            (w.add_uint32 if isinstance(v, int) else w.add_float32)(k, v)
-    for t in src.tensors:
-        w.add_tensor(t.name, np.array(t.data))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    rewrite_gguf(bad, tmp_path / "bad2.gguf",
+                 edit=lambda k, v: 0.0 if k == "llama.attention.layer_norm_rms_epsilon" else v)
     from models.llm_gguf import gguf_config
     with pytest.raises(InputError, match="GGUF metadata.*rms_norm_eps"):
         gguf_config(tmp_path / "bad2.gguf")
