@@ -142,9 +142,29 @@ class Session:
         return self.run
 
 
-class TubeWorker:
+class _OneThread:
+    """A worker's one background thread, started when it is first given a job (never at start-up) and shut
+    down by close(), which drops jobs not begun. Subclasses name it (thread_name) and set self._pool = None."""
+
+    thread_name = "worker"
+
+    def _submit(self, fn, *args):
+        from concurrent.futures import ThreadPoolExecutor
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.thread_name)
+        return self._pool.submit(fn, *args)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class TubeWorker(_OneThread):
     """The test-tube experiment (about a second: 10,000 draws a tube) on one background thread, one result
     per (rule, tokens, rounds). get() waits for it; ready() returns it if done, else starts it and returns None."""
+
+    thread_name = "tubes"
 
     def __init__(self, session: Session):
         self.session = session
@@ -180,26 +200,20 @@ class TubeWorker:
             return self._results[key]
         job = self._jobs.get(key)
         if job is None:
-            from concurrent.futures import ThreadPoolExecutor
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tubes")
             self.session.drafter(self.session.pair(), key[3])   # load the tables here, not from two threads at once
-            self._jobs[key] = self._pool.submit(self._compute, key)
+            self._jobs[key] = self._submit(self._compute, key)
             return None
         return self.get(rule, rounds) if job.done() else None
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
 
-
-class DrafterWorker:
+class DrafterWorker(_OneThread):
     """What each drafter buys and costs (tokens and lanes per pass) for the lab's table, γ and row shaping: the
     shipped long runs when they were counted at these settings (models.drafter_analytics.shipped_long_runs, no
     wait), else a short run of every drafter counted now on one background thread (about ten seconds).
     get() waits; ready() returns the figures if done, else starts them and returns None. The figures:
     {"points", "source": "long" | "short", "chars", "seed"}."""
+
+    thread_name = "drafters"
 
     SHORT_CHARS = 600           # tokens per drafter when nothing long was counted at these settings
 
@@ -251,27 +265,21 @@ class DrafterWorker:
             return self._results[key]
         job = self._jobs.get(key)
         if job is None:
-            from concurrent.futures import ThreadPoolExecutor
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="drafters")
             try:                                  # load the tables here, not from two threads at once
                 self.session.heads(self.session.pair(key[0]))
             except InputError:
                 pass                              # no heads table: the runs leave the heads out
-            self._jobs[key] = self._pool.submit(self._compute, key)
+            self._jobs[key] = self._submit(self._compute, key)
             return None
         return self.get() if job.done() else None
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
 
-
-class LongRunWorker:
+class LongRunWorker(_OneThread):
     """The pair's long-run facts (models.analytics.pair_facts: about 0.6 s once per table, γ and row shaping)
     on one background thread. Seed 0, the run `spectable alpha` reports, not the lab's seed (which only picks
     the demo text). get() waits; ready() returns the facts if done, else starts them and returns None."""
+
+    thread_name = "long-run"
 
     def __init__(self, session: Session):
         self.session = session
@@ -296,23 +304,17 @@ class LongRunWorker:
         key, (pair, gamma, st) = self._args()
         job = self._jobs.get(key)
         if job is None:
-            from concurrent.futures import ThreadPoolExecutor
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="long-run")
-            job = self._jobs[key] = self._pool.submit(analytics.pair_facts, pair, gamma, st, None, 0)
+            job = self._jobs[key] = self._submit(analytics.pair_facts, pair, gamma, st, None, 0)
         return job.result() if job.done() else None
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
 
-
-class BenchWorker:
+class BenchWorker(_OneThread):
     """The neural pair measured live on this machine (models.llm_bench.measure_llama_pair: draft and target ms per
     pass, c, tokens per pass, plain vs speculative tokens/s, each beside the roofline's value for the same shapes)
     on one background thread, with the measurement's progress notes. One result per pair and γ; start() measures
     again. In a scripted run (frames must not depend on thread timing) result() measures at once."""
+
+    thread_name = "bench"
 
     TOKENS = 96          # tokens written by each plain and each speculative run
     REPS = 5             # runs of each, alternating; forwards timed as the median of REPS after 2 warm-ups
@@ -366,11 +368,8 @@ class BenchWorker:
         key = self._key()
         if self._job is not None and not self._job.done():
             return
-        from concurrent.futures import ThreadPoolExecutor
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench")
         self.session.pair_by_key(key[0])          # loaded here, not on the worker
-        self._job_key, self._job = key, self._pool.submit(self._measure, key)
+        self._job_key, self._job = key, self._submit(self._measure, key)
         self.progress = "…"
 
     def running(self) -> bool:
@@ -388,8 +387,3 @@ class BenchWorker:
             except InputError as exc:
                 self.errors[key] = str(exc)
         return self.results.get(key), self.errors.get(key)
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
