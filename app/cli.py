@@ -5,6 +5,8 @@ Every user-caused failure is an InputError: printed as one line on stderr, exit 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -49,45 +51,126 @@ def _open_window_default() -> int:
 def run_command(make_parser, argv: list[str], bare=None) -> int:
     """Parse argv and run its command (no argv: bare(), if given); returns the exit code. Every failure a user
     can cause is one line on stderr (exit 2), never a traceback; a reader that goes away (`| head -1`) ends
-    the command quietly with 0."""
-    try:
-        if not argv and bare is not None:
-            code = int(bare() or 0)
-        else:
-            parser = make_parser()
+    the command quietly with 0; an output that cannot be written (closed, full) is one line and exit 2."""
+    with guarded_streams():
+        try:
+            if not argv and bare is not None:
+                code = int(bare() or 0)
+            else:
+                parser = make_parser()
+                try:
+                    args = parser.parse_args(argv)
+                except SystemExit as exc:    # argparse: a usage error (its one line, 2) or --help (0)
+                    return exc.code if isinstance(exc.code, int) else 2
+                if not getattr(args, "func", None):
+                    parser.print_help()
+                    return 2
+                code = int(args.func(args) or 0)
+            sys.stdout.flush()               # inside the try: a closed pipe fails here, not at interpreter exit
+            return code
+        except InputError as exc:
+            print(f"spectable: error: {exc}", file=sys.stderr)
+            return 2
+        except BrokenPipeError:              # before OSError, of which it is one
+            _discard_stdout()
+            return 0
+        except OutputError as exc:
+            _discard_stdout()
+            print(f"spectable: error: cannot write to standard output: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+        except OSError as exc:
+            # A path the user named cannot be read or written (a folder that is a file, no permission, disk full).
+            where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
+            print(f"spectable: error: {exc.strerror or exc}{where}", file=sys.stderr)
+            return 2
+        except MemoryError:
+            # Allocation the up-front estimates could not see (ulimit -v, a limit set by the administrator).
+            print("spectable: error: out of memory: the request is too big for the memory this process may use",
+                  file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("spectable: interrupted", file=sys.stderr)
+            return 130
+
+
+class OutputError(OSError):
+    """Standard output could not be written (closed, disk full, a device error): not the user's named file."""
+
+
+class _GuardedStdout:
+    """sys.stdout as the commands see it: writes that fail become OutputError (one line at the edge, not a
+    traceback); characters the terminal's encoding lacks are escaped (\\u6211), never an UnicodeEncodeError;
+    a closed stdout (`>&-`, sys.stdout is None) fails on the first write like a full disk."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            raise OutputError(errno.EBADF, "it is closed")
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror or str(exc)) from None
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc.errno, exc.strerror or str(exc)) from None
+
+    def __getattr__(self, name):             # encoding, isatty, fileno, buffer ... as the real stream has them
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
+
+
+class _NoStderr:
+    """stderr closed (`2>&-`): there is nowhere to say anything; the exit code still tells."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def guarded_streams():
+    """For one command: stdout guarded (above), stderr escaping what its encoding lacks; restored after."""
+    saved = sys.stdout, sys.stderr
+    for stream in saved:
+        if stream is not None and not isinstance(stream, _GuardedStdout):
             try:
-                args = parser.parse_args(argv)
-            except SystemExit as exc:    # argparse: a usage error (its one line, 2) or --help (0)
-                return exc.code if isinstance(exc.code, int) else 2
-            if not getattr(args, "func", None):
-                parser.print_help()
-                return 2
-            code = int(args.func(args) or 0)
-        sys.stdout.flush()               # inside the try: a closed pipe fails here, not at interpreter exit
-        return code
-    except InputError as exc:
-        print(f"spectable: error: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:              # before OSError, of which it is one
-        _discard_stdout()
-        return 0
-    except OSError as exc:
-        # A path the user named cannot be read or written (a folder that is a file, no permission, disk full).
-        where = f": {exc.filename}" if getattr(exc, "filename", None) else ""
-        print(f"spectable: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("spectable: interrupted", file=sys.stderr)
-        return 130
+                stream.reconfigure(errors="backslashreplace")   # a Latin-1 terminal, a lone surrogate in a path
+            except (AttributeError, ValueError, OSError):         # not a TextIOWrapper (a test's capture)
+                pass
+    if not isinstance(sys.stdout, _GuardedStdout):
+        sys.stdout = _GuardedStdout(sys.stdout)
+    if sys.stderr is None:
+        sys.stderr = _NoStderr()
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 def _discard_stdout() -> None:
     """Point stdout at /dev/null so Python's flush at exit does not fail on the closed pipe a second time."""
+    real = sys.stdout._stream if isinstance(sys.stdout, _GuardedStdout) else sys.stdout
+    if real is None:
+        return
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, real.fileno())
         os.close(devnull)
-    except (OSError, ValueError):        # stdout is not a file (a test's capture): nothing to flush there
+    except (OSError, ValueError, AttributeError):   # stdout is not a file (a test's capture): nothing to flush
         pass
 
 

@@ -1,9 +1,9 @@
 """Classroom subcommands that need no window: `spectable handout` (the printable student page)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from corpus import jsonio
 from corpus.errors import InputError
 
 
@@ -37,7 +37,7 @@ def _handout(args) -> int:
     img = handout.render(snap, lang, resolve_font())
     paths = handout.save(img, args.out.parent, args.out.stem)
     if args.json:
-        print(json.dumps({"files": [str(p) for p in paths], "language": lang}, ensure_ascii=False))
+        print(jsonio.dumps({"files": [str(p) for p in paths], "language": lang}))
     else:
         for path in paths:
             print(f"wrote {path}")

@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 
 from app.cli_numbers import SEED, number, whole, whole_list
+from corpus import jsonio
 from corpus.errors import InputError
 
 
 # ---- shared helpers ------------------------------------------------------------------------------
 def _emit_json(obj) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n")
+    sys.stdout.write(jsonio.dumps(obj) + "\n")
 
 
 def _finite(x: float) -> float | None:
@@ -629,7 +629,7 @@ def _cmd_drafters(args) -> int:
                        progress=None if args.json else (lambda label: print(f"  {label} …", file=sys.stderr)))
     if args.out:
         from corpus.atomic import write_text_atomic
-        write_text_atomic(args.out, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+        write_text_atomic(args.out, jsonio.dumps(doc, indent=1) + "\n")
     points = da.with_speedups(doc["points"], args.device, args.model, args.context, args.c)
     if args.json:
         _emit_json(dict(doc, points=points, device=args.device, model=args.model, context=args.context, c=args.c,

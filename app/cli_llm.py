@@ -5,10 +5,10 @@ that is how tools/gpu_measure.sh runs the bench on a GPU machine with a fixed so
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from corpus import jsonio
 from app.cli_numbers import SEED, number, whole, whole_list
 from corpus.errors import InputError
 
@@ -82,7 +82,7 @@ def register(sub) -> None:
 
 def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
     if as_json:
-        print(json.dumps(obj, ensure_ascii=False))
+        print(jsonio.dumps(obj))
     else:
         print("\n".join(lines))
 

@@ -1,10 +1,10 @@
 """`spectable render`: one frame (or a frame sequence) of the cast-iron table, headless, after K target passes of a seeded run."""
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
+from corpus import jsonio
 from app.cli_numbers import SEED, number, whole
 from corpus.errors import InputError
 
@@ -156,7 +156,7 @@ def run_render(args) -> int:
         off.release()
         stage.release()
     if args.json:
-        print(json.dumps(result, ensure_ascii=False))
+        print(jsonio.dumps(result))
     else:
         if args.stats:
             print(f"draw calls {result['draw_calls']}, triangles {result['triangles']}, "

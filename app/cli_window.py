@@ -1,11 +1,11 @@
 """Subcommands that open the window: `spectable run` (the real loop, scripted) and the bare `spectable`."""
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
+from corpus import jsonio
 from app.cli_numbers import SEED, number, whole
 from corpus.errors import InputError
 
@@ -134,7 +134,7 @@ def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None
     if screenshot is not None:
         state["screenshot"] = str(screenshot)
     if as_json:
-        print(json.dumps(state, ensure_ascii=False))
+        print(jsonio.dumps(state))
     return 0
 
 

@@ -8,8 +8,6 @@ models.hardware knows the device, its spec-sheet roofline is added. Writes one J
 from __future__ import annotations
 
 import datetime as _dt
-import json
-import math
 import os
 import platform
 import sys
@@ -20,6 +18,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from corpus import jsonio
 from corpus.errors import InputError
 from models.llama import DTYPES, RANDOM_WEIGHTS_NOTE, LlamaConfig, Transformer, load_model, read_checkpoint_config
 from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, StepRunner, compile_blocks,
@@ -490,21 +489,11 @@ def write_json_atomic(path, obj) -> None:
     the old file (or none) and no temp file (corpus.atomic). A figure that came out NaN or infinite (a timer
     that read 0) is written as null, "not measured", which is what JSON and models.measurements accept."""
     from corpus.atomic import write_text_atomic
-    text = json.dumps(_finite_or_null(obj), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    text = jsonio.dumps(obj, indent=2) + "\n"
     try:
         write_text_atomic(path, text)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _finite_or_null(obj):
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite_or_null(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite_or_null(v) for v in obj]
-    return obj
 
 
 def summary_lines(r: dict) -> list[str]:

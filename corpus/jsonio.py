@@ -1,0 +1,31 @@
+"""Every JSON the program writes (stdout --json, measurement files, settings, tables' manifests) is valid JSON:
+a figure that came out NaN or infinite is written as null ("not measured"), never as the NaN/Infinity
+literals Python's json would otherwise emit and other readers refuse."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import PurePath
+
+import numpy as np
+
+
+def finite_or_null(obj):
+    """obj with every non-finite float replaced by None; numpy scalars and arrays, tuples and paths made plain."""
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.ndarray):
+        return finite_or_null(obj.tolist())
+    if isinstance(obj, dict):
+        return {k: finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_null(v) for v in obj]
+    if isinstance(obj, PurePath):
+        return str(obj)
+    return obj
+
+
+def dumps(obj, indent: int | None = None, sort_keys: bool = False) -> str:
+    return json.dumps(finite_or_null(obj), ensure_ascii=False, allow_nan=False, indent=indent, sort_keys=sort_keys)
