@@ -17,6 +17,9 @@ from pathlib import Path
 import pygame
 
 from corpus.errors import InputError
+from corpus.validate import read_regular_file
+
+MAX_SCRIPT_BYTES = 1 << 20      # a key script is a few hundred lines
 
 ACTIONS = {
     "next": ("page down", "space", "right"),
@@ -79,8 +82,8 @@ def action_for(key: int, unicode: str = "", mode: str | None = None) -> str | No
 def parse_script(path: str | Path) -> list[str | int]:
     """Returns a list of key names and integer waits; InputError on an unknown key name."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
+        lines = read_regular_file(path, "key script", MAX_SCRIPT_BYTES).decode("utf-8").splitlines()
+    except FileNotFoundError as exc:
         raise InputError(f"cannot read key script {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise InputError(f"key script {path} is not UTF-8 text (bad byte at offset {exc.start})") from None

@@ -21,8 +21,10 @@ from pathlib import Path
 from typing import Callable
 
 from app.paths import config_dir
+from corpus import jsonio
 from corpus.atomic import remove_stale_temps, write_text_atomic
 from corpus.errors import InputError
+from corpus.validate import lone_surrogate, read_regular_file
 
 MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware", "quiz")
 TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only", "typical")
@@ -184,6 +186,9 @@ def check_type(name: str, value):
             return value
     elif kind is str:
         if isinstance(value, str):
+            bad = lone_surrogate(value)
+            if bad is not None:
+                raise InputError(f"setting {name} holds a lone surrogate U+{ord(bad):04X}, which is not text")
             return value
     elif not isinstance(value, bool) and isinstance(value, (int, float)):
         if isinstance(value, float) and not math.isfinite(value):
@@ -263,13 +268,11 @@ def load_settings(path: Path | None = None) -> tuple[AppSettings, str | None]:
     path = path or settings_path()
     remove_stale_temps(path.parent, path.name)      # a temp file a kill left behind mid-save
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular_file(path, "settings file", MAX_SETTINGS_BYTES).decode("utf-8")
     except FileNotFoundError:
         return AppSettings(), None
-    except IsADirectoryError:
-        return AppSettings(), f"settings file {path} is a folder; using defaults"
-    except OSError as exc:
-        return AppSettings(), f"settings file {path} could not be read ({exc.strerror or exc}); using defaults"
+    except InputError as exc:                        # a folder, a FIFO, a device, no permission, too large
+        reason = str(exc).removeprefix(f"settings file {path} ")
     except UnicodeDecodeError as exc:
         reason = f"not UTF-8 text (bad byte at offset {exc.start})"
     else:
@@ -277,22 +280,35 @@ def load_settings(path: Path | None = None) -> tuple[AppSettings, str | None]:
             return parse_settings(text), None
         except InputError as exc:
             reason = str(exc)
+    # Set aside under a name of its own (never over an earlier one), so the next save loses none of it.
     n = 1
-    while path.with_name(f"{path.name}.corrupt-{n}").exists():
+    while os.path.lexists(path.with_name(f"{path.name}.corrupt-{n}")):
         n += 1
     aside = path.with_name(f"{path.name}.corrupt-{n}")
     try:
-        os.replace(path, aside)
+        os.rename(path, aside)
     except OSError:
-        return AppSettings(), f"settings file {path} could not be read ({reason}); using defaults"
+        return AppSettings(), (f"settings file {path} could not be read ({reason}); using defaults, and it is "
+                               "left as it is: this session's settings are not saved over it")
     return AppSettings(), (f"settings file {path} could not be read ({reason}); set aside as {aside.name}, "
                            "using defaults")
 
 
+MAX_SETTINGS_BYTES = 1 << 20     # ours are about 2 KB
+
+
 def save_settings(settings: AppSettings, path: Path | None = None) -> Path:
-    """Atomic write: a crash mid-write leaves the old file, never half a file."""
+    """Atomic write: a crash mid-write leaves the old file, never half a file. A file there that cannot be read
+    (and could not be set aside at load) is not saved over: what could not be read may still be the user's."""
     path = path or settings_path()
-    write_text_atomic(path, json.dumps(asdict(settings), ensure_ascii=False, indent=1))
+    if os.path.lexists(path):
+        try:
+            read_regular_file(path, "settings file", MAX_SETTINGS_BYTES)
+        except FileNotFoundError:
+            pass
+        except InputError as exc:
+            raise InputError(f"{exc}; it is left as it is, not saved over") from None
+    write_text_atomic(path, jsonio.dumps(asdict(settings), indent=1))
     return path
 
 

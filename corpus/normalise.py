@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from corpus.errors import InputError
+from corpus.validate import read_regular_file
 
 NORMALISATION = ("utf-8 (BOM dropped, CRLF/CR -> LF); control characters other than tab refused; "
                  "first line (title) dropped; blank lines dropped; "
@@ -28,6 +29,7 @@ CONTROL_CHARACTERS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_NAMES = {0x00: "NUL", 0x0B: "vertical tab", 0x0C: "form feed", 0x1A: "SUB", 0x1B: "escape", 0x7F: "DEL"}
 
 # The five default stories in book order: 孔乙己, 一件小事, 风波, 故乡, 社戏.
+MAX_PIECE_BYTES = 64 << 20       # one text file; all of 《呐喊》 is 0.4 MB
 DEFAULT_PIECES = ("02", "05", "07", "08", "14")
 
 
@@ -48,14 +50,10 @@ class Piece:
 def read_piece(path: str | Path) -> Piece:
     """Read and normalise one file; every user-caused failure is one InputError line."""
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"no such file or folder: {path}")
-    if not path.is_file():
-        raise InputError(f"not a regular file: {path}")
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raw = read_regular_file(path, "corpus file", MAX_PIECE_BYTES)
+    except FileNotFoundError:
+        raise InputError(f"no such file or folder: {path}") from None
     if not raw.strip():
         raise InputError(f"empty file: {path}")
     try:

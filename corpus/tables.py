@@ -155,13 +155,12 @@ def read_table_file(path: str | Path, what: str) -> tuple[dict, str]:
     import io
     import zipfile
     from corpus.errors import InputError
+    from corpus.validate import read_regular_file
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"no such {'table file' if what == 'count table' else what}: {path}")
     try:
-        blob = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+        blob = read_regular_file(path, what, MAX_TABLE_BYTES)
+    except FileNotFoundError:
+        raise InputError(f"no such {'table file' if what == 'count table' else what}: {path}") from None
     try:
         with zipfile.ZipFile(io.BytesIO(blob)) as zf:     # sizes first: a small file may inflate to gigabytes
             unpacked = sum(i.file_size for i in zf.infolist())

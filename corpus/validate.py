@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from pathlib import Path
 
 from corpus.errors import InputError
@@ -28,16 +30,53 @@ def type_name(value) -> str:
             dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)
 
 
+def file_kind(mode: int) -> str:
+    """What a stat mode is, in words, for a message that refuses it."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular_file(path: str | Path, what: str, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most max_bytes. Opened without blocking and checked on the open handle,
+    so a FIFO with no writer (which would wait forever), a device (/dev/zero never ends) or a folder is one
+    line, not a hang or a MemoryError; a file that grows past max_bytes while read is refused too.
+    FileNotFoundError passes through (callers say what a missing file means); every other failure is InputError."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except IsADirectoryError:
+        raise InputError(f"{what} {path} is a folder, not a file") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise InputError(f"{what} {path} is {file_kind(mode)}, not a regular file")
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise InputError(f"{path}: {size:,} bytes is too large for {what} (at most {max_bytes:,})")
+        try:
+            raw = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if len(raw) > max_bytes:
+        raise InputError(f"{path}: more than {max_bytes:,} bytes is too large for {what}")
+    return raw
+
+
 def read_json(path: str | Path, what: str, max_bytes: int, finite: bool = False):
     """Parse a JSON file of at most max_bytes, nested at most MAX_JSON_DEPTH deep; any failure is one line.
     finite=True also refuses NaN, Infinity and numbers too large for a float (1e400) anywhere in it."""
     path = Path(path)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise InputError(f"{path}: {size:,} bytes is too large for {what} (at most {max_bytes:,})")
-        raw = path.read_bytes()
-    except OSError as exc:
+        raw = read_regular_file(path, what, max_bytes)
+    except FileNotFoundError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
     return parse_json(raw, str(path), finite)
 
@@ -87,9 +126,22 @@ def mapping(value, where: str) -> dict:
     return value
 
 
+def lone_surrogate(value: str) -> str | None:
+    """The first lone surrogate in value ('\\ud800' in JSON decodes to one), or None: such a string is not
+    text; it cannot be encoded, drawn or written back."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return value[exc.start]
+    return None
+
+
 def text(value, where: str, max_len: int = 200) -> str:
     if not isinstance(value, str):
         raise InputError(f"{where} must be text, not {type_name(value)}")
+    bad = lone_surrogate(value)
+    if bad is not None:
+        raise InputError(f"{where} holds a lone surrogate U+{ord(bad):04X}, which is not text")
     if len(value) > max_len:
         raise InputError(f"{where} is {len(value)} characters long (at most {max_len})")
     return value
