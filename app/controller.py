@@ -232,7 +232,7 @@ class Controller:
 
     def _clean_exports(self) -> None:
         """Temp files of exports a kill interrupted (the finished files are complete: atomic writes)."""
-        remove_stale_temps(self.out_dir(), "spectable-*")
+        remove_stale_temps(self.out_dir(), pattern="spectable-*")
 
     def export(self, make: Callable[[], list]) -> None:
         """Run an export; a failure (a full disk, a folder we may not write) is a status-line message that names

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shlex
+import stat
 from pathlib import Path
 
 from corpus.normalise import NORMALISATION, read_piece, resolve_sources
@@ -9,6 +10,7 @@ from corpus.atomic import remove_stale_temps
 from corpus.tables import CountTables, count_tokens, manifest_path, save_tables
 from corpus.tokenizers import NEWLINE, TOKEN_KINDS, tokenize
 from corpus.errors import InputError
+from corpus.validate import shown_name
 
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
 
@@ -45,7 +47,7 @@ def read_token_stream(paths, pieces=None, tokens: str = "char") -> tuple[list[st
         if k:
             all_tokens.append(NEWLINE)
         all_tokens.extend(toks)
-        piece_info.append({"file": f.name, "title": piece.title, "sha256": piece.sha256,
+        piece_info.append({"file": shown_name(f.name), "title": piece.title, "sha256": piece.sha256,
                            "paragraphs": len(piece.paragraphs), "tokens": len(toks)})
     if len(all_tokens) < 3:
         raise InputError("too little text to count trigrams (need at least 3 tokens)")
@@ -76,12 +78,16 @@ def build_command(paths, pieces, tokens, out, heads: int | None = None) -> str:
     if heads is not None:
         parts += ["--heads", str(heads)]
     parts += ["--out", str(out)]
-    return " ".join(shlex.quote(p) for p in parts)
+    return " ".join(shlex.quote(shown_name(p)) for p in parts)
 
 
 def _check_out(out: Path) -> None:
     if out.exists() and out.is_dir():
         raise InputError(f"--out is a folder, give a file name: {out}")
+    mode = out.stat().st_mode if out.exists() else None
+    if mode is not None and not stat.S_ISREG(mode):
+        from corpus.validate import file_kind
+        raise InputError(f"--out must name a file (its manifest is written beside it), not {file_kind(mode)}: {out}")
     if out.suffix == ".json":
         raise InputError(f"--out names the table (.npz); its manifest .json is written beside it: {out}")
 

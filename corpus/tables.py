@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corpus.atomic import write_atomic
+from corpus.atomic import atomic_path
 
 FORMAT = "spectable-ngram-v1"
 
@@ -123,9 +123,12 @@ def write_table_files(path: str | Path, arrays: dict, manifest: dict) -> Path:
     _write_npz(buf, dict(arrays, manifest=np.array(manifest_json)))
     blob = buf.getvalue()
     side = dict(manifest, table_sha256=hashlib.sha256(blob).hexdigest())
-    side_json = json.dumps(side, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
-    write_atomic(path, lambda fh: fh.write(blob))
-    write_atomic(manifest_path(path), lambda fh: fh.write(side_json.encode("utf-8")))
+    side_bytes = (json.dumps(side, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode("utf-8")
+    # Both files are made in memory, then both temp files written, before either is replaced: a failure
+    # (a full disk, a name that cannot be written) leaves the old pair whole.
+    with atomic_path(manifest_path(path)) as side_tmp, atomic_path(path) as table_tmp:   # the table's rename first
+        table_tmp.write_bytes(blob)
+        side_tmp.write_bytes(side_bytes)
     return path
 
 

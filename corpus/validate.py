@@ -136,6 +136,12 @@ def lone_surrogate(value: str) -> str | None:
     return None
 
 
+def shown_name(name) -> str:
+    """A file name as text: Linux allows any bytes in a name, and Python hands the ones that are not UTF-8 over
+    as lone surrogates, which no encoder writes; those bytes become escapes (b'\\xff' -> '\\\\xff')."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def text(value, where: str, max_len: int = 200) -> str:
     if not isinstance(value, str):
         raise InputError(f"{where} must be text, not {type_name(value)}")
