@@ -85,12 +85,33 @@ def run_command(make_parser, argv: list[str], bare=None) -> int:
             return 2
         except MemoryError:
             # Allocation the up-front estimates could not see (ulimit -v, a limit set by the administrator).
-            print("spectable: error: out of memory: the request is too big for the memory this process may use",
-                  file=sys.stderr)
+            print(f"spectable: error: {OUT_OF_MEMORY}", file=sys.stderr)
+            return 2
+        except RuntimeError as exc:
+            # torch's allocators raise RuntimeError (CUDA's OutOfMemoryError is one); anything else is a bug
+            # and keeps its traceback.
+            size = allocation_failure(exc)
+            if size is None:
+                raise
+            print(f"spectable: error: {OUT_OF_MEMORY}{size}", file=sys.stderr)
             return 2
         except KeyboardInterrupt:
             print("spectable: interrupted", file=sys.stderr)
             return 130
+
+
+OUT_OF_MEMORY = "out of memory: the request is too big for the memory this process may use"
+
+
+def allocation_failure(exc: BaseException) -> str | None:
+    """For torch's 'can't allocate memory' / CUDA 'out of memory' errors: ' (it asked for N bytes)' or '';
+    None for any other error."""
+    import re
+    text = str(exc)
+    if "can't allocate memory" not in text and "out of memory" not in text.lower():
+        return None
+    asked = re.search(r"allocate (\d+) bytes", text)
+    return f" (one allocation of {int(asked.group(1)):,} bytes failed)" if asked else ""
 
 
 class OutputError(OSError):

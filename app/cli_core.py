@@ -6,6 +6,7 @@ import math
 import sys
 
 from app.cli_numbers import SEED, number, whole, whole_list
+from app.cli_progress import Progress
 from corpus import jsonio
 from corpus.errors import InputError
 
@@ -263,21 +264,28 @@ def _cmd_generate(args) -> int:
     drafter = _drafter(args, pair)
     sampler = _speculative(pair, _settings(args), drafter)
     sampler.reset(ids)
-    traces = sampler.run_tokens(args.tokens)
+    # Counted pass by pass, keeping no trace (each holds its rows): a long run's memory is its text.
     marks = []     # one mark per written token: '.' accepted guess, '◆' written by the target
-    for t in traces:
+    passes = n_acc = tested = bonus = replacements = lanes = 0
+    progress = Progress("generating", args.tokens, "tokens")
+    for t in sampler.steps(args.tokens):
         marks += ["."] * t.n_accepted + ["◆"]
+        passes += 1
+        n_acc += t.n_accepted
+        # Candidates checked: a tree checks several per position (its trace lists every check).
+        tested += len(t.tree.checks) if t.tree is not None else t.tested
+        bonus += t.final_kind == "bonus"
+        replacements += t.final_kind == "replacement"
+        lanes += t.lanes_lit
+        progress(len(marks))
+    progress.done()
     written = sampler.written
-    n_acc = sum(t.n_accepted for t in traces)
-    # Candidates checked: a tree checks several per position (its trace lists every check).
-    tested = sum(len(t.tree.checks) if t.tree is not None else t.tested for t in traces)
     out = {"prefix": args.prefix, "text": pair.decode(written), "tokens": [pair.vocab[i] for i in written],
-           "marks": "".join(marks), "passes": len(traces), "tokens_written": len(written),
-           "tokens_per_pass": len(written) / len(traces), "accepted": n_acc, "tested": tested,
-           "acceptance_rate": n_acc / tested if tested else None, "bonus": sum(t.final_kind == "bonus" for t in traces),
-           "replacements": sum(t.final_kind == "replacement" for t in traces),
+           "marks": "".join(marks), "passes": passes, "tokens_written": len(written),
+           "tokens_per_pass": len(written) / passes, "accepted": n_acc, "tested": tested,
+           "acceptance_rate": n_acc / tested if tested else None, "bonus": bonus, "replacements": replacements,
            "gamma": args.gamma, "seed": args.seed, "exact": sampler.settings.exact,
-           "lanes_per_pass": sum(t.lanes_lit for t in traces) / len(traces)} | drafter.describe()
+           "lanes_per_pass": lanes / passes} | drafter.describe()
     if args.json:
         _emit_json(out)
         return 0
@@ -290,7 +298,7 @@ def _cmd_generate(args) -> int:
     for k in range(0, len(disp), width):
         print("  " + "".join(disp[k:k + width]))
         print("  " + "".join(m.ljust(_width(d)) for m, d in zip(marks[k:k + width], disp[k:k + width])))
-    print(f"{len(written)} tokens in {len(traces)} target passes: {out['tokens_per_pass']:.2f} tokens per pass "
+    print(f"{len(written)} tokens in {passes} target passes: {out['tokens_per_pass']:.2f} tokens per pass "
           f"(γ = {args.gamma}, drafter {drafter.name}, {out['lanes_per_pass']:.2f} lanes per pass); "
           f"{n_acc}/{tested} guesses accepted")
     print("marks: . accepted guess   ◆ written by the target (replacement or bonus)")
@@ -765,8 +773,8 @@ def register(sub) -> None:
     g = sub.add_parser("generate", help="speculative decoding (the n-gram pair, or --pair neural), with tape marks")
     _add_model_args(g, "孔乙")
     _add_pair_args(g)
-    g.add_argument("--tokens", type=whole(1, 1_000_000), default=200,
-                   help="how many tokens to write, at least (whole passes; default 200)")
+    g.add_argument("--tokens", type=whole(1, 100_000), default=200,
+                   help="how many tokens to write, at least (whole passes; default 200, at most 100000)")
     _add_sampling_args(g)
     _add_drafter_args(g)
     g.set_defaults(func=_cmd_generate)
@@ -786,9 +794,9 @@ def register(sub) -> None:
     _add_pair_args(a)
     a.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
     a.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per pass for the formula lines (default 4)")
-    a.add_argument("--chars", type=whole(1, 10_000_000), default=None,
-                   help="length of the generated run (default 200000; 20000 with temperature/top-k/top-p or a "
-                        "drafter other than chain; 4000 for a neural pair, at most 100000)")
+    a.add_argument("--chars", type=whole(1, 2_000_000), default=None,
+                   help="length of the generated run (default 200000, at most 2000000; 20000 with "
+                        "temperature/top-k/top-p or a drafter other than chain; 4000 for a neural pair, at most 100000)")
     a.add_argument("--seed", type=SEED, default=0, help="seed of the generated run (default 0)")
     _add_shaping_args(a)
     _add_drafter_args(a)
@@ -802,7 +810,8 @@ def register(sub) -> None:
     _add_model_args(dr, None)
     dr.add_argument("--gamma", type=whole(1, 64), default=4,
                     help="guesses per pass: γ of the chain, lookup and heads, the depth of the trees (default 4)")
-    dr.add_argument("--chars", type=whole(1, 10_000_000), default=20_000, help="tokens per drafter (default 20000)")
+    dr.add_argument("--chars", type=whole(1, 50_000), default=20_000,
+                    help="tokens per drafter (default 20000, at most 50000)")
     dr.add_argument("--seed", type=SEED, default=0, help="seed of every drafter's run (default 0)")
     _add_shaping_args(dr)
     dr.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
@@ -817,7 +826,8 @@ def register(sub) -> None:
     tb = sub.add_parser("tubes", help="the test-tube experiment: target alone vs speculative, against p")
     _add_model_args(tb)
     _add_pair_args(tb)
-    tb.add_argument("--rounds", type=whole(1, 1_000_000), default=200, help="rounds of the experiment (default 200)")
+    tb.add_argument("--rounds", type=whole(1, 20_000), default=200,
+                    help="rounds of the experiment (default 200, at most 20000)")
     tb.add_argument("--draws", type=whole(1, 5_000_000), default=50, help="draws per tube each round (default 50)")
     tb.add_argument("--seed", type=SEED, default=1, help="random seed (default 1)")
     tb.add_argument("--rule", choices=("exact", "resample_from_p", "exact_match_only", "draft_only", "typical"),
@@ -836,8 +846,8 @@ def register(sub) -> None:
     ev.add_argument("--corpus", default=None, metavar="DIR",
                     help="folder of the book's texts (default $SPECTABLE_CORPUS, else ../shared/corpus/nahan)")
     ev.add_argument("--table", default=None, help="n-gram count table (.npz); default: the shipped one")
-    ev.add_argument("--chars", type=whole(1, 10_000_000), default=None,
-                    help="tokens written for α (default 2000 neural, at most 100000; 200000 n-gram)")
+    ev.add_argument("--chars", type=whole(1, 1_000_000), default=None,
+                    help="tokens written for α (default 2000 neural, at most 100000; 200000 n-gram, at most 1000000)")
     ev.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per pass of the α run (default 4)")
     ev.add_argument("--seed", type=SEED, default=0, help="seed of the α run (default 0)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from corpus import jsonio
 from app.cli_numbers import SEED, number, whole, whole_list
+from app.cli_progress import Progress
 from corpus.errors import InputError
 
 
@@ -33,7 +34,7 @@ def register(sub) -> None:
                    "or a GGUF file's tokenizer)")
     g.add_argument("--prompt-ids", metavar="1,2,3", type=whole_list(0, 2**31 - 1, 1 << 20),
                    help="prompt as comma-separated token ids")
-    p.add_argument("--tokens", type=whole(1, 1_000_000), required=True, help="new tokens to write")
+    p.add_argument("--tokens", type=whole(1, 100_000), required=True, help="new tokens to write (at most 100000)")
     p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--temperature", type=number(0, 1000), default=0.0, help="0 = greedy (default); > 0 samples")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the draws (default 0)")
@@ -62,7 +63,8 @@ def register(sub) -> None:
     p.add_argument("--batch", type=whole_list(1, 1 << 20, 64), default=[1, 4, 16, 64],
                    help="batch sizes of the sweep, comma-separated")
     p.add_argument("--context", type=whole(1, 1 << 24), default=4096, help="KV context of the batch sweep (tokens)")
-    p.add_argument("--tokens", type=whole(2, 1_000_000), default=128, help="tokens written in the end-to-end runs")
+    p.add_argument("--tokens", type=whole(2, 100_000), default=128,
+                   help="tokens written in the end-to-end runs (default 128, at most 100000)")
     p.add_argument("--checkpoint", metavar="DIR", help="target weights instead of random ones")
     p.add_argument("--draft-checkpoint", metavar="DIR", help="draft weights instead of random ones")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the random weights and draws (default 0)")
@@ -178,17 +180,19 @@ def llm_generate(args) -> dict:
     seq = -(-(len(prompt) + args.tokens + 2 * (args.gamma + 1)) // 16) * 16   # aligned rows for attention kernels
     target.setup_caches(1, seq)
     t0 = time.perf_counter()
+    progress = Progress("generating", args.tokens, "tokens")
     if draft is None:
         dec = PlainDecoder(target, temperature=args.temperature, seed=args.seed)
-        ids = dec.generate(prompt, args.tokens)
+        ids = dec.generate(prompt, args.tokens, progress)
         passes, alpha, extra = args.tokens, None, {}
     else:
         draft.setup_caches(1, seq)
         dec = SpeculativeDecoder(target, draft, gamma=args.gamma, temperature=args.temperature, seed=args.seed)
-        res = dec.generate(prompt, args.tokens)
+        res = dec.generate(prompt, args.tokens, progress)
         ids, passes, alpha = res.tokens, res.passes, res.alpha
         extra = {"accepted_per_pass": [r.n_accepted for r in res.records],
                  "residual_fallbacks": sum(r.residual_fallback for r in res.records)}
+    progress.done()
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0

@@ -65,8 +65,9 @@ class DrafterRun:
 
 def count_traces(traces, drafter_name: str, label: str, gamma: int, seed: int, prompts: int = 1) -> DrafterRun:
     """Totals over StepTraces of any drafter."""
-    acc = tested = positions = filled = lanes = proposing = tokens = 0
-    for t in traces:
+    acc = tested = positions = filled = lanes = proposing = tokens = passes = 0
+    for t in traces:                  # any iterable: a generator of passes is counted without keeping them
+        passes += 1
         acc += t.n_accepted
         tested += len(t.tree.checks) if t.tree is not None else t.tested
         positions += t.tested
@@ -74,7 +75,7 @@ def count_traces(traces, drafter_name: str, label: str, gamma: int, seed: int, p
         lanes += t.lanes_lit
         proposing += bool(t.guesses)
         tokens += len(t.tokens_written)
-    return DrafterRun(drafter_name, label, tokens, len(traces), acc, tested, positions, filled, lanes, proposing,
+    return DrafterRun(drafter_name, label, tokens, passes, acc, tested, positions, filled, lanes, proposing,
                       gamma, seed, prompts)
 
 
@@ -86,8 +87,7 @@ def drafter_generated(pair, settings, drafter, chars: int = 20_000, prefix: str 
         raise InputError(f"chars must be between 1 and 10000000, got {chars!r}")
     sampler = make_sampler(pair, settings, drafter=drafter)          # the n-gram pair or a neural one
     sampler.reset(pair.encode(prefix))
-    traces = sampler.run_tokens(chars)
-    return count_traces(traces, drafter.name, label or drafter.name, settings.gamma, settings.seed)
+    return count_traces(sampler.steps(chars), drafter.name, label or drafter.name, settings.gamma, settings.seed)
 
 
 def speedup_model(tokens_per_pass: float, lanes_per_pass: float, cost, device="h100-sxm", model="llama-3.1-8b",
@@ -140,11 +140,11 @@ def compare_drafters(pair, settings, prompts, tokens_per_prompt: int = 400, spec
     for label, name, opts in (specs or default_specs(settings.gamma)):
         drafter = make_drafter(name, pair, **opts)
         sampler = SpeculativeSampler(pair, settings, drafter=drafter)
-        traces = []
-        for start in ids:
-            sampler.reset(start)
-            traces += sampler.run_tokens(tokens_per_prompt)
-        run = count_traces(traces, name, label, settings.gamma, settings.seed, len(ids))
+        def passes():
+            for start in ids:
+                sampler.reset(start)
+                yield from sampler.steps(tokens_per_prompt)
+        run = count_traces(passes(), name, label, settings.gamma, settings.seed, len(ids))
         model_fig = speedup_model(run.tokens_per_pass, run.lanes_per_pass, drafter.cost(settings.gamma), device,
                                   model, context, c)
         out.append({"label": label, "drafter": name, "options": dict(opts), "tokens_per_pass": run.tokens_per_pass,

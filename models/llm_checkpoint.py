@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from corpus.errors import InputError
+from corpus.validate import shown_name
 from models.checkpoint_checks import inside_checkpoint
 from models.llama import (CONFIGS, LlamaConfig, Transformer, bos_token_id, build_random, load_checkpoint,
                           read_checkpoint_config)
@@ -44,7 +45,11 @@ def resolve(spec) -> Source:
     s = str(spec)
     if s in SHIPPED:
         return Source(s, "hf", MODELS_DIR / s)
-    p = Path(s).expanduser()
+    try:
+        p = Path(s).expanduser()
+    except RuntimeError:                 # '~nosuchuser/x': a home folder that cannot be found
+        raise InputError(f"checkpoint {shown_name(s)!r}: {s.split('/')[0]} names no user with a home folder") \
+            from None
     if p.is_dir():
         return Source(s, "hf", p)
     if p.is_file():

@@ -221,8 +221,9 @@ class PlainDecoder:
         self.decode_seconds = 0.0
 
     @torch.no_grad()
-    def generate(self, prompt_ids: list[int], n_tokens: int) -> list[int]:
-        """Prefill (writes the first token), then n_tokens - 1 decode passes, timed in decode_seconds."""
+    def generate(self, prompt_ids: list[int], n_tokens: int, progress=None) -> list[int]:
+        """Prefill (writes the first token), then n_tokens - 1 decode passes, timed in decode_seconds;
+        progress(tokens written so far), if given, after each pass."""
         dev = self.device
         prompt = torch.tensor([prompt_ids], device=dev)
         probs = probs_from_logits(prefill(self.target, prompt), self.temperature)[0]
@@ -235,6 +236,8 @@ class PlainDecoder:
             pos = len(prompt_ids) + i - 1
             tok = self.step_fn(tok, torch.arange(pos, pos + 1, device=dev), u[i]).clone()
             out.append(tok)
+            if progress is not None:
+                progress(i + 1)
         ids = torch.cat(out, 1)[0].tolist()  # the one host read, at the end
         self.decode_seconds = time.perf_counter() - t0
         return ids
@@ -363,8 +366,9 @@ class SpeculativeDecoder:
                           residual_fallback=bool(fallback), tokens=guess_ids[:n] + [final])
 
     @torch.no_grad()
-    def generate(self, prompt_ids: list[int], n_tokens: int) -> SpeculativeResult:
-        """Prefill, then passes until n_tokens are written; decode_seconds times the passes."""
+    def generate(self, prompt_ids: list[int], n_tokens: int, progress=None) -> SpeculativeResult:
+        """Prefill, then passes until n_tokens are written; decode_seconds times the passes;
+        progress(tokens written so far), if given, after each pass."""
         self.start(prompt_ids)
         out, records = [int(self.cur.item())], []
         t0 = time.perf_counter()
@@ -372,5 +376,7 @@ class SpeculativeDecoder:
             rec = self.step(n_tokens - len(out))
             records.append(rec)
             out.extend(rec.tokens)
+            if progress is not None:
+                progress(len(out))
         self.decode_seconds = time.perf_counter() - t0   # every pass ends in a host read: already synced
         return SpeculativeResult(tokens=out[:n_tokens], passes=len(records) + 1, gamma=self.gamma, records=records)
