@@ -5,6 +5,7 @@ Every user-caused failure is an InputError: printed as one line on stderr, exit 
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import errno
 import importlib
@@ -162,6 +163,18 @@ class _NoStderr:
         pass
 
 
+def _escape(exc: UnicodeEncodeError):
+    """What the terminal cannot show, escaped: a file name's undecodable byte as \\xff (the byte it was), any
+    other character as \\u6211."""
+    bad = exc.object[exc.start:exc.end]
+    return "".join(f"\\x{ord(ch) - 0xDC00:02x}" if 0xDC80 <= ord(ch) <= 0xDCFF else
+                   (f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}") for ch in bad), exc.end
+
+
+ESCAPE_ERRORS = "spectable.escape"
+codecs.register_error(ESCAPE_ERRORS, _escape)
+
+
 @contextlib.contextmanager
 def guarded_streams():
     """For one command: stdout guarded (above), stderr escaping what its encoding lacks; restored after."""
@@ -169,7 +182,7 @@ def guarded_streams():
     for stream in saved:
         if stream is not None and not isinstance(stream, _GuardedStdout):
             try:
-                stream.reconfigure(errors="backslashreplace")   # a Latin-1 terminal, a lone surrogate in a path
+                stream.reconfigure(errors=ESCAPE_ERRORS)    # a Latin-1 terminal, a lone surrogate in a path
             except (AttributeError, ValueError, OSError):         # not a TextIOWrapper (a test's capture)
                 pass
     if not isinstance(sys.stdout, _GuardedStdout):

@@ -8,6 +8,7 @@ field; the code after it trusts what it returns.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -68,6 +69,24 @@ def read_regular_file(path: str | Path, what: str, max_bytes: int) -> bytes:
     if len(raw) > max_bytes:
         raise InputError(f"{path}: more than {max_bytes:,} bytes is too large for {what}")
     return raw
+
+
+@contextlib.contextmanager
+def utf8_path(path: str | Path):
+    """A name for `path` that libraries written in Rust or C++ (safetensors, tokenizers) can take: the path
+    itself when it is valid UTF-8, else /proc/self/fd/N of the file opened here (Linux allows any bytes in a
+    folder's name; those libraries refuse such a name outright)."""
+    name = str(path)
+    if lone_surrogate(name) is None:
+        yield name
+        return
+    if not os.path.isdir("/proc/self/fd"):
+        raise InputError(f"{shown_name(name)}: the name is not UTF-8 text; rename the file or its folder")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
 
 
 def read_json(path: str | Path, what: str, max_bytes: int, finite: bool = False):

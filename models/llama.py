@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from corpus.errors import InputError
-from corpus.validate import read_json
+from corpus.validate import read_json, utf8_path
 from models.checkpoint_checks import (MAX_CONFIG_BYTES, MAX_INDEX_BYTES, check_bos_token_id, check_config, check_finite,
                                       check_hf_config, check_tensor_dtype, inside_checkpoint, select_rope, shard_names)
 
@@ -446,32 +446,38 @@ def load_checkpoint(path, *, dtype=torch.float32, device="cpu") -> Transformer:
     filled: dict[str, int] = {n: 0 for n in params}   # rows written per parameter
     with torch.no_grad():
         for f in files:
-            try:
-                handle = safe_open(str(f), framework="pt", device="cpu")
-            except (SafetensorError, OSError, ValueError) as exc:
-                raise InputError(f"{f} is not a readable safetensors file: {exc}") from None
-            with handle:
-                for key in handle.keys():
-                    ours, rows = _hf_to_ours(key, cfg)
-                    if ours is None:
-                        continue
-                    if ours == "?":
-                        raise InputError(f"{f}: tensor {key!r} is not part of a Llama model of this config.json")
-                    target = params[ours] if rows is None else params[ours][rows]
-                    view = handle.get_slice(key)             # dtype and shape before the tensor is read
-                    check_tensor_dtype(f, key, view.get_dtype())
-                    if tuple(view.get_shape()) != tuple(target.shape):
-                        raise InputError(f"{f}: {key} has shape {tuple(view.get_shape())}, config.json implies "
-                                         f"{tuple(target.shape)}")
-                    tensor = handle.get_tensor(key)
-                    target.copy_(tensor.to(dtype))
-                    check_finite(f, key, target, tensor)
-                    filled[ours] += target.shape[0]
+            with utf8_path(f) as name:       # a folder whose name is not UTF-8 loads too
+                try:
+                    handle = safe_open(name, framework="pt", device="cpu")
+                except (SafetensorError, OSError, ValueError) as exc:
+                    raise InputError(f"{f} is not a readable safetensors file: {exc}") from None
+                _fill_from(handle, f, cfg, params, filled, dtype)
     missing = [n for n, p in params.items() if filled[n] < p.shape[0]]
     if missing:
         raise InputError(f"checkpoint {str(d)!r} lacks weights for {', '.join(missing[:3])}"
                          f"{' and more' if len(missing) > 3 else ''}")
     return model.eval()
+
+
+def _fill_from(handle, f: Path, cfg: LlamaConfig, params: dict, filled: dict, dtype) -> None:
+    """Copy one safetensors file's tensors into the model's parameters, each checked (name, dtype, shape, finite)."""
+    with handle:
+        for key in handle.keys():
+            ours, rows = _hf_to_ours(key, cfg)
+            if ours is None:
+                continue
+            if ours == "?":
+                raise InputError(f"{f}: tensor {key!r} is not part of a Llama model of this config.json")
+            target = params[ours] if rows is None else params[ours][rows]
+            view = handle.get_slice(key)             # dtype and shape before the tensor is read
+            check_tensor_dtype(f, key, view.get_dtype())
+            if tuple(view.get_shape()) != tuple(target.shape):
+                raise InputError(f"{f}: {key} has shape {tuple(view.get_shape())}, config.json implies "
+                                 f"{tuple(target.shape)}")
+            tensor = handle.get_tensor(key)
+            target.copy_(tensor.to(dtype))
+            check_finite(f, key, target, tensor)
+            filled[ours] += target.shape[0]
 
 
 def hf_state_dict(model: Transformer) -> dict[str, torch.Tensor]:

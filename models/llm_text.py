@@ -138,10 +138,21 @@ class TokenText:
         return [self.piece(i) for i in range(self.V)]
 
 
+MAX_TOKENIZER_BYTES = 64 << 20     # Llama 3's tokenizer.json is 9 MB
+
+
 def from_tokenizer_file(path, vocab_size: int, start_id: int | None = None) -> TokenText:
     from tokenizers import Tokenizer
+    from corpus.validate import read_regular_file
     try:
-        tok = Tokenizer.from_file(str(path))
+        raw = read_regular_file(path, "tokenizer file", MAX_TOKENIZER_BYTES)
+    except FileNotFoundError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        # From its text, not its name: tokenizers cannot open a folder whose name is not UTF-8.
+        tok = Tokenizer.from_str(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text (bad byte at offset {exc.start})") from None
     except Exception as exc:  # noqa: BLE001 - the tokenizers library raises its own exception types
         raise InputError(f"cannot read {path}: {str(exc).splitlines()[0][:200]}") from None
     return TokenText(tok, vocab_size, start_id=start_id, source=str(path))
