@@ -246,14 +246,16 @@ class Controller:
         self.gif_job = exports.GifJob(self.driver, self.out_dir(), **self.gif_options)
         return []
 
-    def pump_exports(self, finish: bool = False) -> None:
-        """Advance a running GIF replay a few frames (all of them when `finish`)."""
+    def pump_exports(self, finish: bool = False, progress=None) -> None:
+        """Advance a running GIF replay a few frames (all of them when `finish`; progress() after each batch)."""
         job = self.gif_job
         if job is None:
             return
         try:
             while True:
                 job.advance()
+                if progress is not None:
+                    progress()
                 if job.done or not finish:
                     break
         except (OSError, InputError) as exc:

