@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-ASSETS = ROOT / "assets"
+from corpus.resources import ASSETS
+
 I18N_DIR = ASSETS / "i18n"
 TOUR_DIR = ASSETS / "tour"
 MEASUREMENTS_DIR = ASSETS / "measurements"

@@ -23,9 +23,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from corpus.errors import InputError
+from corpus.resources import ASSETS
 from models.measurements import BANDWIDTH_KEYS, FLOP_KEYS, MEMORY_KEYS, measurement_paths, read_measurement
 
-MEASUREMENTS_DIR = Path(__file__).resolve().parents[1] / "assets" / "measurements"
+MEASUREMENTS_DIR = ASSETS / "measurements"
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,14 @@ from pathlib import Path
 import torch
 
 from corpus.errors import InputError
+from corpus.resources import ASSETS
 from corpus.validate import shown_name
 from models.checkpoint_checks import inside_checkpoint
 from models.llama import (CONFIGS, LlamaConfig, Transformer, bos_token_id, build_random, load_checkpoint,
                           read_checkpoint_config)
 from models.llm_text import TokenText, from_tokenizer_file
 
-MODELS_DIR = Path(__file__).resolve().parents[1] / "assets" / "models"
+MODELS_DIR = ASSETS / "models"
 SHIPPED = ("nahan-target", "nahan-draft")
 
 

@@ -10,10 +10,11 @@ import functools
 from pathlib import Path
 
 from corpus.errors import InputError
+from corpus.resources import ASSETS
 
 FONT_FAMILY = "Spectable Sans SC"
 FONT_FILE = "SpectableSans-SC.otf"
-FONT_DIR = Path(__file__).resolve().parent.parent / "assets" / "fonts"
+FONT_DIR = ASSETS / "fonts"
 
 
 def font_path() -> Path:

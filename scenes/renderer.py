@@ -7,15 +7,15 @@ That keeps the full table at a couple of dozen draw calls however many pins, tee
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from corpus.resources import ASSETS
 from scenes.geometry import build_meshes
 from scenes.palette import Material, Palette
 from scenes.text_atlas import SOLID, GlyphAtlas
 
-SHADER_DIR = Path(__file__).resolve().parents[1] / "assets" / "shaders"
+SHADER_DIR = ASSETS / "shaders"
 INST_FLOATS = 24      # mat4 + rgba + material
 TEXT_FLOATS = 19      # origin, axis u, axis v, uv rect, rgba, (reveal, shape)
 
