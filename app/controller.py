@@ -20,6 +20,7 @@ from app.palette import colors
 from app.session import BenchWorker, DrafterWorker, LongRunWorker, Session, TubeWorker
 from app.settings import FIELDS, LAB_FIELDS, AppSettings, check_type, check_value, clamp_value, save_settings
 from app.tour import CHAPTERS, TourState
+from corpus import jsonio
 from corpus.atomic import remove_stale_temps
 from corpus.errors import InputError
 
@@ -274,7 +275,8 @@ class Controller:
 
     # ---- what panels and narration read -----------------------------------------------------------
     def notify(self, msg: str) -> None:
-        self.messages.append((time.monotonic(), msg))
+        # A path whose name is not UTF-8 (an export folder, a screenshot) is shown with escapes: ImGui takes text.
+        self.messages.append((time.monotonic(), jsonio.as_text(msg)))
         self.messages = self.messages[-4:]
 
     def recent_messages(self, now: float | None = None) -> list[str]:
