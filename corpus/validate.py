@@ -55,11 +55,12 @@ def read_regular_file(path: str | Path, what: str, max_bytes: int) -> bytes:
         raise InputError(f"{what} {path} is a folder, not a file") from None
     except OSError as exc:
         raise InputError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise InputError(f"{what} {path} is {file_kind(info.st_mode)}, not a regular file")
     with os.fdopen(fd, "rb") as fh:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise InputError(f"{what} {path} is {file_kind(mode)}, not a regular file")
-        size = os.fstat(fd).st_size
+        size = info.st_size
         if size > max_bytes:
             raise InputError(f"{path}: {size:,} bytes is too large for {what} (at most {max_bytes:,})")
         try:

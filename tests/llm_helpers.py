@@ -106,9 +106,10 @@ def gguf_byte_tokens(vocab_size):
     return tokens, types, [f"{a} {b}" for a, b in merges]
 
 
-def write_gguf(path, model, qtype=None, pre="smollm"):
+def write_gguf(path, model, qtype=None, pre="smollm", tokenizer_edit=None):
     """Our model written as llama.cpp writes a Llama GGUF, with the gguf package: llama.* metadata, q/k permuted
-    to the interleaved rotary layout, matrices in `qtype` (default F32), a byte-level BPE tokenizer."""
+    to the interleaved rotary layout, matrices in `qtype` (default F32), a byte-level BPE tokenizer
+    (tokenizer_edit(tokens, types, merges, bos) -> the same four, for a file whose tokenizer lies)."""
     import gguf
     import numpy as np
 
@@ -127,12 +128,15 @@ def write_gguf(path, model, qtype=None, pre="smollm"):
     w.add_rope_dimension_count(cfg.head_dim)
     w.add_vocab_size(cfg.vocab_size)
     tokens, types, merges = gguf_byte_tokens(cfg.vocab_size)
+    bos = 1
+    if tokenizer_edit is not None:
+        tokens, types, merges, bos = tokenizer_edit(tokens, types, merges, bos)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre(pre)
     w.add_token_list(tokens)
     w.add_token_types(types)
     w.add_token_merges(merges)
-    w.add_bos_token_id(1)
+    w.add_bos_token_id(bos)
 
     def permute(x, n_head):
         return x.reshape(n_head, 2, x.shape[0] // n_head // 2, *x.shape[1:]).swapaxes(1, 2).reshape(x.shape)
