@@ -229,11 +229,18 @@ def _unreadable(monkeypatch, path: Path, also_fixed_in_place: bool):
         monkeypatch.setattr(os, "rename", deny_rename)
 
 
-def test_a_settings_file_that_cannot_be_read_is_set_aside_whole(tmp_path, monkeypatch):
-    from app.settings import DEFAULTS, load_settings, save_settings, with_values
+@pytest.fixture
+def users_settings(tmp_path):
+    """A settings file holding the user's own values: (its path, its bytes)."""
+    from app.settings import DEFAULTS, save_settings, with_values
     path = tmp_path / "settings.json"
     save_settings(with_values(DEFAULTS, gamma=7), path)
-    mine = path.read_bytes()
+    return path, path.read_bytes()
+
+
+def test_a_settings_file_that_cannot_be_read_is_set_aside_whole(tmp_path, monkeypatch, users_settings):
+    from app.settings import DEFAULTS, load_settings, save_settings
+    path, mine = users_settings
     _unreadable(monkeypatch, path, also_fixed_in_place=False)
     s, msg = load_settings(path)
     monkeypatch.undo()
@@ -243,13 +250,11 @@ def test_a_settings_file_that_cannot_be_read_is_set_aside_whole(tmp_path, monkey
     assert (tmp_path / "settings.json.corrupt-1").read_bytes() == mine
 
 
-def test_a_settings_file_that_can_be_neither_read_nor_moved_is_never_saved_over(tmp_path, monkeypatch):
+def test_a_settings_file_that_can_be_neither_read_nor_moved_is_never_saved_over(monkeypatch, users_settings):
     """It was replaced by defaults on save: the user's values were gone."""
     from app.controller import Controller
     from app.settings import DEFAULTS, load_settings, save_settings, with_values
-    path = tmp_path / "settings.json"
-    save_settings(with_values(DEFAULTS, gamma=7), path)
-    mine = path.read_bytes()
+    path, mine = users_settings
     _unreadable(monkeypatch, path, also_fixed_in_place=True)
     s, msg = load_settings(path)
     assert s == DEFAULTS and "left as it is" in msg and "not saved over it" in msg
