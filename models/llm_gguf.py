@@ -44,10 +44,10 @@ def check_header(path: Path) -> None:
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size < 24:
-            raise InputError(f"{path} is not a GGUF file ({size} bytes)")
+            raise InputError(f"{path} is not a readable GGUF file ({size} bytes)")
         with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
             if m[:4] != b"GGUF":
-                raise InputError(f"{path} is not a GGUF file (it does not start with 'GGUF')")
+                raise InputError(f"{path} is not a readable GGUF file (it does not start with 'GGUF')")
             pos = 8
 
             def take(n: int, what: str) -> int:
