@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Protocol
 
 import numpy as np
 import torch
 
 from corpus.errors import InputError
 from models.llama import Transformer
-from models.llm_speculative import decode_one_token, forward_positions, prefill, sample_index, verify_on_device
+from models.llm_speculative import (ModelProposer, Proposer, SpeculativeLoop, decode_one_token, prefill,
+                                    shape_probs, verify_on_device)
 from models.llm_text import TokenText
 from models.sampler import SamplerSettings, checked_prefix
 from models.trace import StepTrace
@@ -38,82 +38,8 @@ MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refil
 DEFAULT_WINDOW = 1024          # long-context checkpoints: a cache this long (attention over it costs per token)
 
 
-# --- rows: temperature, top-k, top-p on tensors, as models.sampler.shape_row does on numpy rows -------------
-def shape_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
-    """fp32 rows (..., V) from logits. Temperature 0: one-hot on the most likely token (the lowest id on ties);
-    then top-k keeps the k most likely, top-p the smallest most-likely set with mass >= top_p (ties by lower
-    id), renormalised. With temperature 1 and no top-k/top-p: the model's softmax."""
-    x = logits.float()
-    if temperature == 0:
-        return torch.zeros_like(x).scatter_(-1, x.argmax(-1, keepdim=True), 1.0)
-    probs = torch.softmax(x / temperature if temperature != 1.0 else x, dim=-1)
-    if top_k <= 0 and top_p >= 1.0:
-        return probs
-    order = torch.sort(probs, dim=-1, descending=True, stable=True).indices
-    ranked = probs.gather(-1, order)
-    keep = torch.full(probs.shape[:-1] + (1,), probs.shape[-1], dtype=torch.long, device=probs.device)
-    if top_k > 0:
-        keep = keep.clamp(max=int(top_k))
-    if top_p < 1.0:
-        mass = ranked.double().cumsum(-1)
-        need = top_p * probs.double().sum(-1, keepdim=True) * (1 - 1e-12)
-        keep = torch.minimum(keep, torch.searchsorted(mass, need, side="left") + 1)
-    ranks = torch.arange(probs.shape[-1], device=probs.device).expand_as(probs)
-    kept = torch.zeros_like(probs).scatter_(-1, order, (ranks < keep).float())
-    out = probs * kept
-    return out / out.sum(-1, keepdim=True)
-
-
 def _shaper(s: SamplerSettings):
     return lambda logits: shape_probs(logits, s.temperature, s.top_k, s.top_p)
-
-
-# --- proposers: anything that guesses γ tokens and says from which rows ------------------------------------
-class Proposer(Protocol):
-    """Guesses for one pass. `prefill(ids)`: the text at positions 0..len-1 (a fresh start or a refill).
-    `propose(context, cur, pos, g, u, shape)`: g guesses after `context` (the text so far; `cur`, its last token,
-    sits at position `pos`), drawn with the uniforms u (g,), and the (g, V) fp32 rows they were drawn from (a
-    deterministic proposer gives one-hot rows: the rule stays exact). `commit(n, g)`: n of the g were kept."""
-
-    def prefill(self, ids: list[int]) -> None: ...
-    def propose(self, context: list[int], cur: torch.Tensor, pos: int, g: int, u: torch.Tensor,
-                shape) -> tuple[torch.Tensor, torch.Tensor]: ...
-    def commit(self, n_accepted: int, g: int) -> None: ...
-
-
-class ModelProposer:
-    """A draft model with its own KV cache (the small drum)."""
-
-    def __init__(self, model: Transformer):
-        self.model = model
-        self.behind = False
-        self.last = None
-
-    def prefill(self, ids: list[int]) -> None:
-        if ids:
-            prefill(self.model, torch.tensor([ids], device=self.model.output.weight.device))
-        self.behind, self.last = False, None
-
-    @torch.no_grad()
-    def propose(self, context, cur, pos, g, u, shape):
-        dev = cur.device
-        if self.behind:
-            # every guess passed last pass: the draft never read its own last guess (at pos - 1); read it now
-            decode_one_token(self.model, self.last, torch.arange(pos - 1, pos, device=dev))
-        tok, rows, xs = cur, [], []
-        for i in range(g):
-            q = shape(decode_one_token(self.model, tok, torch.arange(pos + i, pos + i + 1, device=dev))[0])
-            x = sample_index(q, u[i])
-            rows.append(q)
-            xs.append(x)
-            tok = x.view(1, 1)
-        self.last = tok
-        V = self.model.config.vocab_size
-        return (torch.stack(xs) if xs else torch.zeros(0, dtype=torch.long, device=dev),
-                torch.stack(rows) if rows else torch.zeros(0, V, device=dev))
-
-    def commit(self, n_accepted: int, g: int) -> None:
-        self.behind = n_accepted == g and g > 0
 
 
 class DrafterProposer:
@@ -131,8 +57,11 @@ class DrafterProposer:
         prop = self.drafter.propose(self.rows, context, g, u.cpu().numpy())
         self.last = prop
         dev = cur.device
-        return (torch.tensor(prop.guesses, dtype=torch.long, device=dev),
-                torch.as_tensor(np.asarray(prop.q_rows, dtype=np.float32), device=dev).reshape(len(prop.guesses), self.rows.pair.V))
+        guesses = torch.tensor(prop.guesses, dtype=torch.long, device=dev)
+        V = self.rows.pair.V
+        if self.drafter.deterministic:         # one-hot rows, made where the rule runs (no host copy of k x V)
+            return guesses, torch.zeros(len(prop.guesses), V, device=dev).scatter_(1, guesses.view(-1, 1), 1.0)
+        return guesses, torch.as_tensor(np.asarray(prop.q_rows, dtype=np.float32), device=dev).reshape(-1, V)
 
     def commit(self, n_accepted: int, g: int) -> None:
         pass
@@ -167,7 +96,7 @@ class LlamaPair:
         self.name = name or target.config.name
         self.sources = sources or {}
         self.random_weights = random_weights
-        self.device = target.output.weight.device
+        self.device = target.device
         limit = min([m.config.max_position_embeddings for m in (target, draft) if m is not None])
         self.window = int(window or min(limit, DEFAULT_WINDOW))
         if self.window < MIN_WINDOW:
@@ -176,8 +105,8 @@ class LlamaPair:
             if m is not None:
                 m.setup_caches(1, self.window)
         # parameters() yields a tied embedding once
-        self.params = {"target": sum(p.numel() for p in target.parameters()),
-                       "draft": None if draft is None else sum(p.numel() for p in draft.parameters())}
+        self.params = {"target": target.config.param_count(),       # counted on the meta device: packed too
+                       "draft": None if draft is None else draft.config.param_count()}
         self.lock = threading.RLock()
         self.owner = None              # who last filled the caches (a sampler, or "rows")
         self._rows: OrderedDict = OrderedDict()
@@ -218,7 +147,7 @@ class LlamaPair:
                     if f.is_file():
                         st = f.stat()
                         files.append([str(f.resolve()), st.st_size, st.st_mtime_ns])
-            desc = {"files": files, "dtype": str(self.target.output.weight.dtype), "window": self.window,
+            desc = {"files": files, "dtype": self.target.format_name, "window": self.window,
                     "configs": [m.config.as_dict() for m in (self.target, self.draft) if m is not None],
                     "random": id(self) if self.random_weights or not files else None}
             self._key = "neural-" + hashlib.sha256(json.dumps(desc, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -405,6 +334,7 @@ class LlamaSampler(_LlamaBase):
                 proposer = ModelProposer(pair.draft)
         self.proposer = proposer
         self.drafter = drafter
+        self.loop = SpeculativeLoop(pair.target, proposer)
         super().__init__(pair, settings)
 
     def reset(self, prefix_ids=()) -> None:
@@ -430,18 +360,15 @@ class LlamaSampler(_LlamaBase):
             pos, cur = self.pos, self.cur
             u = torch.rand(2 * g + 1, dtype=torch.float64, generator=self.gen, device=dev)   # fixed count: replayable
             context = self.tokens if isinstance(self.proposer, DrafterProposer) else self.lead + self.tokens
-            guesses, q = self.proposer.propose(context, cur, pos, g, u[:g], shape)
-            k = int(guesses.shape[0])                                           # a copy may be shorter than γ
-            chunk = torch.cat([cur[0], guesses])[None]                          # cur, x_1..x_k
-            p = shape(forward_positions(pair.target, chunk, torch.arange(pos, pos + k + 1, device=dev))[0])
-            v = verify_on_device(guesses, q, p, u[g:g + k], u[2 * g], s.lenience)
+            out = self.loop.run(context, cur, pos, g, u, shape, s.lenience)
+            guesses, q, p = out.guesses, out.q, out.p
+            k = len(out.guess_ids)
             beta = torch.minimum(p[:k], q).sum(-1)
-            n, final, fallback = int(v.n_accepted), int(v.final_token), bool(v.residual_fallback)
-            self.proposer.commit(n, k)
+            n, final, fallback = out.n_accepted, out.final_token, out.residual_fallback
             self.pos = pos + n + 1                                              # rollback by position
-            self.cur = v.final_token.view(1, 1).clone()
-        guess_ids = guesses.tolist()
-        written = guess_ids[:n] + [final]
+            self.cur = torch.tensor([[final]], device=dev)
+        guess_ids = out.guess_ids
+        written = out.tokens
         ctx = list(self.tokens)
         self.tokens.extend(written)
         self.step_index += 1
@@ -463,8 +390,8 @@ class LlamaSampler(_LlamaBase):
             span = self.proposer.last.source_span
         return StepTrace(
             step_index=self.step_index - 1, context=ctx, gamma=k, guesses=guess_ids, q_rows=q_np, p_rows=p_np,
-            ratios=[float(x) for x in v.ratios.cpu()], r=[float(x) for x in uu[g:g + k]], tested=min(n + 1, k),
-            accepted=[bool(a) for a in v.accepted.cpu()], n_accepted=n, final_token=final,
+            ratios=[float(x) for x in out.ratios.cpu()], r=[float(x) for x in uu[g:g + k]], tested=min(n + 1, k),
+            accepted=[i < n for i in range(k)], n_accepted=n, final_token=final,
             final_kind="bonus" if n == k else "replacement", final_row=row / row.sum(), residual_fallback=fallback,
             tokens_written=written, draft_backed_off=[False] * k, target_backed_off=[False] * (k + 1),
             lanes_lit=k + 1, exact=s.exact, extra=extra, drafter=self.drafter_name, source_span=span)

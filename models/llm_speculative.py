@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
@@ -84,6 +85,24 @@ def find_violation_on_device(guesses, q_rows, p_rows, r, u_final) -> tuple[torch
     return torch.stack([kind, torch.where(has, firsts[k], torch.zeros_like(k))]), safe
 
 
+def suspect_on_device(guesses, q_rows, p_rows, r, u_final) -> torch.Tensor:
+    """A cheap flag that is True whenever find_violation_on_device would find something (never False then): a
+    few reductions instead of the full check's forty operations. The full check runs only when it is raised, so
+    the verdict and its message are the full check's. Row sums are flagged at half the tolerance in fp32, far
+    wider than fp32's summation error, so a row the fp64 check refuses is always flagged."""
+    V = p_rows.shape[1]
+    tol = ROW_SUM_TOLERANCE / 2
+    parts = [(guesses < 0) | (guesses >= V), ~((r >= 0) & (r <= 1)), ~((u_final >= 0) & (u_final <= 1)).view(1)]
+    for rows in (q_rows, p_rows):
+        if rows.numel():
+            parts.append(~(rows.amin() >= 0).view(1))                  # a negative entry or a NaN
+            parts.append(~((rows.sum(1) - 1.0).abs() <= tol))          # off by more, or infinite
+    if guesses.numel():
+        safe = guesses.clamp(0, V - 1)
+        parts.append(~(q_rows.gather(1, safe.view(-1, 1)).view(-1) > 0))
+    return torch.cat([p.view(-1) for p in parts]).any()
+
+
 def raise_on_violation(violation, guesses, V: int) -> None:
     """The host side of the check: the InputError acceptance.verify raises for the same inputs."""
     kind, i = (int(x) for x in violation)
@@ -106,7 +125,11 @@ def verify_on_device(guesses: torch.Tensor, q_rows: torch.Tensor, p_rows: torch.
     check_rule_shapes(gamma, guesses.dim(), _is_integer(guesses.dtype),
                       q_rows.dtype.is_floating_point and p_rows.dtype.is_floating_point, q_rows.shape, p_rows.shape,
                       r.shape, u_final.dim(), lenience)
-    violation, safe = find_violation_on_device(guesses, q_rows, p_rows, r, u_final)
+    if guesses.device.type == "cpu" and not bool(suspect_on_device(guesses, q_rows, p_rows, r, u_final)):
+        # On a CPU a flag is read for free: the full check runs only when something looks wrong.
+        violation, safe = torch.zeros(2, dtype=torch.long), guesses
+    else:
+        violation, safe = find_violation_on_device(guesses, q_rows, p_rows, r, u_final)
     idx = torch.arange(gamma, device=guesses.device)
     ratios = p_rows[idx, safe] / q_rows[idx, safe]              # acceptance_ratio = p / q, fp32 as numpy
     passes = r.double() < (ratios / lenience).double()      # strict, as acceptance.verify: r ~ U[0, 1)
@@ -210,7 +233,7 @@ class PlainDecoder:
 
     def __init__(self, target: Transformer, *, temperature: float = 0.0, seed: int = 0, graphs: bool = False):
         self.target, self.temperature = target, temperature
-        self.device = target.output.weight.device
+        self.device = target.device
         self.gen = torch.Generator(device=self.device).manual_seed(seed)
         t = temperature
 
@@ -243,7 +266,149 @@ class PlainDecoder:
         return ids
 
 
-# --- speculative decoding ---------------------------------------------------------------------------
+# --- the speculative pass: one loop for the table, the CLI and the bench --------------------------------
+def shape_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
+    """fp32 rows (..., V) from logits. Temperature 0: one-hot on the most likely token (the lowest id on ties);
+    then top-k keeps the k most likely, top-p the smallest most-likely set with mass >= top_p (ties by lower
+    id), renormalised, as models.sampler.shape_row does on numpy rows. With temperature 1 and no top-k/top-p:
+    the model's softmax."""
+    x = logits.float()
+    if temperature == 0:
+        return torch.zeros_like(x).scatter_(-1, x.argmax(-1, keepdim=True), 1.0)
+    probs = torch.softmax(x / temperature if temperature != 1.0 else x, dim=-1)
+    if top_k <= 0 and top_p >= 1.0:
+        return probs
+    order = torch.sort(probs, dim=-1, descending=True, stable=True).indices
+    ranked = probs.gather(-1, order)
+    keep = torch.full(probs.shape[:-1] + (1,), probs.shape[-1], dtype=torch.long, device=probs.device)
+    if top_k > 0:
+        keep = keep.clamp(max=int(top_k))
+    if top_p < 1.0:
+        mass = ranked.double().cumsum(-1)
+        need = top_p * probs.double().sum(-1, keepdim=True) * (1 - 1e-12)
+        keep = torch.minimum(keep, torch.searchsorted(mass, need, side="left") + 1)
+    ranks = torch.arange(probs.shape[-1], device=probs.device).expand_as(probs)
+    kept = torch.zeros_like(probs).scatter_(-1, order, (ranks < keep).float())
+    out = probs * kept
+    return out / out.sum(-1, keepdim=True)
+
+
+class Proposer(Protocol):
+    """Guesses for one pass. `prefill(ids)`: the text at positions 0..len-1 (a fresh start or a refill).
+    `propose(context, cur, pos, g, u, shape)`: g guesses after `context` (the text so far; `cur`, its last token,
+    sits at position `pos`), drawn with the uniforms u (g,), and the (g, V) fp32 rows they were drawn from (a
+    deterministic proposer gives one-hot rows: the rule stays exact); fewer than g when it has no more.
+    `commit(n, g)`: n of the g were kept."""
+
+    def prefill(self, ids: list[int]) -> None: ...
+    def propose(self, context: list[int], cur: torch.Tensor, pos: int, g: int, u: torch.Tensor,
+                shape) -> tuple[torch.Tensor, torch.Tensor]: ...
+    def commit(self, n_accepted: int, g: int) -> None: ...
+
+
+class ModelProposer:
+    """A draft model with its own KV cache (the small drum). Its cache is one token behind after a pass whose
+    every guess passed (it never read its own last guess): that token is read first in the next pass."""
+
+    def __init__(self, model: Transformer, graphs: bool = False):
+        self.model = model
+        self.step = StepRunner(torch.no_grad()(lambda tok, pos: decode_one_token(model, tok, pos)), graphs)
+        self.behind = False
+        self.last = None
+
+    def prefill(self, ids: list[int]) -> None:
+        if ids:
+            prefill(self.model, torch.tensor([ids], device=self.model.device))
+        self.behind, self.last = False, None
+
+    @torch.no_grad()
+    def propose(self, context, cur, pos, g, u, shape):
+        dev = cur.device
+        if self.behind:
+            self.step(self.last, torch.arange(pos - 1, pos, device=dev))
+        tok, rows, xs = cur, [], []
+        for i in range(g):
+            q = shape(self.step(tok, torch.arange(pos + i, pos + i + 1, device=dev))[0])
+            x = sample_index(q, u[i])
+            rows.append(q)
+            xs.append(x)
+            tok = x.view(1, 1)
+        self.last = tok
+        V = self.model.config.vocab_size
+        return (torch.stack(xs) if xs else torch.zeros(0, dtype=torch.long, device=dev),
+                torch.stack(rows) if rows else torch.zeros(0, V, device=dev))
+
+    def commit(self, n_accepted: int, g: int) -> None:
+        self.behind = n_accepted == g      # with g = 0 it was not asked to read `cur`: also one behind
+
+
+@dataclass
+class PassOutcome:
+    """One pass, read back: the host values (one read) and the device tensors a trace is made of."""
+
+    n_accepted: int
+    final_token: int
+    residual_fallback: bool
+    guess_ids: list[int]
+    guesses: torch.Tensor          # (k,)
+    q: torch.Tensor                # (k, V) fp32: the rows the guesses were drawn from
+    p: torch.Tensor                # (k+1, V) fp32: the target's rows at the k+1 positions
+    ratios: torch.Tensor           # (k,)
+    draft_s: float = 0.0           # seconds in the proposer, in the verify forward + rule, in the rest
+    verify_s: float = 0.0
+
+    @property
+    def tokens(self) -> list[int]:
+        return self.guess_ids[:self.n_accepted] + [self.final_token]
+
+
+class SpeculativeLoop:
+    """The speculative pass of the torch backend, whatever proposes the guesses: propose k <= g guesses, one
+    target forward of k+1 positions, the exact rule on the device (verify_on_device), one host read, the
+    proposer told how many were kept. Rollback is the caller's position: the target wrote pos..pos+k and is
+    valid up to pos+n. With graphs=True (CUDA) the verify step is captured once, for one shape of rows."""
+
+    def __init__(self, target: Transformer, proposer: Proposer, graphs: bool = False):
+        self.target, self.proposer, self.graphs = target, proposer, graphs
+        self._verify = None
+        self.timed = target.device.type == "cpu"        # wall-clock splits only where the host waits anyway
+
+    def _verify_fn(self, shape, lenience: float):
+        target = self.target
+
+        def verify(tokens, pos, q_rows, u_tests, u_final):
+            p = shape(forward_positions(target, tokens, pos)[0])
+            v = verify_on_device(tokens[0, 1:], q_rows, p, u_tests, u_final, lenience, check=False)
+            packed = torch.cat([v.n_accepted.view(1), v.final_token.view(1), v.residual_fallback.long().view(1),
+                                v.violation, tokens[0, 1:]])
+            return packed, p, v.ratios
+        return torch.no_grad()(verify)
+
+    @torch.no_grad()
+    def run(self, context: list[int], cur: torch.Tensor, pos: int, g: int, u: torch.Tensor, shape,
+            lenience: float = 1.0) -> PassOutcome:
+        """u: the pass's 2g+1 uniforms, used as [draws g | tests g | final 1] (always all drawn: replayable)."""
+        dev = cur.device
+        t0 = time.perf_counter()
+        guesses, q = self.proposer.propose(context, cur, pos, g, u[:g], shape)
+        t1 = time.perf_counter()
+        k = int(guesses.shape[0])                                        # a copy may be shorter than γ
+        chunk = torch.cat([cur.view(1), guesses])[None]                  # cur, x_1..x_k
+        args = (chunk, torch.arange(pos, pos + k + 1, device=dev), q, u[g:g + k], u[2 * g])
+        if self.graphs:
+            if self._verify is None:
+                self._verify = StepRunner(self._verify_fn(shape, lenience), True)
+            packed, p, ratios = self._verify(*args)
+        else:
+            packed, p, ratios = self._verify_fn(shape, lenience)(*args)
+        n, final, fallback, kind, at, *guess_ids = packed.tolist()      # the one host read of the pass
+        t2 = time.perf_counter()
+        raise_on_violation((kind, at), guess_ids, p.shape[1])            # e.g. NaN rows from a model that overflowed
+        self.proposer.commit(n, k)
+        return PassOutcome(n, final, bool(fallback), guess_ids, guesses, q, p, ratios,
+                           draft_s=t1 - t0, verify_s=t2 - t1)
+
+
 @dataclass
 class PassRecord:
     gamma: int               # guesses made this pass (γ, fewer only at the tail of an eager run)
@@ -272,43 +437,31 @@ class SpeculativeResult:
 
 
 class SpeculativeDecoder:
-    """Draft γ tokens with the draft's cache, verify γ+1 positions in one target forward, accept by the
-    exact rule, roll both caches back by position.
+    """Speculative decoding from a prompt with the one loop (SpeculativeLoop): a draft model (or any proposer,
+    e.g. the lookup drafter's copies) guesses, the target verifies, the exact rule accepts.
 
     State between passes: `cur`, the last written token, at position `pos`, in neither cache yet.
     """
 
-    def __init__(self, target: Transformer, draft: Transformer, *, gamma: int = 4, temperature: float = 0.0,
-                 seed: int = 0, graphs: bool = False, lenience: float = 1.0):
-        if target.config.vocab_size != draft.config.vocab_size:
+    def __init__(self, target: Transformer, draft: Transformer | None, *, gamma: int = 4, temperature: float = 0.0,
+                 seed: int = 0, graphs: bool = False, lenience: float = 1.0, proposer: Proposer | None = None):
+        if draft is not None and target.config.vocab_size != draft.config.vocab_size:
             raise ValueError("draft and target must share a vocabulary")
         if gamma < 1:
             raise ValueError("gamma must be at least 1")
-        self.target, self.draft, self.gamma = target, draft, gamma
+        if proposer is None:
+            if draft is None:
+                raise ValueError("give a draft model or a proposer")
+            proposer = ModelProposer(draft, graphs)
+        self.target, self.proposer, self.gamma = target, proposer, gamma
         self.temperature, self.lenience = temperature, lenience
-        self.device = target.output.weight.device
+        self.device = target.device
         self.gen = torch.Generator(device=self.device).manual_seed(seed)
-        t = temperature
-
-        def draft_step(token, pos, u):
-            # the q row and the guess drawn from it with uniform u: x ~ q(. | context)
-            q = probs_from_logits(decode_one_token(draft, token, pos), t)[0]
-            return q, sample_index(q, u)[None, None]
-
-        def verify_step(tokens, pos, q_rows, u_tail):
-            # p rows at γ+1 positions in one target forward, then the rule, all on the device;
-            # packed = [n_accepted, final_token, residual_fallback, violation kind, its position, x_1..x_γ]
-            g = tokens.shape[1] - 1
-            p = probs_from_logits(forward_positions(target, tokens, pos), t)[0]
-            v = verify_on_device(tokens[0, 1:], q_rows, p, u_tail[:g], u_tail[g], lenience, check=False)
-            return torch.cat([v.n_accepted.view(1), v.final_token.view(1), v.residual_fallback.long().view(1),
-                              v.violation, tokens[0, 1:]])
-
-        self.draft_step = StepRunner(torch.no_grad()(draft_step), graphs)
-        self.verify_step = StepRunner(torch.no_grad()(verify_step), graphs)
-        self.draft_consume = StepRunner(torch.no_grad()(lambda tok, pos: decode_one_token(draft, tok, pos)), graphs)
+        self.loop = SpeculativeLoop(target, proposer, graphs)
+        self.shape = lambda logits: shape_probs(logits, temperature)
         self.graphs = graphs
         self.decode_seconds = 0.0
+        self.draft_seconds = self.verify_seconds = 0.0
 
     def _uniforms(self) -> torch.Tensor:
         # per pass: γ for the draft's draws, γ for the tests, 1 for the replacement/bonus; always all
@@ -321,49 +474,32 @@ class SpeculativeDecoder:
         dev = self.device
         prompt = torch.tensor([prompt_ids], device=dev)
         p = probs_from_logits(prefill(self.target, prompt), self.temperature)[0]
-        prefill(self.draft, prompt)
+        self.proposer.prefill(list(prompt_ids))
         u = torch.rand(1, dtype=torch.float64, generator=self.gen, device=dev)
         self.cur = sample_index(p, u[0])[None, None]
         self.pos = len(prompt_ids)
-        self.draft_behind = False
-        self.last_guess = self.cur
+        self.ids = list(prompt_ids) + [int(self.cur)]         # the text a copying proposer reads
 
     @torch.no_grad()
     def step(self, max_tokens: int | None = None) -> PassRecord:
-        """One speculative pass: γ draft forwards, one target forward of γ+1 positions, one host read.
+        """One speculative pass: γ guesses, one target forward of γ+1 positions, one host read.
 
         max_tokens: tokens still wanted. Eagerly (no CUDA graphs) a pass near the end guesses only
         max_tokens - 1, as a pass writes at most γ+1; graphed runs keep their static γ and trim the output.
         """
-        G, dev, pos = self.gamma, self.device, self.pos
+        G = self.gamma
         g = G if (max_tokens is None or self.graphs) else max(0, min(G, max_tokens - 1))
         u = self._uniforms()        # always 2γ+1, used as [draws γ | tests γ | final]: the stream stays aligned
-        if self.draft_behind:
-            # all guesses passed last time: the draft never read its own last guess; feed it now (at pos - 1)
-            self.draft_consume(self.last_guess, torch.arange(pos - 1, pos, device=dev))
-        tok = self.cur
-        guesses, q_rows = [], []
-        for i in range(g):
-            q, tok = self.draft_step(tok, torch.arange(pos + i, pos + i + 1, device=dev), u[i])
-            q_rows.append(q.clone())
-            tok = tok.clone()
-            guesses.append(tok)
-        chunk = torch.cat([self.cur] + guesses, dim=1)                      # (1, γ+1): cur, x_1..x_γ
-        V = self.target.config.vocab_size
-        q_all = torch.stack(q_rows) if q_rows else torch.zeros(0, V, device=dev)
-        u_tail = torch.cat([u[G:G + g], u[2 * G:]])
-        packed = self.verify_step(chunk, torch.arange(pos, pos + g + 1, device=dev), q_all, u_tail)
-        # the draft's cache lacks the token at the last accepted position when every guess passed:
-        # its own last guess (or, with no guesses, the token it was not asked to read)
-        self.last_guess = guesses[-1] if guesses else self.cur
-        self.cur = packed[1:2].view(1, 1).clone()
-        n, final, fallback, kind, at, *guess_ids = packed.tolist()   # the one host read of the pass
-        raise_on_violation((kind, at), guess_ids, V)      # e.g. NaN rows from a model that overflowed
-        # Rollback by position: the target wrote pos..pos+γ, valid up to pos+n; the draft wrote pos..pos+γ-1.
-        self.pos = pos + n + 1
-        self.draft_behind = n == g
-        return PassRecord(gamma=g, n_accepted=n, final_kind="bonus" if n == g else "replacement",
-                          residual_fallback=bool(fallback), tokens=guess_ids[:n] + [final])
+        u = torch.cat([u[:g], u[G:G + g], u[2 * G:]]) if g != G else u
+        out = self.loop.run(self.ids, self.cur, self.pos, g, u, self.shape, self.lenience)
+        self.draft_seconds += out.draft_s
+        self.verify_seconds += out.verify_s
+        n, k = out.n_accepted, len(out.guess_ids)
+        self.cur = torch.tensor([[out.final_token]], device=self.device)
+        self.pos += n + 1                                                # rollback by position
+        self.ids.extend(out.tokens)
+        return PassRecord(gamma=k, n_accepted=n, final_kind="bonus" if n == k else "replacement",
+                          residual_fallback=out.residual_fallback, tokens=out.tokens)
 
     @torch.no_grad()
     def generate(self, prompt_ids: list[int], n_tokens: int, progress=None) -> SpeculativeResult:
@@ -371,6 +507,7 @@ class SpeculativeDecoder:
         progress(tokens written so far), if given, after each pass."""
         self.start(prompt_ids)
         out, records = [int(self.cur.item())], []
+        self.draft_seconds = self.verify_seconds = 0.0
         t0 = time.perf_counter()
         while len(out) < n_tokens:
             rec = self.step(n_tokens - len(out))

@@ -128,7 +128,7 @@ def test_caches_hold_exactly_the_written_text_after_rollbacks(pair):
     pos = dec.pos                                               # positions < pos are in the target's cache
     assert text[pos] == int(dec.cur)
     t_k = [layer.attention.kv_cache.k_cache[:, :, :pos].clone() for layer in target.layers]
-    d_valid = pos - 1 if dec.draft_behind else pos
+    d_valid = pos - 1 if dec.proposer.behind else pos
     d_k = [layer.attention.kv_cache.k_cache[:, :, :d_valid].clone() for layer in draft.layers]
     for ours, ref in zip(t_k, fresh_cache_copy(target, text[:pos], 128)):
         assert torch.allclose(ours, ref, atol=1e-5)
@@ -157,6 +157,6 @@ def test_tail_pass_with_no_guess_is_a_plain_step_and_keeps_the_draft_in_step(pai
     res = dec.generate(prompt, 10)                 # 1 + 4 + 4 written, then 1 wanted: a pass with no guess
     assert res.tokens == plain
     assert [r.gamma for r in res.records] == [3, 3, 0]
-    assert dec.draft_behind                        # the draft has not read the token the last pass verified
+    assert dec.proposer.behind                     # the draft has not read the token the last pass verified
     rec = dec.step()                               # and a further pass reads it first, then guesses on
     assert rec.gamma == 3 and rec.n_accepted == 3

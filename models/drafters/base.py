@@ -80,6 +80,7 @@ class Drafter:
     """Base class: a drafter proposes; models.acceptance / models.multi_candidate verify."""
 
     name = ""
+    deterministic = False      # guesses are a function of the context alone (one-hot q rows)
 
     def guess_uniforms(self, gamma: int) -> int:
         return gamma

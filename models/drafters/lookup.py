@@ -22,6 +22,7 @@ MAX_NGRAM = 3          # prompt lookup decoding's usual longest n-gram
 
 class LookupDrafter(Drafter):
     name = "lookup"
+    deterministic = True
 
     def __init__(self, max_ngram: int = MAX_NGRAM):
         self.max_ngram = int(max_ngram)

@@ -1,0 +1,185 @@
+"""Weight-only quantised matrices, kept packed: int8 per output channel and int4 in groups of 32.
+
+A decode step reads every matrix once, so its time is about the bytes read / the memory bandwidth: an int8
+matrix is read in a quarter of the time of its fp32 copy, an int4 one in an eighth (plus its scales). The
+weights stay packed in memory and are multiplied by torch's own kernels for packed weights:
+
+    int8  aten._weight_int8pack_mm(x, q, scales)          y = x · (q · s)ᵀ,  s per output row
+    int4  aten._weight_int4pack_mm_for_cpu(x, packed, 32, sz)   w = (q − 8) · scale + zero per group of 32
+
+Both kernels take bf16 activations (fp32 ones fall to a path ten times slower, measured): the model's
+norms, attention and KV cache stay in its float dtype and the activations cross to bf16 at the product only.
+Elsewhere than a CPU, int8 multiplies by the matrix converted on the fly (gpt-fast's formulation, which
+torch.compile fuses) and int4 is refused in one line: no kernel for it here was ever run on such a device.
+Where a kernel is missing from the torch in use, quantising is refused in one line, never run in fp32.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from corpus.errors import InputError
+
+FLOAT_FORMATS = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+PACKED_FORMATS = ("int8", "int4")
+WEIGHT_FORMATS = ("fp32", "bf16", "int8", "int4")      # what --dtype offers (fp16 too where a GPU runs it)
+GROUP = 32                                              # int4 group: a scale and a zero per 32 weights of a row
+ROW_ALIGN = 16                                          # the int4 packing wants rows in multiples of 16
+KERNEL_ACT = torch.bfloat16                             # the activations the packed kernels take
+
+# Bits a streamed weight costs, scales included (what the hardware model and the roofline read):
+# int8: 8 bits + one bf16 scale per row (negligible); int4: 4 bits + a bf16 scale and zero per 32.
+BITS_PER_WEIGHT = {"fp32": 32.0, "bf16": 16.0, "fp16": 16.0, "int8": 8.0, "int4": 4.0 + 2 * 16 / GROUP}
+
+
+def _op(name: str):
+    return getattr(torch.ops.aten, name, None)
+
+
+def check_kernels(fmt: str, device: torch.device) -> None:
+    """Refuse, in one line, a format this torch cannot multiply packed on this device."""
+    if fmt not in PACKED_FORMATS:
+        return
+    if device.type != "cpu":
+        if fmt == "int4":
+            raise InputError("int4 weights run on the CPU here (torch's CPU int4 kernel); on "
+                             f"{device.type} use int8 or bf16")
+        return
+    need = ("_weight_int8pack_mm",) if fmt == "int8" else ("_weight_int4pack_mm_for_cpu",
+                                                            "_convert_weight_to_int4pack_for_cpu")
+    missing = [n for n in need if _op(n) is None]
+    if missing:
+        raise InputError(f"this torch ({torch.__version__}) has no {missing[0]} kernel: {fmt} weights cannot run "
+                         "packed here (use fp32 or bf16)")
+
+
+class PackedLinear(nn.Module):
+    """y = x · Wᵀ with W (out, in) held packed. Built from a float matrix; `dequantize()` gives back the matrix
+    the kernel multiplies by (what accuracy is measured against)."""
+
+    def __init__(self, weight: torch.Tensor, fmt: str, head: bool = False):
+        super().__init__()
+        if fmt not in PACKED_FORMATS:
+            raise InputError(f"unknown packed format {fmt!r} ({', '.join(PACKED_FORMATS)})")
+        w = weight.detach().float()
+        self.out_features, self.in_features = w.shape
+        self.device_type = w.device.type
+        check_kernels(fmt, w.device)
+        if fmt == "int4" and self.in_features % GROUP:
+            fmt = "int8"           # a row that is not whole groups: int8 keeps it exact to the channel's scale
+        self.fmt = fmt
+        if fmt == "int8":
+            self._pack_int8(w)
+        else:
+            self._pack_int4(w)
+        self.head = head
+
+    # --- packing -----------------------------------------------------------------------------------------
+    def _pack_int8(self, w: torch.Tensor) -> None:
+        amax = w.abs().amax(1)
+        scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
+        q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)
+        self.register_buffer("q", q.contiguous(), persistent=False)
+        self.register_buffer("scales", scale.to(KERNEL_ACT), persistent=False)
+
+    def _pack_int4(self, w: torch.Tensor) -> None:
+        N, K = w.shape
+        pad = -N % ROW_ALIGN
+        if pad:
+            w = torch.cat([w, w.new_zeros(pad, K)])
+        Np = N + pad
+        g = w.view(Np, K // GROUP, GROUP)
+        lo, hi = g.amin(-1), g.amax(-1)
+        scale = (hi - lo) / 15.0
+        scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+        q = torch.round((g - lo[..., None]) / scale[..., None]).clamp_(0, 15).to(torch.int32).view(Np, K)
+        zero = lo + 8.0 * scale               # the kernel's form: w = (q - 8) * scale + zero
+        sz = torch.stack([scale, zero], -1).transpose(0, 1).contiguous().to(KERNEL_ACT)   # (K/32, N, 2)
+        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.contiguous(), 1)
+        self.register_buffer("packed", packed, persistent=False)
+        self.register_buffer("scales_zeros", sz, persistent=False)
+        self.padded_out = Np
+
+    # --- use ---------------------------------------------------------------------------------------------
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        shape = x.shape
+        x2 = x.reshape(-1, shape[-1]).to(KERNEL_ACT)
+        if self.fmt == "int8":
+            if self.device_type == "cpu":
+                y = torch.ops.aten._weight_int8pack_mm(x2.contiguous(), self.q, self.scales)
+            else:
+                y = F.linear(x2, self.q.to(x2.dtype)) * self.scales
+        else:
+            y = torch.ops.aten._weight_int4pack_mm_for_cpu(x2.contiguous(), self.packed, GROUP, self.scales_zeros)
+            if self.padded_out != self.out_features:
+                y = y[:, :self.out_features]
+        return y.to(x.dtype).reshape(*shape[:-1], self.out_features)
+
+    def dequantize(self) -> torch.Tensor:
+        """The (out, in) float32 matrix the kernel multiplies by: its product with x in fp32 is the reference."""
+        if self.fmt == "int8":
+            return self.q.float() * self.scales.float()[:, None]
+        eye = torch.eye(self.in_features, dtype=KERNEL_ACT, device=self.packed.device)
+        w = torch.ops.aten._weight_int4pack_mm_for_cpu(eye, self.packed, GROUP, self.scales_zeros)   # (K, N)
+        return w.float().t()[:self.out_features].contiguous()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes one product reads: the packed weights and their scales."""
+        bufs = [self.q, self.scales] if self.fmt == "int8" else [self.packed, self.scales_zeros]
+        return sum(b.numel() * b.element_size() for b in bufs)
+
+    def extra_repr(self) -> str:
+        return f"{self.in_features} -> {self.out_features}, {self.fmt}"
+
+
+def quantize_model(model, fmt: str) -> list[str]:
+    """Replace every matrix a decode step streams (q/k/v, o, gate/up, down, the output head) by its packed form.
+    The token embedding stays in the float dtype: a step looks up one row of it, it is not streamed (a tied
+    head is packed as a copy). Returns notes for the user (matrices kept at int8 in int4, and why)."""
+    device = next(model.parameters()).device
+    check_kernels(fmt, device)
+    notes: list[str] = []
+    with torch.no_grad():
+        for layer in model.layers:
+            a, f = layer.attention, layer.feed_forward
+            a.wqkv, a.wo = PackedLinear(a.wqkv.weight, fmt), PackedLinear(a.wo.weight, fmt)
+            f.w13, f.w2 = PackedLinear(f.w13.weight, fmt), PackedLinear(f.w2.weight, fmt)
+        model.output = PackedLinear(model.output.weight, fmt, head=True)
+    kept = sorted({m.in_features for m in model.modules() if isinstance(m, PackedLinear) and m.fmt != fmt})
+    if kept:
+        notes.append(f"rows of {', '.join(map(str, kept))} weights are not whole groups of {GROUP}: those matrices "
+                     "are int8")
+    model.weight_format = fmt
+    return notes
+
+
+def weight_operand(module):
+    """What block_forward multiplies by: a float matrix, or the packed module itself."""
+    return module if isinstance(module, PackedLinear) else module.weight
+
+
+def linear(x: torch.Tensor, w) -> torch.Tensor:
+    return w(x) if isinstance(w, PackedLinear) else F.linear(x, w)
+
+
+def streamed_bytes(model) -> int:
+    """Bytes one decode pass reads from the model's weights (every matrix once, the norms; not the embedding,
+    of which one row is looked up), counted from the tensors themselves."""
+    total, seen = 0, set()
+    head = model.output
+    mats = [head]
+    for layer in model.layers:
+        mats += [layer.attention.wqkv, layer.attention.wo, layer.feed_forward.w13, layer.feed_forward.w2,
+                 layer.attention_norm, layer.ffn_norm]
+    mats.append(model.norm)
+    for m in mats:
+        if isinstance(m, PackedLinear):
+            total += m.nbytes
+        else:
+            w = m.weight
+            if id(w) not in seen:
+                seen.add(id(w))
+                total += w.numel() * w.element_size()
+    return total
