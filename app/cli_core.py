@@ -101,7 +101,8 @@ def _add_pair_args(p, custom: bool = True) -> None:
         p.add_argument("--target", metavar="DIR", default=None,
                        help="target checkpoint: a Hugging Face Llama folder or a .gguf file (implies a neural pair)")
         p.add_argument("--draft", metavar="DIR", default=None, help="draft checkpoint with the target's vocabulary")
-    p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="neural pair: compute dtype (default fp32)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "int8", "int4"), default="fp32",
+                   help="neural pair: weight format (default fp32; int8/int4 are weight-only, packed)")
 
 
 def _wants_neural(args) -> bool:
@@ -112,7 +113,6 @@ def _wants_neural(args) -> bool:
 
 
 def _load_neural(args):
-    from models.llama import DTYPES
     from models.llm_pair import LlamaPair, one_thread_if_small
     if args.table or args.tokens_kind:
         raise InputError("--table and --tokens-kind choose an n-gram table; the neural pair has its own vocabulary")
@@ -125,7 +125,7 @@ def _load_neural(args):
     elif draft is None and not self_drafting:
         raise InputError("give --draft (a smaller checkpoint with the target's vocabulary), or --drafter lookup "
                          "to run the target alone with guesses copied from the text")
-    pair = LlamaPair.load(target, draft, dtype=DTYPES[args.dtype], dtype_name=args.dtype)
+    pair = LlamaPair.load(target, draft, dtype_name=args.dtype)
     one_thread_if_small(pair)
     return pair
 

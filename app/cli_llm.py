@@ -14,6 +14,9 @@ from app.cli_progress import Progress
 from corpus.errors import InputError
 
 
+WEIGHT_CHOICES = ["fp32", "bf16", "fp16", "int8", "int4"]
+
+
 def register(sub) -> None:
     p = sub.add_parser("model-info", help="a Llama config: parameters (counted on the meta device), bytes, KV bytes")
     p.add_argument("name", help="a named config (llama-3.1-8b, llama-3.2-1b, mini-draft-128k, tiny, tiny-draft) "
@@ -40,7 +43,11 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="seed of the draws (default 0)")
     p.add_argument("--plain", action="store_true", help="plain decoding even when a draft is given")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to run (default cpu)")
-    p.add_argument("--dtype", default="fp32", choices=["fp32", "bf16", "fp16"], help="weights' number format (default fp32)")
+    p.add_argument("--dtype", default="fp32", choices=WEIGHT_CHOICES,
+                   help="weight format (default fp32; int8/int4: weight-only, packed, CPU kernels)")
+    p.add_argument("--drafter", default=None, choices=["chain", "lookup"],
+                   help="who guesses: chain = the draft model (default when one is given), lookup = copies from the "
+                        "text (no draft model)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(func=cmd_llm_generate)
 
@@ -56,9 +63,12 @@ def register(sub) -> None:
                    "pair; the checkpoint's start token otherwise)")
     p.add_argument("--temperature", type=number(0, 1000), default=None,
                    help="pair measurement: sampling temperature (default 1; 0 = greedy)")
-    p.add_argument("--dtype", default=None, choices=["bf16", "fp32", "fp16"],
-                   help="default bf16 for the full bench, fp32 for a checkpoint pair (faster on a CPU without "
-                        "bf16 arithmetic for a model this small)")
+    p.add_argument("--dtype", default=None, choices=WEIGHT_CHOICES,
+                   help="weight format: default bf16 for the full bench, fp32 for a checkpoint pair; int8/int4 are "
+                        "weight-only, packed (CPU kernels)")
+    p.add_argument("--drafter", default="chain", choices=["chain", "lookup"],
+                   help="pair measurement: chain = the draft model (default), lookup = copies from the text (a "
+                        "target alone)")
     p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--batch", type=whole_list(1, 1 << 20, 64), default=[1, 4, 16, 64],
                    help="batch sizes of the sweep, comma-separated")
@@ -150,8 +160,15 @@ def llm_generate(args) -> dict:
     from models.llm_bench import resolve_device, resolve_dtype
     from models.llm_checkpoint import load_weights, read_config, resolve
     from models.llm_speculative import PlainDecoder, SpeculativeDecoder
+    from models.quant import check_kernels
 
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
+    check_kernels(args.dtype, device)
+    drafter = args.drafter or ("chain" if (args.draft_checkpoint or args.draft_random) else None)
+    if drafter == "chain" and not (args.draft_checkpoint or args.draft_random):
+        raise InputError("--drafter chain needs a draft (--draft-checkpoint or --draft-random)")
+    if drafter == "lookup" and (args.draft_checkpoint or args.draft_random):
+        raise InputError("--drafter lookup copies from the text: give no draft model with it")
     tokenizer = _tokenizer_for(args.checkpoint)
     if args.prompt is not None:
         if tokenizer is None:
@@ -164,9 +181,9 @@ def llm_generate(args) -> dict:
     _check_memory(args, dtype, device, len(prompt))
     def load(spec, name, seed):
         if spec is None:
-            return load_model(name=name, dtype=dtype, device=device, seed=seed)
+            return load_model(name=name, dtype=dtype, device=device, seed=seed, fmt=args.dtype)
         src = resolve(spec)            # a Hugging Face folder or a .gguf file
-        return load_weights(src, read_config(src), dtype=dtype, device=device), False
+        return load_weights(src, read_config(src), dtype=dtype, device=device, fmt=args.dtype), False
     target, t_random = load(args.checkpoint, args.random, args.seed)
     V = target.config.vocab_size
     bad = [i for i in prompt if not 0 <= i < V]
@@ -181,13 +198,21 @@ def llm_generate(args) -> dict:
     target.setup_caches(1, seq)
     t0 = time.perf_counter()
     progress = Progress("generating", args.tokens, "tokens")
-    if draft is None:
+    if draft is None and (drafter != "lookup" or args.plain):
         dec = PlainDecoder(target, temperature=args.temperature, seed=args.seed)
         ids = dec.generate(prompt, args.tokens, progress)
         passes, alpha, extra = args.tokens, None, {}
     else:
-        draft.setup_caches(1, seq)
-        dec = SpeculativeDecoder(target, draft, gamma=args.gamma, temperature=args.temperature, seed=args.seed)
+        proposer = None
+        if draft is not None:
+            draft.setup_caches(1, seq)
+        else:
+            from models.drafters import LookupDrafter
+            from models.llm_bench import _VocabRows
+            from models.llm_pair import DrafterProposer
+            proposer = DrafterProposer(LookupDrafter(), _VocabRows(V))
+        dec = SpeculativeDecoder(target, draft, gamma=args.gamma, temperature=args.temperature, seed=args.seed,
+                                 proposer=proposer)
         res = dec.generate(prompt, args.tokens, progress)
         ids, passes, alpha = res.tokens, res.passes, res.alpha
         extra = {"accepted_per_pass": [r.n_accepted for r in res.records],
@@ -196,11 +221,12 @@ def llm_generate(args) -> dict:
     if device.type == "cuda":
         torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
-    out = {"mode": "plain" if draft is None else "speculative", "prompt_ids": prompt, "tokens": ids,
+    mode = "plain" if alpha is None else "speculative"
+    out = {"mode": mode, "drafter": None if alpha is None else (drafter or "chain"), "prompt_ids": prompt, "tokens": ids,
            "passes": passes, "tokens_per_pass": len(ids) / passes, "alpha": alpha,
            "gamma": None if draft is None else args.gamma, "temperature": args.temperature, "seed": args.seed,
            "device": device.type, "dtype": args.dtype, "seconds": seconds, "tokens_per_s": len(ids) / seconds,
-           "random_weights": bool(t_random or d_random), **extra}
+           "random_weights": bool(t_random or d_random), "notes": list(getattr(target, "load_notes", [])), **extra}
     if tokenizer is not None:
         out["text"] = tokenizer.decode(ids)
     if t_random or d_random:
@@ -286,7 +312,6 @@ def cmd_bench(args) -> int:
 def cmd_bench_pair(args) -> int:
     """A checkpoint pair (the shipped one, or --target/--draft folders or .gguf files) measured live."""
     import torch
-    from models.llama import DTYPES
     from models.llm_bench import measure_llama_pair, pair_summary_lines, resolve_device, write_json_atomic
     from models.llm_pair import LlamaPair
 
@@ -297,17 +322,20 @@ def cmd_bench_pair(args) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     args.dtype = args.dtype or "fp32"
-    if args.dtype not in ("fp32", "bf16"):
-        raise InputError("the pair measurement runs in fp32 or bf16")
     device = resolve_device(args.device)
     target, draft = ("nahan-target", "nahan-draft") if args.pair else (args.target, args.draft)
-    pair = LlamaPair.load(target, draft, dtype=DTYPES[args.dtype], dtype_name=args.dtype, device=device)
+    if args.drafter == "lookup":
+        draft = None if not args.pair else draft          # the shipped pair's target alone, guessing by copying
+    elif draft is None:
+        raise InputError("a pair measurement with the chain drafter needs --draft; or --drafter lookup for a "
+                         "target alone")
+    pair = LlamaPair.load(target, draft, dtype_name=args.dtype, device=device)
     prompt = args.prompt if args.prompt is not None else ("孔乙己" if args.pair else "")
     ids = pair.encode(prompt) if prompt else pair._model_ids([])
     if len(ids) + args.tokens + 2 * (args.gamma + 1) > pair.window:
         raise InputError(f"prompt + --tokens must fit the models' window of {pair.window} tokens")
     r = measure_llama_pair(pair, ids, gamma=args.gamma, tokens=args.tokens, temperature=temperature,
-                           reps=args.reps or 5, seed=args.seed, dtype_name=args.dtype,
+                           reps=args.reps or 5, seed=args.seed, dtype_name=args.dtype, drafter=args.drafter,
                            progress=None if args.quiet else (lambda m: print(f"bench: {m}", file=sys.stderr)))
     r["settings"]["prompt"] = prompt
     lines = pair_summary_lines(r)

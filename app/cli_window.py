@@ -32,7 +32,8 @@ def register(sub) -> None:
                    help="drive the table with your own Llama checkpoint (a Hugging Face folder or a .gguf file)")
     p.add_argument("--draft", metavar="DIR", default=None,
                    help="its draft (same vocabulary); without one the target's guesses are copied from the text")
-    p.add_argument("--dtype", choices=("fp32", "bf16"), default="fp32", help="neural pairs: compute dtype")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "int8", "int4"), default="fp32",
+                   help="neural pairs: weight format (int8/int4: weight-only, packed)")
     p.add_argument("--torch-device", dest="torch_device", choices=("cpu", "cuda"), default="cpu",
                    help="neural pairs: where the networks run (default cpu)")
     p.add_argument("--drafter", default=None, help="who proposes: chain | lookup | heads | tree")

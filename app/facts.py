@@ -230,10 +230,10 @@ SHIPPED_PAIR = "nahan-target + nahan-draft"     # LlamaPair.name of the shipped 
 def shipped_pair_measurement() -> dict | None:
     """The newest measurement file of the shipped neural pair (`spectable bench --pair neural --out ...`): the
     measured figures the tour's neural passage quotes, with where and when they were measured."""
-    from models.measurements import PAIR_SCHEMA
+    from models.measurements import PAIR_SCHEMAS
     for e in measurement_files():
         d = e.get("data") or {}
-        if d.get("schema") == PAIR_SCHEMA and _dict(d, "pair").get("name") == SHIPPED_PAIR:
+        if d.get("schema") in PAIR_SCHEMAS and _dict(d, "pair").get("name") == SHIPPED_PAIR:
             return e
     return None
 
@@ -518,8 +518,8 @@ def measurement_view(entry: dict, t, paper_device: str, paper_model: str) -> dic
         view["error"] = t("hw.bad_file", file=view["file"], error=view["error"])
         return view
     data = entry.get("data") or {}
-    from models.measurements import PAIR_SCHEMA
-    if data.get("schema") == PAIR_SCHEMA:
+    from models.measurements import PAIR_SCHEMAS
+    if data.get("schema") in PAIR_SCHEMAS:
         return pair_view(data, t, view["file"])
     dev = _dict(data, "device")
     dev_name = dev.get("name") or dev.get("type") or (data.get("device") if isinstance(data.get("device"), str)

@@ -25,7 +25,7 @@ class CustomPair:
 
 @dataclass(frozen=True)
 class Compute:
-    dtype: str = "fp32"        # fp32 | bf16
+    dtype: str = "fp32"        # fp32 | bf16 | int8 | int4 (models.quant)
     device: str = "cpu"        # cpu | cuda
 
 
@@ -80,13 +80,11 @@ def load(name: str):
         except ImportError:
             raise InputError("the neural pair needs PyTorch: pip install torch==2.13.0 (the CPU build is enough)") \
                 from None
-        from models.llama import DTYPES
         from models.llm_bench import resolve_device
         from models.llm_pair import LlamaPair, one_thread_if_small
         device = resolve_device(_compute.device)
-        dtype = DTYPES[_compute.dtype]
         target, draft = ("nahan-target", "nahan-draft") if name == "neural" else (_custom.target, _custom.draft)
-        pair = LlamaPair.load(target, draft, dtype=dtype, dtype_name=_compute.dtype, device=device)
+        pair = LlamaPair.load(target, draft, dtype_name=_compute.dtype, device=device)
         one_thread_if_small(pair)          # the window, the workers and a tiny model share the cores
         _loaded[key] = pair
     return _loaded[key]

@@ -348,8 +348,7 @@ class BenchWorker(_OneThread):
             self.step += 1
             self.progress = msg
 
-        dtype = str(pair.target.output.weight.dtype).removeprefix("torch.").replace("float32", "fp32") \
-            .replace("bfloat16", "bf16").replace("float16", "fp16")
+        dtype = pair.target.format_name
         r = measure_llama_pair(pair, ids, gamma=key[1], tokens=self.TOKENS, temperature=1.0, reps=self.REPS,
                                seed=0, dtype_name=dtype, progress=note)
         self.progress = None

@@ -224,7 +224,8 @@ class Transformer(nn.Module):
         if self.max_seq_length < 0:
             raise RuntimeError("call setup_caches first")
         cfg = self.config
-        if idx.device.type == "cpu" and (eager or self.block_impl is block_forward):
+        if idx.device.type == "cpu" and (eager or self.block_impl is block_forward) \
+                and not torch.compiler.is_compiling():          # a compiled graph wants static shapes
             x = self._layers_cpu(idx, int(input_pos[0]))
         else:
             block = block_forward if eager else self.block_impl
@@ -603,8 +604,13 @@ def save_checkpoint(model: Transformer, path, *, shards: int = 1) -> None:
 
 
 def load_model(*, checkpoint=None, name: str | None = None, dtype=torch.float32, device="cpu",
-               seed: int = 0) -> tuple[Transformer, bool]:
-    """A checkpoint directory or a named config with random weights; returns (model, random_weights)."""
+               seed: int = 0, fmt: str | None = None) -> tuple[Transformer, bool]:
+    """A checkpoint directory or a named config with random weights, its matrices in the weight format `fmt`
+    (models.quant; None: as loaded); returns (model, random_weights)."""
+    from models.quant import prepare_weights
     if checkpoint is not None:
-        return load_checkpoint(checkpoint, dtype=dtype, device=device), False
-    return build_random(LlamaConfig.from_name(name), seed=seed, dtype=dtype, device=device), True
+        model, random = load_checkpoint(checkpoint, dtype=dtype, device=device), False
+    else:
+        model, random = build_random(LlamaConfig.from_name(name), seed=seed, dtype=dtype, device=device), True
+    model.load_notes = prepare_weights(model, fmt) if fmt else []
+    return model, random

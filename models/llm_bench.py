@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from corpus import jsonio
 from corpus.errors import InputError
 from models.llama import DTYPES, RANDOM_WEIGHTS_NOTE, LlamaConfig, Transformer, load_model, read_checkpoint_config
-from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, StepRunner, compile_blocks,
+from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, StepRunner, compile_blocks, compile_step,
                                     decode_one_token, eager_blocks, forward_positions, sync)
 from models.measurements import PAIR_SCHEMA
 
@@ -73,9 +73,9 @@ def resolve_device(name: str) -> torch.device:
 
 
 def resolve_dtype(name: str) -> torch.dtype:
-    if name not in DTYPES:
-        raise InputError(f"unknown dtype {name!r} ({', '.join(DTYPES)})")
-    return DTYPES[name]
+    """The float dtype a weight format computes in (int8/int4: fp32 around the packed matrices)."""
+    from models.quant import compute_dtype
+    return compute_dtype(name)
 
 
 def device_name(device: torch.device) -> str:
@@ -339,8 +339,10 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
 
     step(f"building {tcfg.name} + {dcfg.name} ({s.dtype}, {'random' if random_weights else 'checkpoint'})")
     t0 = time.perf_counter()
-    target, _ = load_model(checkpoint=s.checkpoint, name=s.target, dtype=dtype, device=device, seed=s.seed)
-    draft, _ = load_model(checkpoint=s.draft_checkpoint, name=s.draft, dtype=dtype, device=device, seed=s.seed + 1)
+    target, _ = load_model(checkpoint=s.checkpoint, name=s.target, dtype=dtype, device=device, seed=s.seed,
+                           fmt=s.dtype)
+    draft, _ = load_model(checkpoint=s.draft_checkpoint, name=s.draft, dtype=dtype, device=device, seed=s.seed + 1,
+                          fmt=s.dtype)
     sync(device)
     out["build_seconds"] = time.perf_counter() - t0
     fast = FastPath(s, device, [target, draft])
@@ -520,93 +522,155 @@ def summary_lines(r: dict) -> list[str]:
 
 
 @torch.no_grad()
-def measure_pair(target: Transformer, draft: Transformer, prompt_ids: list[int], *, gamma: int = 4,
+def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: list[int], *, gamma: int = 4,
                  tokens: int = 64, temperature: float = 1.0, reps: int = 7, seed: int = 0, dtype_name: str = "fp32",
-                 progress=None) -> dict:
-    """Draft and target milliseconds per pass, c, verify(γ+1)/verify(1), plain vs speculative tokens/s and the
-    measured speedup of this pair on its device, each beside the memory roofline's value for the same shapes
-    (bytes a pass reads / the copy bandwidth measured here). Leaves both models' caches set up for the run's
-    length: a caller that keeps its own caches sets them up again (LlamaPair does: measure_llama_pair)."""
+                 progress=None, drafter: str = "chain", compile_draft: bool | None = None) -> dict:
+    """Plain vs speculative tokens/s of this pair on its device from interleaved runs, and beside the measured
+    speed-up the formula's prediction from the same runs' measured costs: c and the verify ratio timed inside the
+    speculative runs (the draft's and the target's share of each pass) against the plain runs' time per token,
+    and α counted there. Also each forward timed alone (warm caches: faster than inside a run, where the two
+    models evict each other's weights) and the memory roofline of the same shapes. drafter: "chain" (the draft
+    model) or "lookup" (guesses copied from the text: no draft model). compile_draft (None: on a CPU) runs the
+    draft's one-token step as one compiled graph (models.llm_speculative.compile_step), eagerly if that fails,
+    and the file says which. Leaves both models' caches set up for
+    the run's length: a caller that keeps its own caches sets them up again (measure_llama_pair does)."""
+    from models.llm_speculative import ModelProposer
     say = progress or (lambda _s: None)
-    device = target.output.weight.device
-    dtype = target.output.weight.dtype
+    device, dtype = target.device, target.act_dtype
     if not 1 <= gamma <= 64 or tokens < 2 or reps < 1 or not prompt_ids:
         raise InputError("need 1 <= gamma <= 64, tokens >= 2, reps >= 1 and a prompt of at least one token")
+    if drafter not in ("chain", "lookup"):
+        raise InputError(f"a checkpoint pair runs the chain or the lookup drafter, not {drafter!r}")
+    if drafter == "chain" and draft is None:
+        raise InputError("no draft model: measure the lookup drafter (--drafter lookup), or give a draft")
+    uses_draft = drafter == "chain"
     P = len(prompt_ids)
     seq = -(-(P + tokens + 2 * (gamma + 1)) // 16) * 16
     target.setup_caches(1, seq)
-    draft.setup_caches(1, seq)
+    if uses_draft:
+        draft.setup_caches(1, seq)
     tok1 = torch.tensor([[prompt_ids[-1]]], device=device)
     pos1 = torch.tensor([P], device=device)
     toks_k = torch.tensor([prompt_ids[-1:] * (gamma + 1)], device=device)
     pos_k = torch.arange(P, P + gamma + 1, device=device)
+    notes: list[str] = []
+    compiled = None
+    if uses_draft and (device.type == "cpu" if compile_draft is None else compile_draft):
+        say("compiling the draft's step")
+        compiled, why = compile_step(draft)
+        if why:
+            notes.append(why)
     say("copy bandwidth")
     bw = measure_copy_bandwidth(device, 3)
     B = bw["GB_per_s"] * 1e9
     say("target and draft forwards")
     t_target = time_step(StepRunner(_decode_fn(target)), (tok1, pos1), reps, device)
     t_verify = time_step(StepRunner(_forward_fn(target)), (toks_k, pos_k), reps, device)
-    t_draft = time_step(StepRunner(_decode_fn(draft)), (tok1, pos1), reps, device)
+    draft_step = compiled or StepRunner(_decode_fn(draft)) if uses_draft else None
+    t_draft = time_step(draft_step, (tok1, pos1), reps, device) if uses_draft else 0.0
+
+    def proposer():
+        if uses_draft:
+            return ModelProposer(draft, compiled=compiled)
+        from models.drafters import LookupDrafter
+        from models.llm_pair import DrafterProposer
+        return DrafterProposer(LookupDrafter(), _VocabRows(target.config.vocab_size))
+
+    def speculative(k: int) -> SpeculativeDecoder:
+        return SpeculativeDecoder(target, None, gamma=gamma, temperature=temperature, seed=seed + k,
+                                  proposer=proposer())
     say(f"plain and speculative decoding, {tokens} tokens, {reps} runs each")
-    plain_s, spec_s, spec_written, records, same = [], [], 0, [], True
+    runs = {"plain": [], "spec": [], "draft": [], "verify": [], "rest": [], "formula": []}
+    spec_written, records, same = 0, [], True
     PlainDecoder(target, temperature=temperature, seed=seed).generate(prompt_ids, min(tokens, 4))   # warm-up
-    SpeculativeDecoder(target, draft, gamma=gamma, temperature=temperature, seed=seed).generate(prompt_ids, 2 * gamma)
+    speculative(0).generate(prompt_ids, 2 * gamma)
     for k in range(reps):
         # alternate the order, so a change in the machine's load does not favour one side
         for side in (("plain", "spec") if k % 2 == 0 else ("spec", "plain")):
             if side == "plain":
                 dec = PlainDecoder(target, temperature=temperature, seed=seed + k)
                 plain_ids = dec.generate(prompt_ids, tokens)
-                plain_s.append(dec.decode_seconds / (tokens - 1))
+                runs["plain"].append(dec.decode_seconds / (tokens - 1))
             else:
-                sd = SpeculativeDecoder(target, draft, gamma=gamma, temperature=temperature, seed=seed + k)
+                sd = speculative(k)
                 res = sd.generate(prompt_ids, tokens)
                 written = sum(len(r.tokens) for r in res.records)
-                spec_s.append(sd.decode_seconds / written)
+                guesses = max(sum(r.gamma for r in res.records), 1)
+                n_pass = max(len(res.records), 1)
+                runs["spec"].append(sd.decode_seconds / written)
+                runs["draft"].append(sd.draft_seconds / guesses)
+                runs["verify"].append(sd.verify_seconds / n_pass)
+                runs["rest"].append((sd.decode_seconds - sd.draft_seconds - sd.verify_seconds) / n_pass)
+                run_tpp = written / n_pass
+                run_costs = (guesses * sd.draft_seconds / guesses + sd.verify_seconds) / n_pass   # s per pass
                 spec_written += written
                 records += res.records
+        # this round's formula, its costs over this round's plain seconds per token
+        runs["formula"].append(run_tpp * runs["plain"][-1] / run_costs)
         if temperature == 0:
             same = same and res.tokens == plain_ids
-    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
-    plain_tps, spec_tps = 1 / med(plain_s), 1 / med(spec_s)
+    med = {k: _median(v) for k, v in runs.items()}
+    plain_tps, spec_tps = 1 / med["plain"], 1 / med["spec"]
     tested = sum(min(r.n_accepted + 1, r.gamma) for r in records)
     alpha = sum(r.n_accepted for r in records) / max(tested, 1)
     tpp = spec_written / max(len(records), 1)
+    guesses_per_pass = sum(r.gamma for r in records) / max(len(records), 1)
     c = t_draft / t_target
-    tc, dc = target.config, draft.config
-    t_bytes = tc.weight_bytes_read_per_token(dtype) + P * tc.kv_bytes_per_token(dtype)
-    d_bytes = dc.weight_bytes_read_per_token(dtype) + P * dc.kv_bytes_per_token(dtype)
+    c_run, v_run = med["draft"] / med["plain"], med["verify"] / med["plain"]
+    formula_run = med["formula"]
+    pass_s = guesses_per_pass * med["draft"] + med["verify"] + med["rest"]
+    tc = target.config
+    from models.quant import streamed_bytes
+    t_bytes = streamed_bytes(target) + P * tc.kv_bytes_per_token(dtype)
+    d_bytes = (streamed_bytes(draft) + P * draft.config.kv_bytes_per_token(dtype)) if uses_draft else 0
     c_paper = d_bytes / t_bytes
     out = {
         "schema": PAIR_SCHEMA,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "device": {"type": device.type, "name": device_name(device), "torch": torch.__version__,
                    "threads": torch.get_num_threads(), "cpu_capability": torch.backends.cpu.get_cpu_capability()},
-        "dtype": dtype_name,
-        "models": {"target": model_summary(tc, dtype), "draft": model_summary(dc, dtype)},
+        "dtype": dtype_name, "drafter": drafter,
+        "draft_step": None if not uses_draft else ("compiled" if compiled else "eager"), "notes": notes,
+        "models": {"target": model_summary(tc, dtype) | {"streamed_bytes": streamed_bytes(target)},
+                   "draft": (model_summary(draft.config, dtype) | {"streamed_bytes": streamed_bytes(draft)})
+                   if uses_draft else None},
         "settings": {"gamma": gamma, "tokens": tokens, "temperature": temperature, "reps": reps, "seed": seed,
                      "prompt_tokens": P},
         "copy_bandwidth_GBps": bw["GB_per_s"],
         "target_ms": t_target * 1e3, "draft_ms": t_draft * 1e3, "verify_ms": t_verify * 1e3,
         "verify_ratio": t_verify / t_target, "c": c,
-        "alpha": alpha, "tokens_per_pass": tpp, "passes": len(records), "tokens_written": spec_written,
+        "alpha": alpha, "tokens_per_pass": tpp, "guesses_per_pass": guesses_per_pass, "passes": len(records),
+        "tokens_written": spec_written,
         "plain_tokens_per_s": plain_tps, "speculative_tokens_per_s": spec_tps, "speedup": spec_tps / plain_tps,
         "same_tokens_as_plain": same if temperature == 0 else None,
+        "in_run": {
+            "plain_ms_per_token": med["plain"] * 1e3, "draft_ms_per_guess": med["draft"] * 1e3,
+            "verify_ms_per_pass": med["verify"] * 1e3, "rest_ms_per_pass": med["rest"] * 1e3,
+            "c": c_run, "verify_ratio": v_run,
+            "share_of_pass": {"draft": guesses_per_pass * med["draft"] / pass_s, "verify": med["verify"] / pass_s,
+                              "rest": med["rest"] / pass_s},
+            "speedup_formula": formula_run, "measured_over_formula": (spec_tps / plain_tps) / formula_run,
+        },
         "on_paper": {
             "target_ms": t_bytes / B * 1e3, "draft_ms": d_bytes / B * 1e3, "c": c_paper, "verify_ratio": 1.0,
             "tokens_per_pass": tokens_per_pass(alpha, gamma),
             "plain_tokens_per_s": B / t_bytes,
             "speedup": speedup_on_paper(alpha, gamma, c_paper, 1.0),
-            "speedup_from_measured_costs": speedup_on_paper(alpha, gamma, c, t_verify / t_target),
+            "speedup_from_measured_costs": formula_run,
+            "speedup_from_forwards_alone": speedup_on_paper(alpha, gamma, c, t_verify / t_target),
+            "fraction_of_roofline_plain": (t_bytes / B) / med["plain"],
         },
-        "method": (f"{device.type}, {dtype_name}, {torch.get_num_threads()} threads: one forward of 1 token (target, "
-                   f"draft) and of γ+1 = {gamma + 1} tokens (target) at position {P}, median of {reps} after 2 "
-                   f"warm-up calls; end to end {reps} runs each of plain and speculative decoding ({tokens} tokens "
-                   f"after the prompt, temperature {temperature}, decode phase timed, prefill excluded, order "
-                   "alternating, one warm-up run each), median seconds per token; α and tokens per pass over all "
-                   "speculative runs. On paper: the memory roofline, bytes a pass reads (every matrix once, one "
-                   "embedding row, the KV cache so far) / the copy bandwidth measured here; verifying γ+1 tokens "
-                   "costs one pass there, and speedup = (1-α^(γ+1))/(1-α) / (γc + 1) with the measured α"),
+        "method": (f"{device.type}, {dtype_name}, {torch.get_num_threads()} threads, {drafter} drafter: {reps} runs "
+                   f"each of plain and speculative decoding ({tokens} tokens after the prompt, temperature "
+                   f"{temperature}, decode phase timed, prefill excluded, order alternating, one warm-up run each), "
+                   "median seconds per token; α and tokens per pass over all speculative runs. The formula "
+                   "tokens per pass / (g·c + v) is fed with each round's own costs: c = the proposer's seconds per "
+                   "guess and v = the verify pass's seconds (forward and rule), each over the same round's plain "
+                   "seconds per token, g the guesses per pass, then the median over rounds; what it leaves out is "
+                   "the rest of the pass (in_run.rest). "
+                   f"Forwards alone: one of 1 token and of γ+1 = {gamma + 1} at position {P}, median of {reps}. On "
+                   "paper: the memory roofline, bytes a pass reads (the matrices as stored, once; the KV cache so "
+                   "far) / the copy bandwidth measured here"),
     }
     if device.type == "cpu":
         try:
@@ -614,6 +678,17 @@ def measure_pair(target: Transformer, draft: Transformer, prompt_ids: list[int],
         except OSError:
             pass
     return out
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2] if xs else float("nan")
+
+
+class _VocabRows:
+    """What the lookup drafter reads of its rows object: only the vocabulary size."""
+
+    def __init__(self, V: int):
+        self.pair = type("Vocab", (), {"V": V})()
 
 
 def tokens_per_pass(alpha: float, gamma: int) -> float:
@@ -627,27 +702,42 @@ def measure_llama_pair(pair, prompt_ids: list[int], **kw) -> dict:
             r = measure_pair(pair.target, pair.draft, prompt_ids, **kw)
         finally:
             for m in (pair.target, pair.draft):
-                m.setup_caches(1, pair.window)
+                if m is not None:
+                    m.setup_caches(1, pair.window)
             pair.owner = None
-    r["pair"] = {"name": pair.name, **pair.sources, "random_weights": pair.random_weights}
+    r["pair"] = {"name": pair.name, **{k: _shown_source(v) for k, v in pair.sources.items()},
+                 "random_weights": pair.random_weights}
     return r
 
 
+def _shown_source(label):
+    """A checkpoint as a measurement file names it: the shipped pair's name or the file/folder's own name, never
+    the absolute path of this machine's folders."""
+    return None if label is None else Path(str(label)).name
+
+
 def pair_summary_lines(r: dict) -> list[str]:
-    p = r["on_paper"]
-    d = r["device"]
-    return [
+    p, d, run = r["on_paper"], r["device"], r["in_run"]
+    chain = r.get("drafter", "chain") == "chain"
+    lines = [
         f"{r['pair']['name'] if 'pair' in r else ''} on {d['name']} · {r['dtype']} · {d['threads']} threads · "
-        f"torch {d['torch']}",
-        f"target, one pass       {r['target_ms']:8.2f} ms     on paper {p['target_ms']:.3f} ms",
-        f"draft, one guess       {r['draft_ms']:8.2f} ms     on paper {p['draft_ms']:.3f} ms",
-        f"c = draft / target     {r['c']:8.3f}        on paper {p['c']:.3f}",
-        f"verify γ+1 / verify 1  {r['verify_ratio']:8.2f}        on paper {p['verify_ratio']:.2f}",
+        f"{r.get('drafter', 'chain')} drafter · torch {d['torch']}",
+        f"target, one pass       {r['target_ms']:8.2f} ms     on paper {p['target_ms']:.3f} ms "
+        f"({100 * p['fraction_of_roofline_plain']:.0f}% of the roofline in plain decoding)"]
+    if chain:
+        lines += [f"draft, one guess       {r['draft_ms']:8.2f} ms     on paper {p['draft_ms']:.3f} ms",
+                  f"c = draft / target     {r['c']:8.3f}        on paper {p['c']:.3f}   in the runs {run['c']:.3f}"]
+    lines += [
+        f"verify γ+1 / verify 1  {r['verify_ratio']:8.2f}        on paper {p['verify_ratio']:.2f}   in the runs "
+        f"{run['verify_ratio']:.2f}",
         f"α (measured)           {r['alpha']:8.3f}",
         f"tokens per pass        {r['tokens_per_pass']:8.2f}        formula {p['tokens_per_pass']:.2f}",
         f"plain                  {r['plain_tokens_per_s']:8.1f} tokens/s   on paper {p['plain_tokens_per_s']:.0f}",
         f"speculative γ={r['settings']['gamma']:<2}       {r['speculative_tokens_per_s']:8.1f} tokens/s",
-        f"speedup                {r['speedup']:8.2f}×       on paper {p['speedup']:.2f}× "
-        f"(from the measured costs {p['speedup_from_measured_costs']:.2f}×)",
-        f"method: {r['method']}",
-    ]
+        f"speedup                {r['speedup']:8.2f}×       formula with the runs' costs "
+        f"{p['speedup_from_measured_costs']:.2f}× ({100 * run['measured_over_formula']:.0f}% of it); on paper "
+        f"{p['speedup']:.2f}×",
+        f"a pass                 draft {100 * run['share_of_pass']['draft']:.0f}% · verify "
+        f"{100 * run['share_of_pass']['verify']:.0f}% · the rest {100 * run['share_of_pass']['rest']:.0f}%",
+        f"method: {r['method']}"]
+    return lines

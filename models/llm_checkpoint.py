@@ -117,13 +117,20 @@ def check_memory(items: list[tuple[str, LlamaConfig]], dtype: torch.dtype, devic
     return need
 
 
-def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, seed: int = 0) -> Transformer:
+def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, seed: int = 0,
+                 fmt: str | None = None) -> Transformer:
+    """The model with its matrices in the weight format `fmt` (models.quant: fp32, bf16, int8, int4; None = the
+    dtype's own), read once and packed once."""
+    from models.quant import prepare_weights
     if src.kind == "named":
-        return build_random(cfg, seed=seed, dtype=dtype, device=device)
-    if src.kind == "gguf":
+        model = build_random(cfg, seed=seed, dtype=dtype, device=device)
+    elif src.kind == "gguf":
         from models.llm_gguf import load_gguf
-        return load_gguf(src.path, cfg, dtype=dtype, device=device)
-    return load_checkpoint(src.path, dtype=dtype, device=device)
+        model = load_gguf(src.path, cfg, dtype=dtype, device=device)
+    else:
+        model = load_checkpoint(src.path, dtype=dtype, device=device)
+    model.load_notes = prepare_weights(model, fmt) if fmt else []
+    return model
 
 
 @dataclass
@@ -157,8 +164,11 @@ def load_pair_models(target_spec, draft_spec=None, *, dtype: torch.dtype = torch
             raise InputError(f"the draft {d_src.label} and the target {t_src.label} have different tokenizers")
     items = [(t_cfg.name, t_cfg)] + ([(d_cfg.name, d_cfg)] if d_cfg is not None else [])
     check_memory(items, dtype, device, min(seq, max(c.max_position_embeddings for _, c in items)), dtype_name)
-    target = Loaded(load_weights(t_src, t_cfg, dtype=dtype, device=device, seed=seed), t_src, text)
+    from models.quant import check_kernels
+    check_kernels(dtype_name, device)             # int4 off a CPU, a torch without the kernel: before loading
+    target = Loaded(load_weights(t_src, t_cfg, dtype=dtype, device=device, seed=seed, fmt=dtype_name), t_src, text)
     draft = None
     if d_src is not None:
-        draft = Loaded(load_weights(d_src, d_cfg, dtype=dtype, device=device, seed=seed + 1), d_src, text)
+        draft = Loaded(load_weights(d_src, d_cfg, dtype=dtype, device=device, seed=seed + 1, fmt=dtype_name),
+                       d_src, text)
     return target, draft

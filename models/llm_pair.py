@@ -96,6 +96,7 @@ class LlamaPair:
         self.name = name or target.config.name
         self.sources = sources or {}
         self.random_weights = random_weights
+        self.notes = list(getattr(target, "load_notes", []))
         self.device = target.device
         limit = min([m.config.max_position_embeddings for m in (target, draft) if m is not None])
         self.window = int(window or min(limit, DEFAULT_WINDOW))
@@ -114,10 +115,13 @@ class LlamaPair:
 
     # --- loading --------------------------------------------------------------------------------------
     @classmethod
-    def load(cls, target_spec, draft_spec=None, *, dtype=torch.float32, dtype_name: str = "fp32", device="cpu",
+    def load(cls, target_spec, draft_spec=None, *, dtype=None, dtype_name: str = "fp32", device="cpu",
              window: int | None = None, seed: int = 0) -> "LlamaPair":
-        """From two specs (checkpoint folders, .gguf files, named configs): see models.llm_checkpoint."""
+        """From two specs (checkpoint folders, .gguf files, named configs): see models.llm_checkpoint. dtype_name is
+        the weight format (fp32, bf16, int8, int4: models.quant); dtype, if given, the float dtype around it."""
         from models.llm_checkpoint import load_pair_models
+        from models.quant import compute_dtype
+        dtype = dtype or compute_dtype(dtype_name)
         t, d = load_pair_models(target_spec, draft_spec, dtype=dtype, dtype_name=dtype_name, device=device,
                                 seq=window or DEFAULT_WINDOW, need_text=True, seed=seed)
         return cls(t.model, None if d is None else d.model, t.text, window=window,
@@ -348,7 +352,7 @@ class LlamaSampler(_LlamaBase):
     def step(self) -> StepTrace:
         return self._advance(record=True)
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def _advance(self, record: bool):
         s = self.settings
         s.validate()
@@ -400,7 +404,7 @@ class LlamaSampler(_LlamaBase):
 class LlamaTargetSampler(_LlamaBase):
     """The target alone, one token a pass (models.sampler.TargetSampler's interface)."""
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def step(self) -> StepTrace:
         s = self.settings
         s.validate()

@@ -44,11 +44,14 @@ FIGURES = {
 POINT_FIELDS = ("batch", "context", "tokens_per_s", "on_paper_tokens_per_s", "fraction_of_roofline")
 # A checkpoint pair measured live (`spectable bench --pair neural`, models.llm_bench.measure_pair): the figures at
 # the top level and their roofline values under on_paper.
-PAIR_SCHEMA = "spectable-pair-bench/1"
+PAIR_SCHEMA = "spectable-pair-bench/2"            # /2 adds the in-run costs, the drafter, streamed bytes
+PAIR_SCHEMAS = ("spectable-pair-bench/1", PAIR_SCHEMA)
 PAIR_FIGURES = ("target_ms", "draft_ms", "verify_ms", "verify_ratio", "c", "alpha", "tokens_per_pass",
                 "plain_tokens_per_s", "speculative_tokens_per_s", "speedup", "copy_bandwidth_GBps")
 PAIR_ON_PAPER = ("target_ms", "draft_ms", "c", "verify_ratio", "tokens_per_pass", "plain_tokens_per_s", "speedup",
                  "speedup_from_measured_costs")
+PAIR_IN_RUN = ("plain_ms_per_token", "draft_ms_per_guess", "verify_ms_per_pass", "rest_ms_per_pass", "c",
+               "verify_ratio", "speedup_formula", "measured_over_formula")
 PAIR_SETTINGS = {"gamma": (1, 64), "tokens": (1, 10_000_000), "reps": (1, 100_000), "prompt_tokens": (0, 1 << 24)}
 MAX_POINTS = 1000
 DEVICE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -104,7 +107,7 @@ def validate_measurement(data, where: str) -> dict:
                 _optional_text(mapping(models[role], f"{where}: models.{role}"), "name", f"{where}: models.{role}.name")
     if data.get("figures") is not None:
         _check_figures(mapping(data["figures"], f"{where}: figures"), where)
-    if data.get("schema") == PAIR_SCHEMA:
+    if data.get("schema") in PAIR_SCHEMAS:
         _check_pair(data, where)
     return data
 
@@ -117,6 +120,11 @@ def _check_pair(data: dict, where: str) -> None:
         paper = mapping(data["on_paper"], f"{where}: on_paper")
         for key in PAIR_ON_PAPER:
             _figure(paper.get(key), f"{where}: on_paper.{key}")
+    if data.get("in_run") is not None:
+        run = mapping(data["in_run"], f"{where}: in_run")
+        for key in PAIR_IN_RUN:
+            _figure(run.get(key), f"{where}: in_run.{key}")
+    _optional_text(data, "drafter", f"{where}: drafter")
     settings = mapping(data.get("settings") or {}, f"{where}: settings")
     for key, (lo, hi) in PAIR_SETTINGS.items():
         if settings.get(key) is not None:

@@ -93,8 +93,14 @@ def test_custom_checkpoints_drive_step_alpha_and_bench(ckpts, capsys, tmp_path):
     assert 0 <= al["alpha_generated"] <= 1
     out = tmp_path / "pair.json"
     b = run_json(["bench", "--prompt", "孔乙己", "--tokens", 12, "--reps", 1, "--out", out] + pair, capsys)
-    assert json.loads(out.read_text()) == b and b["schema"] == "spectable-pair-bench/1"
+    assert json.loads(out.read_text()) == b and b["schema"] == "spectable-pair-bench/2"
     assert b["c"] == pytest.approx(b["draft_ms"] / b["target_ms"])
+    run = b["in_run"]                                   # the formula is fed with the same runs' costs
+    assert sum(run["share_of_pass"].values()) == pytest.approx(1.0)
+    assert run["c"] == pytest.approx(run["draft_ms_per_guess"] / run["plain_ms_per_token"])
+    assert b["on_paper"]["speedup_from_measured_costs"] == run["speedup_formula"] > 0
+    assert str(ckpts) not in out.read_text()            # no absolute path of this machine in the file
+    assert b["pair"]["target"] == "t" and b["pair"]["draft"] == "d"
     assert b["speedup"] == pytest.approx(b["speculative_tokens_per_s"] / b["plain_tokens_per_s"])
     assert 0 < b["on_paper"]["c"] < 1 and b["on_paper"]["target_ms"] > 0 and "threads" in b["method"]
 

@@ -35,14 +35,14 @@ class HardwarePanel(Panel):
     def current(self):
         """The file picked, else the newest one about the models on the table (a pair measurement for a neural
         pair, a device bench for the n-gram pair), else the newest."""
-        from models.measurements import PAIR_SCHEMA
+        from models.measurements import PAIR_SCHEMAS
         meas = self.measurements()
         for e in meas:
             if e["file"] == self.selected:
                 return e
         neural = self.ctl.session.neural
         for e in meas:
-            if ((e.get("data") or {}).get("schema") == PAIR_SCHEMA) == neural:
+            if ((e.get("data") or {}).get("schema") in PAIR_SCHEMAS) == neural:
                 return e
         return meas[0] if meas else None
 
