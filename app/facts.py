@@ -238,6 +238,12 @@ def shipped_pair_measurement() -> dict | None:
     return None
 
 
+def _in_run(d: dict, key: str) -> float:
+    """A cost as measured inside the runs (schema /2), or the forward timed alone (older files)."""
+    run = d.get("in_run")
+    return float(run[key]) if isinstance(run, dict) and run.get(key) is not None else float(d[key])
+
+
 def neural_facts(ctl, f: Facts) -> None:
     """The tour's neural passage: the shipped neural pair's sizes (from the loaded checkpoints), its measured costs
     and speedup (from its measurement file: never typed in), and the n-gram pair's long-run α beside its own."""
@@ -256,9 +262,13 @@ def neural_facts(ctl, f: Facts) -> None:
     f.lazy.update({
         "neural_target_ms": measured(lambda d: fmt_ms(d["target_ms"])),
         "neural_draft_ms": measured(lambda d: fmt_ms(d["draft_ms"])),
-        "neural_c": measured(lambda d: sig(d["c"])),
+        # the costs inside the measured runs (what the formula is fed with), the forwards alone in older files
+        "neural_c": measured(lambda d: sig(_in_run(d, "c"))),
         "neural_c_paper": measured(lambda d: sig(d["on_paper"]["c"])),
-        "neural_verify": measured(lambda d: f"{d['verify_ratio']:.2f}"),
+        "neural_verify": measured(lambda d: f"{_in_run(d, 'verify_ratio'):.2f}"),
+        "neural_formula": measured(lambda d: f"×{sig(d['in_run']['speedup_formula'])}"),
+        "neural_threads": measured(lambda d: str(int(d["device"]["threads"]))),
+        "neural_roofline": measured(lambda d: f"{100 * d['on_paper']['fraction_of_roofline_plain']:.0f}%"),
         "neural_verify_k": measured(lambda d: f"{d['settings']['gamma'] + 1}"),
         "neural_speedup": measured(lambda d: f"×{sig(d['speedup'])}"),
         "neural_speedup_paper": measured(lambda d: f"×{sig(d['on_paper']['speedup'])}"),

@@ -19,7 +19,7 @@ up one row of the untied input embedding (1.05 GB) instead of streaming it, so i
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from corpus.errors import InputError
@@ -54,19 +54,27 @@ class LlamaShape:
     head_dim: int
     hidden: int
     vocab: int
-    bytes_per_param: int = 2
+    weight_bits: float = 16.0     # bits a weight costs as read (bf16 16; int8 8; int4 4.5 with its scales)
+    weights: str = "bf16"         # the weight format: bf16 | int8 | int4
+    base: str = ""                # the bf16 model this is a variant of ("" = itself)
+    kv_bytes_per_value: int = 2   # the KV cache stays bf16 whatever the weights are
+
+    @property
+    def bytes_per_param(self) -> float:
+        return self.weight_bits / 8
 
     @property
     def weight_bytes(self) -> int:
-        return self.params * self.bytes_per_param
+        return int(self.params * self.bytes_per_param)
 
     @property
     def kv_bytes_per_token(self) -> int:
-        return self.layers * self.kv_heads * self.head_dim * 2 * self.bytes_per_param
+        return self.layers * self.kv_heads * self.head_dim * 2 * self.kv_bytes_per_value
 
     @property
     def ops_per_byte(self) -> float:
-        """One lane's arithmetic per weight byte read: 2 ops per parameter / 2 bytes per parameter = 1."""
+        """One lane's arithmetic per weight byte read: 2 ops per parameter / 2 bytes per parameter = 1 in bf16,
+        4 with int4 weights (the same arithmetic on a quarter of the bytes)."""
         return 2.0 / self.bytes_per_param
 
     @property
@@ -85,10 +93,25 @@ DEVICES: dict[str, Device] = {
 PAPER_DEVICES = tuple(DEVICES)
 
 # Meta's published configs (config.json of meta-llama/Llama-3.1-8B and Llama-3.2-1B).
-MODELS: dict[str, LlamaShape] = {
-    "llama-3.1-8b": LlamaShape("llama-3.1-8b", "Llama 3.1 8B", 8_030_261_248, 32, 8, 128, 4096, 128_256),
-    "llama-3.2-1b": LlamaShape("llama-3.2-1b", "Llama 3.2 1B", 1_235_814_400, 16, 8, 64, 2048, 128_256),
-}
+_BF16_MODELS = (
+    LlamaShape("llama-3.1-8b", "Llama 3.1 8B", 8_030_261_248, 32, 8, 128, 4096, 128_256),
+    LlamaShape("llama-3.2-1b", "Llama 3.2 1B", 1_235_814_400, 16, 8, 64, 2048, 128_256),
+)
+# Weight-only quantised variants (models/quant.py: int8 per row, int4 in groups of 32 with a bf16 scale and zero):
+# the same arithmetic on fewer bytes, so the memory roofline moves and the arithmetic does not.
+WEIGHT_BITS = {"int8": 8.0, "int4": 4.0 + 2 * 16 / 32}
+MODELS: dict[str, LlamaShape] = {m.id: m for m in _BF16_MODELS} | {
+    f"{m.id}-{fmt}": replace(m, id=f"{m.id}-{fmt}", label=f"{m.label} · {fmt}", weight_bits=bits, weights=fmt,
+                             base=m.id)
+    for m in _BF16_MODELS for fmt, bits in WEIGHT_BITS.items()}
+WEIGHT_FORMATS = ("bf16",) + tuple(WEIGHT_BITS)
+
+
+def with_weights(model_id: str, fmt: str) -> str:
+    """The id of the same model with its weights in `fmt` (the lab's weights switch)."""
+    m = get_model(model_id)
+    base = m.base or m.id
+    return base if fmt == "bf16" else f"{base}-{fmt}"
 
 MEASUREMENT_ERRORS: list[str] = []     # files in assets/measurements that could not be read (shown, not fatal)
 

@@ -418,7 +418,7 @@ def _materialise(config: LlamaConfig, dtype, device) -> Transformer:
 
 def column_major(model: Transformer) -> None:
     """Store each streamed matrix W (out, in) transposed in memory (same shape, strides (1, out)): F.linear then
-    multiplies by a contiguous Wᵀ, the BLAS call without a transpose, measured 1.4-1.7× faster for one or a few
+    multiplies by a contiguous W^T, the BLAS call without a transpose, measured 1.4-1.7× faster for one or a few
     rows on this project's CPUs (the shipped target's 25 products: 2.85 -> 1.65 ms). Values are unchanged; a tied
     embedding shares the head's layout (a lookup gathers one strided row)."""
     mats = [model.output] + [m for layer in model.layers

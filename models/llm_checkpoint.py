@@ -130,6 +130,11 @@ def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, s
     else:
         model = load_checkpoint(src.path, dtype=dtype, device=device)
     model.load_notes = prepare_weights(model, fmt) if fmt else []
+    stored = [t for t in getattr(model, "gguf_types", []) if t not in ("F32", "F16", "BF16")]
+    if stored and fmt:
+        model.load_notes.append(f"the file's {'/'.join(stored)} matrices were dequantised once at load and "
+                                + (f"requantised to {fmt} (per row for int8, groups of 32 for int4)"
+                                   if fmt in ("int8", "int4") else f"are held in {fmt}"))
     return model
 
 

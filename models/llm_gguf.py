@@ -245,6 +245,7 @@ def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, devi
     missing = [n for n, p in params.items() if filled[n] < p.shape[0]]
     if missing:
         raise InputError(f"{path} lacks weights for {', '.join(missing[:3])}{' and more' if len(missing) > 3 else ''}")
+    model.gguf_types = sorted({t.tensor_type.name for t in r.tensors if len(t.shape) == 2})
     return model.eval()
 
 

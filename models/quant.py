@@ -5,7 +5,7 @@ A decode step reads every matrix once, so its time is about the bytes read / the
 matrix is read in a quarter of the time of its fp32 copy, an int4 one in an eighth (plus its scales). The
 weights stay packed in memory and are multiplied by torch's own kernels for packed weights:
 
-    int8  aten._weight_int8pack_mm(x, q, scales)          y = x · (q · s)ᵀ,  s per output row
+    int8  aten._weight_int8pack_mm(x, q, scales)          y = x · (q · s)^T,  s per output row
     int4  aten._weight_int4pack_mm_for_cpu(x, packed, 32, sz)   w = (q − 8) · scale + zero per group of 32
 
 Both kernels take bf16 activations (fp32 ones fall to a path ten times slower, measured): the model's
@@ -63,7 +63,7 @@ def check_kernels(fmt: str, device: torch.device) -> None:
 
 
 class PackedLinear(nn.Module):
-    """y = x · Wᵀ with W (out, in) held packed. Built from a float matrix; `dequantize()` gives back the matrix
+    """y = x · W^T with W (out, in) held packed. Built from a float matrix; `dequantize()` gives back the matrix
     the kernel multiplies by (what accuracy is measured against)."""
 
     def __init__(self, weight: torch.Tensor, fmt: str, head: bool = False, keep_one_row: bool = False):
@@ -78,7 +78,7 @@ class PackedLinear(nn.Module):
             self.fmt = fmt
             self.register_buffer("w", torch.ops.mkldnn._reorder_linear_weight(w.contiguous(), DNN_ROWS),
                                  persistent=False)
-            # one row: a small matrix is faster through BLAS with Wᵀ contiguous (oneDNN's call costs ~30 µs)
+            # one row: a small matrix is faster through BLAS with W^T contiguous (oneDNN's call costs ~30 µs)
             self.one_row = w.t().contiguous().t() if keep_one_row else None
             return
         check_kernels(fmt, w.device)
@@ -93,10 +93,12 @@ class PackedLinear(nn.Module):
     # --- packing -----------------------------------------------------------------------------------------
     def _pack_int8(self, w: torch.Tensor) -> None:
         amax = w.abs().amax(1)
-        scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax))
-        q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)
+        # the scale as the kernel will read it (bf16), and the integers rounded against that very scale: each
+        # weight within half a step of what is multiplied
+        scale = torch.where(amax > 0, amax / 127.0, torch.ones_like(amax)).to(KERNEL_ACT)
+        q = torch.round(w / scale.float()[:, None]).clamp_(-127, 127).to(torch.int8)
         self.register_buffer("q", q.contiguous(), persistent=False)
-        self.register_buffer("scales", scale.to(KERNEL_ACT), persistent=False)
+        self.register_buffer("scales", scale, persistent=False)
 
     def _pack_int4(self, w: torch.Tensor) -> None:
         N, K = w.shape
@@ -106,10 +108,11 @@ class PackedLinear(nn.Module):
         Np = N + pad
         g = w.view(Np, K // GROUP, GROUP)
         lo, hi = g.amin(-1), g.amax(-1)
-        scale = (hi - lo) / 15.0
+        scale = ((hi - lo) / 15.0).to(KERNEL_ACT).float()        # as the kernel reads it
         scale = torch.where(scale > 0, scale, torch.ones_like(scale))
-        q = torch.round((g - lo[..., None]) / scale[..., None]).clamp_(0, 15).to(torch.int32).view(Np, K)
-        zero = lo + 8.0 * scale               # the kernel's form: w = (q - 8) * scale + zero
+        zero = (lo + 8.0 * scale).to(KERNEL_ACT).float()          # the kernel's form: w = (q - 8) * scale + zero
+        base = zero - 8.0 * scale                                  # what q = 0 stands for, after rounding
+        q = torch.round((g - base[..., None]) / scale[..., None]).clamp_(0, 15).to(torch.int32).view(Np, K)
         sz = torch.stack([scale, zero], -1).transpose(0, 1).contiguous().to(KERNEL_ACT)   # (K/32, N, 2)
         packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.contiguous(), 1)
         self.register_buffer("packed", packed, persistent=False)

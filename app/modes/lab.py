@@ -49,6 +49,7 @@ class LabPanel(Panel):
                 if imgui.selectable(d, d == s.device)[0]:
                     new["device"] = d
             imgui.end_combo()
+        self.weights_widget(new)
         # Sampling details and the tokenizer, folded away: the panel's first screen fits a projector at 720p.
         if self.open_more is not None:         # a screenshot or test opens (or folds) it, as a click would
             imgui.set_next_item_open(self.open_more)
@@ -219,6 +220,17 @@ class LabPanel(Panel):
         x, y, w, h = ui.narration_rect(scr)
         top = ui.bar_h(scr)
         return 0.0, top, w, y - top
+
+    def weights_widget(self, new: dict) -> None:
+        """The target's weight format on paper (bf16, int8, int4): fewer bytes a pass, the roofline moves."""
+        from models import hardware
+        s, t = self.ctl.settings, self.ctl.t
+        current = hardware.get_model(s.model)
+        if imgui.begin_combo(t("lab.weights"), current.weights):
+            for fmt in hardware.WEIGHT_FORMATS:
+                if imgui.selectable(fmt, fmt == current.weights)[0]:
+                    new["model"] = hardware.with_weights(s.model, fmt)
+            imgui.end_combo()
 
     def devices(self) -> list[str]:
         try:
