@@ -126,13 +126,18 @@ def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, s
         model = build_random(cfg, seed=seed, dtype=dtype, device=device)
     elif src.kind == "gguf":
         from models.llm_gguf import load_gguf
-        model = load_gguf(src.path, cfg, dtype=dtype, device=device)
+        model = load_gguf(src.path, cfg, dtype=dtype, device=device, keep_int4=fmt == "int4")
     else:
         model = load_checkpoint(src.path, dtype=dtype, device=device)
     model.load_notes = prepare_weights(model, fmt) if fmt else []
     stored = [t for t in getattr(model, "gguf_types", []) if t not in ("F32", "F16", "BF16")]
-    if stored and fmt:
-        model.load_notes.append(f"the file's {'/'.join(stored)} matrices were dequantised once at load and "
+    direct = [t for t in stored if fmt == "int4" and t in ("Q4_0", "Q4_1")]
+    rest = [t for t in stored if t not in direct]
+    if direct:
+        model.load_notes.append(f"the file's {'/'.join(direct)} matrices are packed as int4 as they are (their own "
+                                "4-bit codes; scales rounded to bf16)")
+    if rest and fmt:
+        model.load_notes.append(f"the file's {'/'.join(rest)} matrices were dequantised once at load and "
                                 + (f"requantised to {fmt} (per row for int8, groups of 32 for int4)"
                                    if fmt in ("int8", "int4") else f"are held in {fmt}"))
     return model

@@ -204,8 +204,31 @@ def _hf_name(name: str) -> str | None:
     return f"model.layers.{parts[1]}.{table[parts[2]]}.weight"
 
 
-def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, device="cpu") -> Transformer:
-    """Dequantise every tensor into our model; each shape checked against the metadata's config."""
+_Q4_BLOCK_BYTES = {"Q4_0": 18, "Q4_1": 20}      # fp16 d (and m), then 16 bytes of 32 nibbles
+_STREAMED = ("attention.wqkv.weight", "attention.wo.weight", "feed_forward.w13.weight", "feed_forward.w2.weight")
+
+
+def q4_codes(data: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A Q4_0 / Q4_1 tensor's blocks as (codes (N, K) 0..15, scale (N, K/32), zero (N, K/32)) with
+    w = (q - 8)·scale + zero, torch's int4 form: Q4_0 is (q - 8)·d, so scale d and zero 0; Q4_1 is q·d + m, so
+    scale d and zero m + 8d. Nibbles as ggml lays them: the low ones are weights 0..15 of a block, the high ones
+    16..31."""
+    N = data.shape[0]
+    raw = np.ascontiguousarray(data).reshape(-1, _Q4_BLOCK_BYTES[kind])
+    d = raw[:, 0:2].copy().view(np.float16).astype(np.float32)[:, 0].reshape(N, -1)
+    qs = raw[:, 4:] if kind == "Q4_1" else raw[:, 2:]
+    codes = np.concatenate([qs & 0x0F, qs >> 4], axis=1).reshape(N, -1)
+    if kind == "Q4_1":
+        m = raw[:, 2:4].copy().view(np.float16).astype(np.float32)[:, 0].reshape(N, -1)
+        return codes, d, m + 8.0 * d
+    return codes, d, np.zeros_like(d)
+
+
+def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, device="cpu",
+              keep_int4: bool = False) -> Transformer:
+    """Dequantise every tensor into our model; each shape checked against the metadata's config. keep_int4: the
+    Q4_0 / Q4_1 matrices' own codes are kept too (model.int4_codes), so packing them for int4 is no
+    requantisation (models.quant)."""
     import gguf
     path = Path(path)
     cfg = cfg or gguf_config(path)
@@ -213,6 +236,7 @@ def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, devi
     model = _materialise(cfg, dtype, device)
     params = dict(model.named_parameters())
     filled = {n: 0 for n in params}
+    codes: dict[str, list] = {}               # our matrix -> [codes, scale, zero, rows filled from Q4 blocks]
     with torch.no_grad():
         for t in r.tensors:
             hf = _hf_name(t.name)
@@ -236,6 +260,9 @@ def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, devi
                 w = _unpermute(w, cfg.n_heads)
             elif t.name.endswith("attn_k.weight"):
                 w = _unpermute(w, cfg.n_kv_heads)
+            kind = t.tensor_type.name
+            if keep_int4 and kind in _Q4_BLOCK_BYTES and ours.endswith(_STREAMED) and w.shape[1] % 32 == 0:
+                _keep_codes(codes, ours, rows, params[ours].shape, t, kind, cfg)
             if not w.flags.writeable:
                 w = w.copy()          # a view of the memory-mapped file (F32 tensors): torch wants its own
             source = torch.from_numpy(w)
@@ -246,7 +273,23 @@ def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, devi
     if missing:
         raise InputError(f"{path} lacks weights for {', '.join(missing[:3])}{' and more' if len(missing) > 3 else ''}")
     model.gguf_types = sorted({t.tensor_type.name for t in r.tensors if len(t.shape) == 2})
+    model.int4_codes = {name: tuple(torch.from_numpy(x).to(device) for x in e[:3]) for name, e in codes.items()
+                        if e[3] == params[name].shape[0]}        # every row of the matrix came as Q4 blocks
     return model.eval()
+
+
+def _keep_codes(codes: dict, ours: str, rows, full, t, kind: str, cfg: LlamaConfig) -> None:
+    """Keep a Q4 tensor's codes, scales and zeros in the rows of our (stacked) matrix it fills."""
+    c, sc, ze = q4_codes(t.data, kind)
+    if t.name.endswith(("attn_q.weight", "attn_k.weight")):           # the same row order as the floats get
+        heads = cfg.n_heads if t.name.endswith("attn_q.weight") else cfg.n_kv_heads
+        c, sc, ze = (_unpermute(x, heads) for x in (c, sc, ze))
+    groups = (full[0], full[1] // 32)
+    entry = codes.setdefault(ours, [np.zeros(tuple(full), np.uint8), np.zeros(groups, np.float32),
+                                    np.zeros(groups, np.float32), 0])
+    rs = rows if rows is not None else slice(0, full[0])
+    entry[0][rs], entry[1][rs], entry[2][rs] = c, sc, ze
+    entry[3] += c.shape[0]
 
 
 def gguf_tokenizer(path, vocab_size: int):

@@ -113,11 +113,34 @@ class PackedLinear(nn.Module):
         zero = (lo + 8.0 * scale).to(KERNEL_ACT).float()          # the kernel's form: w = (q - 8) * scale + zero
         base = zero - 8.0 * scale                                  # what q = 0 stands for, after rounding
         q = torch.round((g - base[..., None]) / scale[..., None]).clamp_(0, 15).to(torch.int32).view(Np, K)
-        sz = torch.stack([scale, zero], -1).transpose(0, 1).contiguous().to(KERNEL_ACT)   # (K/32, N, 2)
-        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.contiguous(), 1)
+        self._store_int4(q, scale, zero)
+
+    def _store_int4(self, q: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor) -> None:
+        """q (N', K) codes 0..15, scale and zero (N', K/32), N' a multiple of 16: packed for the kernel."""
+        sz = torch.stack([scale, zero], -1).transpose(0, 1).contiguous().to(KERNEL_ACT)   # (K/32, N', 2)
+        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32).contiguous(), 1)
         self.register_buffer("packed", packed, persistent=False)
         self.register_buffer("scales_zeros", sz, persistent=False)
-        self.padded_out = Np
+        self.padded_out = q.shape[0]
+
+    @classmethod
+    def from_int4_codes(cls, codes: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor) -> "PackedLinear":
+        """A matrix already stored as 4-bit codes in groups of 32 with w = (q - 8)·scale + zero (a GGUF file's
+        Q4_0 / Q4_1 blocks): packed as they are, no requantisation (scale and zero rounded to bf16)."""
+        check_kernels("int4", codes.device)
+        self = cls.__new__(cls)
+        nn.Module.__init__(self)
+        N, K = codes.shape
+        self.out_features, self.in_features, self.device_type = N, K, codes.device.type
+        self.head, self.fmt = False, "int4"
+        pad = -N % ROW_ALIGN
+        q, scale, zero = codes.to(torch.int32), scale.float(), zero.float()
+        if pad:
+            q = torch.cat([q, q.new_full((pad, K), 8)])                   # code 8 with zero 0: a zero weight
+            scale = torch.cat([scale, scale.new_ones(pad, K // GROUP)])
+            zero = torch.cat([zero, zero.new_zeros(pad, K // GROUP)])
+        self._store_int4(q, scale, zero)
+        return self
 
     # --- use ---------------------------------------------------------------------------------------------
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -199,19 +222,31 @@ def prepare_weights(model, fmt: str) -> list[str]:
 
 
 def quantize_model(model, fmt: str) -> list[str]:
-    """Replace every matrix a decode step streams (q/k/v, o, gate/up, down, the output head) by its packed form.
-    The token embedding stays in the float dtype: a step looks up one row of it, it is not streamed (a tied
-    head is packed as a copy). Returns notes for the user (matrices kept at int8 in int4, and why)."""
+    """Replace every matrix a decode step streams (q/k/v, o, gate/up, down, the output head) by its packed form
+    (int4: the head int8). The token embedding stays in the float dtype: a step looks up one row of it, it is not
+    streamed (a tied head is packed as a copy). Returns notes for the user (matrices kept at int8, and why)."""
     device = next(model.parameters()).device
     check_kernels(fmt, device)
     notes: list[str] = []
+    stored = getattr(model, "int4_codes", {}) if fmt == "int4" else {}    # a GGUF's own 4-bit blocks
+
+    def pack(name: str, m, head=False):
+        if name in stored:
+            return PackedLinear.from_int4_codes(*stored[name])
+        # int4 keeps the output head at int8, as llama.cpp's 4-bit files keep theirs at 8 bits: the head's error
+        # lands on every logit (measured on SmolLM2: max |Δlogit| 4.5 with a 4-bit head, see the docs)
+        return PackedLinear(m.weight, "int8" if head and fmt == "int4" else fmt, head=head)
     with torch.no_grad():
-        for layer in model.layers:
-            a, f = layer.attention, layer.feed_forward
-            a.wqkv, a.wo = PackedLinear(a.wqkv.weight, fmt), PackedLinear(a.wo.weight, fmt)
-            f.w13, f.w2 = PackedLinear(f.w13.weight, fmt), PackedLinear(f.w2.weight, fmt)
-        model.output = PackedLinear(model.output.weight, fmt, head=True)
-    kept = sorted({m.in_features for m in model.modules() if isinstance(m, PackedLinear) and m.fmt != fmt})
+        for i, layer in enumerate(model.layers):
+            a, f, p = layer.attention, layer.feed_forward, f"layers.{i}."
+            a.wqkv, a.wo = pack(p + "attention.wqkv.weight", a.wqkv), pack(p + "attention.wo.weight", a.wo)
+            f.w13, f.w2 = pack(p + "feed_forward.w13.weight", f.w13), pack(p + "feed_forward.w2.weight", f.w2)
+        model.output = pack("output.weight", model.output, head=True)
+    model.int4_codes = {}                 # packed now: the codes' memory goes
+    kept = sorted({m.in_features for m in model.modules()
+                   if isinstance(m, PackedLinear) and m.fmt != fmt and not m.head})
+    if fmt == "int4":
+        notes.append("the output head is int8 (as in llama.cpp's 4-bit files)")
     if kept:
         notes.append(f"rows of {', '.join(map(str, kept))} weights are not whole groups of {GROUP}: those matrices "
                      "are int8")

@@ -65,7 +65,7 @@ def test_streamed_bytes_follow_the_format():
     cfg = LlamaConfig.from_name("tiny")
     assert sizes["fp32"] == cfg.weight_bytes_read_per_token(torch.float32)
     assert 0.24 < sizes["int8"] / sizes["fp32"] < 0.30          # a byte a weight, scales and norms on top
-    assert 0.13 < sizes["int4"] / sizes["fp32"] < 0.20          # half a byte, a scale and a zero per 32
+    assert sizes["int4"] < sizes["int8"]                        # half a byte, a scale and a zero per 32; head int8
 
 
 @pytest.mark.parametrize("fmt", ["int8", "int4", "fp32"])
@@ -155,3 +155,44 @@ def test_llm_generate_with_int_weights_and_the_lookup_drafter(tmp_path, capsys):
     rc, _, err = run_cli(["llm-generate", "--checkpoint", tmp_path / "t", "--prompt-ids", "5", "--tokens", 2,
                           "--drafter", "chain"], capsys)
     assert rc == 2 and "needs a draft" in err and len(err.strip().splitlines()) == 1
+
+
+@settings(max_examples=20, deadline=None)
+@given(kind=st.sampled_from(["Q4_0", "Q4_1"]), rows=st.integers(1, 40), blocks=st.integers(1, 4),
+       seed=st.integers(0, 2**16))
+def test_q4_codes_are_the_blocks_ggml_dequantises(kind, rows, blocks, seed):
+    import gguf
+
+    from models.llm_gguf import q4_codes
+    x = np.random.default_rng(seed).normal(size=(rows, 32 * blocks)).astype(np.float32)
+    qt = getattr(gguf.GGMLQuantizationType, kind)
+    data = gguf.quants.quantize(x, qt)
+    codes, scale, zero = q4_codes(data, kind)
+    w = (codes.astype(np.float32) - 8) * np.repeat(scale, 32, 1) + np.repeat(zero, 32, 1)
+    assert codes.max() <= 15 and np.array_equal(w, gguf.quants.dequantize(data, qt))
+
+
+@pytest.mark.parametrize("kind", ["Q4_0", "Q4_1"])
+def test_a_4bit_gguf_is_packed_from_its_own_codes(kind, tmp_path):
+    """int4 from a Q4_0/Q4_1 file packs the file's codes (no requantisation): every streamed matrix multiplies by
+    what the gguf package dequantises, up to the bf16 rounding of its scales; the head stays int8."""
+    import gguf
+    from dataclasses import replace
+
+    from models.llm_checkpoint import load_weights, read_config, resolve
+    from models.llm_gguf import load_gguf
+    from tests.llm_helpers import write_gguf
+    cfg = replace(LlamaConfig.from_name("tiny"), name="g", rope_scaling=None, max_position_embeddings=128)
+    path = tmp_path / f"{kind}.gguf"
+    write_gguf(path, build_random(cfg, seed=3, std=0.1), getattr(gguf.GGMLQuantizationType, kind))
+    floats = load_gguf(path)
+    src = resolve(str(path))
+    packed = load_weights(src, read_config(src), dtype=torch.float32, device="cpu", fmt="int4")
+    assert any("as they are" in n for n in packed.load_notes)
+    for a, b in zip(floats.layers, packed.layers):
+        for name in ("wqkv", "wo"):
+            ref, got = getattr(a.attention, name).weight, getattr(b.attention, name).dequantize()
+            assert torch.allclose(got, ref, rtol=2 ** -7, atol=ref.abs().max().item() * 2 ** -8)
+        assert torch.allclose(b.feed_forward.w13.dequantize(), a.feed_forward.w13.weight, rtol=2 ** -7,
+                              atol=a.feed_forward.w13.weight.abs().max().item() * 2 ** -8)
+    assert packed.output.fmt == "int8"
