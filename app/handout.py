@@ -44,6 +44,24 @@ def facts(snap) -> dict:
             "overlap": f"{float(np.minimum(p, q).sum()):.3f}"}
 
 
+def measured_pair(t) -> str | None:
+    """The shipped neural pair's speed measured on a real CPU, from its measurement file (the same file and figures
+    as the hardware panel and ch. 8), with where, when and from which file; None when no such file ships."""
+    from app.facts import shipped_pair_measurement
+    e = shipped_pair_measurement()
+    if e is None:
+        return None
+    d = e["data"]
+    run = d.get("in_run") or {}
+    try:
+        return t("handout.measured", file=e.get("file", "?"), device=d["device"]["name"], date=str(d["date"])[:10],
+                 threads=d["device"]["threads"], plain=f"{d['plain_tokens_per_s']:.0f}",
+                 spec=f"{d['speculative_tokens_per_s']:.0f}", speedup=f"×{d['speedup']:.2f}",
+                 formula=f"×{run['speedup_formula']:.2f}" if run.get("speedup_formula") else "—")
+    except (KeyError, TypeError, ValueError):        # validated on load; an older schema lacks some figures
+        return None
+
+
 def blocks(snap, lang: str) -> list[tuple[str, str]]:
     """The page as (style, text) blocks, top to bottom."""
     from app import quiz
@@ -54,9 +72,11 @@ def blocks(snap, lang: str) -> list[tuple[str, str]]:
            ("head", t("handout.idea_head")), ("body", t("handout.idea")),
            ("head", t("handout.rule_head")), ("body", t("handout.rule")),
            ("head", t("handout.same_head")), ("body", t("handout.same")),
-           ("head", t("handout.numbers_head")), ("body", t("handout.numbers", **f)),
-           ("head", t("handout.words_head")), ("body", t("handout.words")),
-           ("head", t("handout.try_head"))]
+           ("head", t("handout.numbers_head")), ("body", t("handout.numbers", **f))]
+    measured = measured_pair(t)
+    if measured:
+        out.append(("small", measured))
+    out += [("head", t("handout.words_head")), ("body", t("handout.words")), ("head", t("handout.try_head"))]
     qs = {q.id: q for q in quiz.build(snap, lang)}
     n = 0
     for qid in QUESTIONS:

@@ -349,8 +349,9 @@ class BenchWorker(_OneThread):
             self.progress = msg
 
         dtype = pair.target.format_name
+        # the draft's step eager, as the table runs it (compiling would take seconds and a C++ compiler)
         r = measure_llama_pair(pair, ids, gamma=key[1], tokens=self.TOKENS, temperature=1.0, reps=self.REPS,
-                               seed=0, dtype_name=dtype, progress=note)
+                               seed=0, dtype_name=dtype, progress=note, compile_draft=False)
         self.progress = None
         return r
 

@@ -556,7 +556,7 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     notes: list[str] = []
     compiled = None
     if uses_draft and (device.type == "cpu" if compile_draft is None else compile_draft):
-        say("compiling the draft's step")
+        say("compiling the draft model's forward")
         compiled, why = compile_step(draft)
         if why:
             notes.append(why)
@@ -664,7 +664,7 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
                    f"each of plain and speculative decoding ({tokens} tokens after the prompt, temperature "
                    f"{temperature}, decode phase timed, prefill excluded, order alternating, one warm-up run each), "
                    "median seconds per token; α and tokens per pass over all speculative runs. The formula "
-                   "tokens per pass / (g·c + v) is fed with each round's own costs: c = the proposer's seconds per "
+                   "tokens per pass / (g·c + v) is fed with each round's own costs: c = the drafter's seconds per "
                    "guess and v = the verify pass's seconds (forward and rule), each over the same round's plain "
                    "seconds per token, g the guesses per pass, then the median over rounds; what it leaves out is "
                    "the rest of the pass (in_run.rest). "

@@ -215,7 +215,7 @@ def compile_step(model: Transformer):
         return fn, None
     except Exception as exc:  # noqa: BLE001 - any compiler failure means: run eagerly, and say so
         torch._dynamo.reset()
-        return None, f"compiling the draft's step failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); ran eagerly"
+        return None, f"compiling the draft model's forward failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); ran eagerly"
 
 
 def eager_blocks(model: Transformer) -> None:
@@ -472,7 +472,7 @@ class SpeculativeDecoder:
             raise ValueError("gamma must be at least 1")
         if proposer is None:
             if draft is None:
-                raise ValueError("give a draft model or a proposer")
+                raise ValueError("give a draft model or a drafter")
             proposer = ModelProposer(draft, graphs)
         self.target, self.proposer, self.gamma = target, proposer, gamma
         self.temperature, self.lenience = temperature, lenience

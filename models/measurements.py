@@ -125,6 +125,13 @@ def _check_pair(data: dict, where: str) -> None:
         for key in PAIR_IN_RUN:
             _figure(run.get(key), f"{where}: in_run.{key}")
     _optional_text(data, "drafter", f"{where}: drafter")
+    _optional_text(data, "draft_step", f"{where}: draft_step")
+    notes = data.get("notes")
+    if notes is not None:
+        if not isinstance(notes, list) or len(notes) > 100:
+            raise InputError(f"{where}: notes must be a list of at most 100 lines, not {type_name(notes)}")
+        for i, line in enumerate(notes):
+            text(line, f"{where}: notes[{i}]", 2000)
     settings = mapping(data.get("settings") or {}, f"{where}: settings")
     for key, (lo, hi) in PAIR_SETTINGS.items():
         if settings.get(key) is not None:

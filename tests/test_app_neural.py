@@ -108,8 +108,11 @@ def test_the_hardware_panel_measures_the_pair_live():
     live = {k[len("live: "):]: v for k, v in shown.items() if k.startswith("live: ")}
     t = ctl.t
     from app.facts import fmt_ms, sig
-    assert live[t("hw.pair_target_ms")] == f"{fmt_ms(r['target_ms'])} | {fmt_ms(r['on_paper']['target_ms'])}"
-    assert live[t("fact.c")] == f"{sig(r['c'])} | {sig(r['on_paper']['c'])}"
+    run = r["in_run"]                   # the panel shows the costs inside the runs, as the formula uses them
+    assert live[t("hw.pair_target_ms")] == \
+        f"{fmt_ms(run['plain_ms_per_token'])} | {fmt_ms(r['on_paper']['target_ms'])}"
+    assert live[t("fact.c")] == f"{sig(run['c'])} | {sig(r['on_paper']['c'])}"
+    assert r["draft_step"] == "eager"    # as the table runs it: the live measurement compiles nothing
     assert live[t("hw.pair_speedup")] == f"×{sig(r['speedup'])} | ×{sig(r['on_paper']['speedup'])}"
     meta = " ".join(view["meta"])
     assert f"threads: {r['device']['threads']}" in meta and r["dtype"] in meta and "2 warm-up" in meta
@@ -133,15 +136,18 @@ def test_the_tour_passage_runs_on_the_neural_pair_and_quotes_its_measurement():
     while ctl.tour.page < neural_pages[0]:
         ctl.do("next")
     assert ctl.settings.pair == "neural" and ctl.lab()["pair"] == "ngram"     # the lab's own choice is kept
+    from app.facts import sig
     entry = shipped_pair_measurement()
     d = entry["data"]
     f = facts(ctl)
     for lang in ("zh", "en"):
         last = fill(pages[-1][lang], f)
         assert "—" not in last and "{" not in last
-        assert f"c = {f['neural_c']}" in last and f"{d['verify_ratio']:.2f}" in last
-    from app.facts import sig
-    assert f["neural_c"] == sig(d["c"]) and f["neural_c_paper"] == sig(d["on_paper"]["c"])
+        # the costs inside the measured runs, the formula they give and the roofline share: all from the file
+        run = d["in_run"]
+        assert f"c = {f['neural_c']}" in last and f"{run['verify_ratio']:.2f}" in last
+        assert f"×{sig(run['speedup_formula'])}" in last and f"{100 * d['on_paper']['fraction_of_roofline_plain']:.0f}%" in last
+    assert f["neural_c"] == sig(d["in_run"]["c"]) and f["neural_c_paper"] == sig(d["on_paper"]["c"])
     assert f["neural_speed_words"].endswith(f"(×{sig(d['speedup'])})")
     assert f["neural_target_params"] == "6.02M" and f["neural_draft_params"] == "0.68M"
     ctl.do("prev")

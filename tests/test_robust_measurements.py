@@ -37,6 +37,14 @@ BAD = {
     "nested 200,000 deep": ("[" * 200_000 + "]" * 200_000, "nested more than 64 levels"),
     "nested 100 deep in a dict": ('{"a": ' * 100 + "1" + "}" * 100, "nested more than 64 levels"),
     "not UTF-8": (b"\xff\xfe{}", "not UTF-8"),
+    # a pair measurement (schema /2): the figures measured inside the runs are checked like every figure
+    "in-run c negative": (json.dumps({"schema": "spectable-pair-bench/2", "in_run": {"c": -0.2}}), "in_run.c"),
+    "in-run formula NaN": ('{"schema": "spectable-pair-bench/2", "in_run": {"speedup_formula": NaN}}',
+                           "in_run.speedup_formula = nan"),
+    "in_run a list": (json.dumps({"schema": "spectable-pair-bench/2", "in_run": [1]}), "in_run must be an object"),
+    "notes not a list": (json.dumps({"schema": "spectable-pair-bench/2", "notes": "x"}), "notes must be a list"),
+    "a note not text": (json.dumps({"schema": "spectable-pair-bench/2", "notes": [3]}), "notes[0] must be text"),
+    "drafter a number": (json.dumps({"schema": "spectable-pair-bench/2", "drafter": 3}), "drafter must be text"),
     "a list": ("[1, 2]", "the file must be an object"),
 }
 

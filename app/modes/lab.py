@@ -44,11 +44,15 @@ class LabPanel(Panel):
         _, new["context"] = imgui.slider_int(t("lab.context"), s.context, 1, 131072,
                                              flags=imgui.SliderFlags_.logarithmic)
         devices = self.devices()
+        room = imgui.get_content_region_avail().x          # the device and the weights share one line
+        imgui.set_next_item_width(room * 0.34)
         if devices and imgui.begin_combo(t("lab.device"), s.device):
             for d in devices:
                 if imgui.selectable(d, d == s.device)[0]:
                     new["device"] = d
             imgui.end_combo()
+        imgui.same_line()
+        imgui.set_next_item_width(room * 0.2)
         self.weights_widget(new)
         # Sampling details and the tokenizer, folded away: the panel's first screen fits a projector at 720p.
         if self.open_more is not None:         # a screenshot or test opens (or folds) it, as a click would
