@@ -53,7 +53,7 @@ def export_plots(ctl, names=None) -> list[Path]:
     theme for print (names ending in -print)."""
     from app import figures, plots
     out = []
-    for name in names or figures.PLOT_NAMES:
+    for name in names or figures.plot_names(ctl):
         for theme, suffix in (("screen", ""), ("print", "-print")):
             fig = figures.make(ctl, name, figures.SLIDE_PX, figures.SLIDE_TEXT_PX, theme=theme)
             try:

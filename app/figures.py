@@ -4,9 +4,16 @@ from __future__ import annotations
 import numpy as np
 
 from app import derived
+from corpus.errors import InputError
 from app.derived import GAMMAS, REFERENCE_ALPHAS
 
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
+
+
+def plot_names(ctl) -> tuple[str, ...]:
+    """The plots this pair has: the drafters are compared on the counted n-gram pair only (heads and trees are
+    built on its counts)."""
+    return tuple(n for n in PLOT_NAMES if not (n == "drafters" and ctl.session.neural))
 # What each plot is drawn from besides the language and the palette: the settings make() reads for it, and
 # "run" for the run on the table (the session's version). A panel redraws a plot only when one of these
 # changed (tests/test_app_units.py changes every other setting and checks the picture stays the same); a
@@ -69,6 +76,8 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         return plots.tubes_plot(t, pal, draws, tv_l, tv_r, t(f"rule.{s.tube_rule}"), **look)
     if name == "drafters":
         fig = drafter_points(ctl, wait=True)
+        if fig["source"] == "none":
+            raise InputError("the drafters are compared on the counted n-gram pair only")
         note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
                  tokens=f"{fig['chars']:,}", seed=fig["seed"])
         return plots.drafters_plot(t, pal, fig["points"], s.gamma, s.device, note, **look)

@@ -224,15 +224,19 @@ class DrafterWorker(_OneThread):
         self._pool = None
 
     def _key(self):
+        # the pair first: switching from the n-gram pair to a network pair is another set of figures
         st = self.session.sampler_settings()
-        return (self.session.settings.tokens, st.gamma, st.temperature, st.top_k, st.top_p)
+        return (self.session.pair_key(), st.gamma, st.temperature, st.top_k, st.top_p)
 
     def _compute(self, key):
         from dataclasses import replace
 
         from models import drafter_analytics as da
-        tokens, gamma, temperature, top_k, top_p = key
-        pair = self.session.pair(tokens)
+        pair_key, gamma, temperature, top_k, top_p = key
+        if not pair_key.startswith("ngram-"):
+            # heads and trees are built on the n-gram counts: the drafters are compared on the counted pair only
+            return {"points": [], "source": "none", "chars": 0, "seed": 0}
+        pair = self.session.pair_by_key(pair_key)
         settings = replace(self.session.sampler_settings(), gamma=gamma, temperature=temperature, top_k=top_k,
                            top_p=top_p, seed=0)
         doc = da.shipped_long_runs(pair, settings)
@@ -266,7 +270,8 @@ class DrafterWorker(_OneThread):
         job = self._jobs.get(key)
         if job is None:
             try:                                  # load the tables here, not from two threads at once
-                self.session.heads(self.session.pair(key[0]))
+                if key[0].startswith("ngram-"):
+                    self.session.heads(self.session.pair_by_key(key[0]))
             except InputError:
                 pass                              # no heads table: the runs leave the heads out
             self._jobs[key] = self._submit(self._compute, key)

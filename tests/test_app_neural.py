@@ -232,3 +232,25 @@ def test_a_neural_pair_drafts_with_its_model_or_by_lookup_and_refuses_heads_and_
         assert "built on the n-gram counts" in ctl.session.error and "\n" not in ctl.session.error
     ctl.update(drafter="chain", pair="ngram")
     assert ctl.session.ensure() is not None and ctl.session.error is None
+
+
+def test_the_drafters_plot_belongs_to_the_counted_pair_and_follows_a_pair_switch(tmp_path):
+    """The drafters are compared on the n-gram pair (heads and trees are built on its counts): on a network pair
+    the figures are none (never an exception from the worker), the plot is not offered or exported, and after a
+    switch the n-gram pair's figures are not served for the network pair."""
+    from app import figures
+    from app.exports import export_plots
+    from app.controller import Controller
+    ctl = Controller(AppSettings(language="en", mode="lab", prompt="慢慢"), persist=False, scripted=True,
+                     export_dir=tmp_path).start()
+    counted = ctl.drafter_figures(wait=True)
+    assert counted["source"] in ("long", "short") and counted["points"]
+    assert "drafters" in figures.plot_names(ctl)
+    ctl.update(pair="neural", prompt="孔乙")
+    assert ctl.drafter_figures(wait=True) == {"points": [], "source": "none", "chars": 0, "seed": 0}
+    assert "drafters" not in figures.plot_names(ctl)
+    with pytest.raises(InputError, match="n-gram pair only"):
+        figures.make(ctl, "drafters")
+    assert not any("drafters" in p.name for p in export_plots(ctl, names=None))
+    ctl.update(pair="ngram", prompt="慢慢")
+    assert ctl.drafter_figures(wait=True) == counted

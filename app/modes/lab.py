@@ -5,7 +5,7 @@ from pathlib import Path
 
 from imgui_bundle import imgui
 
-from app import pairs, ui
+from app import figures, pairs, ui
 from app.modes.base import Panel
 
 
@@ -84,7 +84,10 @@ class LabPanel(Panel):
         room = imgui.get_content_region_avail().x
         used = 0.0
         style = imgui.get_style()
-        for k, name in enumerate(("speedup", "tpp", "roofline", "drafters")):
+        tabs = [n for n in ("speedup", "tpp", "roofline", "drafters") if n in figures.plot_names(ctl)]
+        if self.plot not in tabs:
+            self.plot = "speedup"
+        for k, name in enumerate(tabs):
             label = t("plot.tab." + name)
             w = imgui.calc_text_size(label).x + imgui.get_frame_height() + style.item_inner_spacing.x
             if k and used + style.item_spacing.x + w <= room:
