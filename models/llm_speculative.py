@@ -37,6 +37,8 @@ def sample_index(rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     cdf = rows.double().cumsum(-1)
     i = torch.searchsorted(cdf, (u.double() * cdf[..., -1]).unsqueeze(-1), right=True).squeeze(-1)
     V = rows.shape[-1]
+    if rows.device.type == "cpu" and i.dim() == 0 and int(i) < V:
+        return i            # the usual case, read for free on a CPU: the fallback below is not needed
     last_positive = (V - 1) - (rows > 0).flip(-1).int().argmax(-1)
     return torch.where(i >= V, last_positive, i)
 
@@ -136,10 +138,14 @@ def verify_on_device(guesses: torch.Tensor, q_rows: torch.Tensor, p_rows: torch.
     n = passes.long().cumprod(0).sum()                                # leading passes = first rejection (γ if none)
     accepted = idx < n
     # Past the last guess q is zero, so the residual formula gives the bonus row too: max(0, p - 0) = p.
-    q_pad = torch.cat([q_rows, q_rows.new_zeros(1, q_rows.shape[1])])
     p_n = p_rows.index_select(0, n.view(1))[0]
-    q_n = q_pad.index_select(0, n.view(1))[0]
-    res = torch.clamp_min(p_n - lenience * q_n, 0.0)                  # residual: max(0, p - q)
+    if guesses.device.type == "cpu":           # n read for free: no padded copy of the q rows
+        k = int(n)
+        res = torch.clamp_min(p_n - lenience * q_rows[k], 0.0) if k < gamma else torch.clamp_min(p_n, 0.0)
+    else:
+        q_pad = torch.cat([q_rows, q_rows.new_zeros(1, q_rows.shape[1])])
+        q_n = q_pad.index_select(0, n.view(1))[0]
+        res = torch.clamp_min(p_n - lenience * q_n, 0.0)              # residual: max(0, p - q)
     has_mass = (res > 0).any()
     # Zero residual (p <= q everywhere, i.e. p == q up to rounding): draw from p, as acceptance.py does.
     row = torch.where(has_mass, res, p_n)
