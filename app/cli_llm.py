@@ -82,7 +82,7 @@ def register(sub) -> None:
                    help="prompt length; batch-1 figures are taken there")
     p.add_argument("--reps", type=whole(0, 100_000), default=0, help="timed repetitions (0: 50 on CUDA, 5 on CPU)")
     p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="torch.compile the block "
-                   "(auto: on CUDA)")
+                   "(auto: on CUDA); a pair measurement: the draft's one-token step (auto: on a CPU)")
     p.add_argument("--graphs", default="auto", choices=["auto", "on", "off"], help="CUDA graphs (auto: on CUDA)")
     p.add_argument("--threads", type=whole(0, 1024), default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--out", default=None, metavar="FILE.json", help="where the measurement file is written "
@@ -336,6 +336,7 @@ def cmd_bench_pair(args) -> int:
         raise InputError(f"prompt + --tokens must fit the models' window of {pair.window} tokens")
     r = measure_llama_pair(pair, ids, gamma=args.gamma, tokens=args.tokens, temperature=temperature,
                            reps=args.reps or 5, seed=args.seed, dtype_name=args.dtype, drafter=args.drafter,
+                           compile_draft={"auto": None, "on": True, "off": False}[args.compile],
                            progress=None if args.quiet else (lambda m: print(f"bench: {m}", file=sys.stderr)))
     r["settings"]["prompt"] = prompt
     lines = pair_summary_lines(r)

@@ -92,8 +92,14 @@ def test_custom_checkpoints_drive_step_alpha_and_bench(ckpts, capsys, tmp_path):
     al = run_json(["alpha", "--chars", 60] + pair, capsys)
     assert 0 <= al["alpha_generated"] <= 1
     out = tmp_path / "pair.json"
-    b = run_json(["bench", "--prompt", "孔乙己", "--tokens", 12, "--reps", 1, "--out", out] + pair, capsys)
+    b = run_json(["bench", "--prompt", "孔乙己", "--tokens", 12, "--reps", 1, "--compile", "off", "--out", out] + pair,
+                 capsys)
     assert json.loads(out.read_text()) == b and b["schema"] == "spectable-pair-bench/2"
+    assert b["draft_step"] == "eager" and b["drafter"] == "chain"          # --compile off: as the table runs it
+    lk = run_json(["bench", "--prompt", "孔乙己孔乙己", "--tokens", 12, "--reps", 1, "--drafter", "lookup",
+                   "--target", ckpts / "t"], capsys)                    # a target alone, guessing by copying
+    assert lk["drafter"] == "lookup" and lk["draft_step"] is None and lk["models"]["draft"] is None
+    assert lk["in_run"]["c"] >= 0 and lk["speedup"] > 0 and lk["draft_ms"] == 0
     assert b["c"] == pytest.approx(b["draft_ms"] / b["target_ms"])
     run = b["in_run"]                                   # the formula is fed with the same runs' costs
     assert sum(run["share_of_pass"].values()) == pytest.approx(1.0)
