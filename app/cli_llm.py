@@ -82,7 +82,7 @@ def register(sub) -> None:
                    help="prompt length; batch-1 figures are taken there")
     p.add_argument("--reps", type=whole(0, 100_000), default=0, help="timed repetitions (0: 50 on CUDA, 5 on CPU)")
     p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="torch.compile the block "
-                   "(auto: on CUDA); a pair measurement: the draft's one-token step (auto: on a CPU)")
+                   "(auto: on CUDA); a pair measurement: the draft model's one-token forward (auto: on a CPU)")
     p.add_argument("--graphs", default="auto", choices=["auto", "on", "off"], help="CUDA graphs (auto: on CUDA)")
     p.add_argument("--threads", type=whole(0, 1024), default=0, help="CPU threads for torch (0: torch's default)")
     p.add_argument("--out", default=None, metavar="FILE.json", help="where the measurement file is written "
