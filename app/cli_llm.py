@@ -207,10 +207,8 @@ def llm_generate(args) -> dict:
         if draft is not None:
             draft.setup_caches(1, seq)
         else:
-            from models.drafters import LookupDrafter
-            from models.llm_bench import _VocabRows
-            from models.llm_pair import DrafterProposer
-            proposer = DrafterProposer(LookupDrafter(), _VocabRows(V))
+            from models.llm_pair import lookup_proposer
+            proposer = lookup_proposer(V)
         dec = SpeculativeDecoder(target, draft, gamma=args.gamma, temperature=args.temperature, seed=args.seed,
                                  proposer=proposer)
         res = dec.generate(prompt, args.tokens, progress)

@@ -167,9 +167,7 @@ def ours_plain(model, prompt: list[int], tokens: int, reps: int) -> float:
 
 def ours_lookup(model, prompt: list[int], tokens: int, reps: int, eos: int | None) -> tuple[float, float, float]:
     """(plain tokens/s, lookup tokens/s, speed-up) on the copy prompt, greedy, up to the end of the answer."""
-    from models.drafters import LookupDrafter
-    from models.llm_bench import _VocabRows
-    from models.llm_pair import DrafterProposer
+    from models.llm_pair import lookup_proposer
     from models.llm_speculative import PlainDecoder, SpeculativeDecoder
     model.setup_caches(1, len(prompt) + tokens + 32)
     text = PlainDecoder(model).generate(prompt, tokens)
@@ -182,8 +180,7 @@ def ours_lookup(model, prompt: list[int], tokens: int, reps: int, eos: int | Non
                 dec.generate(prompt, n)
                 plain.append(dec.decode_seconds / (n - 1))
             else:
-                dec = SpeculativeDecoder(model, None, gamma=8, proposer=DrafterProposer(LookupDrafter(),
-                                                                                      _VocabRows(model.config.vocab_size)))
+                dec = SpeculativeDecoder(model, None, gamma=8, proposer=lookup_proposer(model.config.vocab_size))
                 res = dec.generate(prompt, n)
                 spec.append(dec.decode_seconds / sum(len(r.tokens) for r in res.records))
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731

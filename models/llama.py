@@ -210,8 +210,6 @@ class Transformer(nn.Module):
         cos, sin = rope_tables(cfg, max_seq_length, device)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
-        half = cfg.head_dim // 2                 # sin with the rotate-half sign folded in: [-sin | +sin]
-        self.register_buffer("rope_sin_signed", torch.cat([-sin[:, :half], sin[:, half:]], -1), persistent=False)
         self.register_buffer("causal_mask", torch.ones(max_seq_length, max_seq_length, dtype=torch.bool,
                                                        device=device).tril_(), persistent=False)
         self.max_batch_size, self.max_seq_length = max_batch_size, max_seq_length
@@ -252,7 +250,7 @@ class Transformer(nn.Module):
         S = start + T
         H, KV, hd = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         G = H // KV
-        cos, sin = self.rope_cos[start:S, None, :], self.rope_sin_signed[start:S, None, :]
+        cos, sin = self.rope_cos[start:S], self.rope_sin[start:S]
         mask = None if T == 1 else self.causal_mask[start:S, :S].repeat(G, 1)
         eps = cfg.rms_norm_eps
         x = self.tok_embeddings(idx)
@@ -260,7 +258,7 @@ class Transformer(nn.Module):
             a, f = layer.attention, layer.feed_forward
             qkv = linear(rms_norm(x, layer.attention_norm.weight, eps), weight_operand(a.wqkv))
             qkv = qkv.view(B, T, H + 2 * KV, hd)
-            qk = rope_signed(qkv[:, :, :H + KV], cos, sin)                   # (B, T, H+KV, hd)
+            qk = apply_rope(qkv[:, :, :H + KV], cos, sin)                    # (B, T, H+KV, hd)
             kc, vc = a.kv_cache.k_cache, a.kv_cache.v_cache
             kc[:, :, start:S] = qk[:, :, H:].transpose(1, 2)
             vc[:, :, start:S] = qkv[:, :, H + KV:].transpose(1, 2)
@@ -371,14 +369,6 @@ def rope_tables(config: LlamaConfig, seq_len: int, device=None) -> tuple[torch.T
     freqs = torch.outer(t, inv_freq)
     emb = torch.cat([freqs, freqs], dim=-1)
     return emb.cos(), emb.sin()
-
-
-def rope_signed(x: torch.Tensor, cos: torch.Tensor, sin_signed: torch.Tensor) -> torch.Tensor:
-    """apply_rope with the sign in the sin table: x·cos + [x2 | x1]·[-sin | sin]; cos/sin (T, 1, hd)."""
-    xf = x.float()
-    half = xf.shape[-1] // 2
-    out = torch.addcmul(xf * cos, torch.cat([xf[..., half:], xf[..., :half]], -1), sin_signed)
-    return out if x.dtype == torch.float32 else out.to(x.dtype)
 
 
 def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:

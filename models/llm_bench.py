@@ -572,9 +572,8 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     def proposer():
         if uses_draft:
             return ModelProposer(draft, compiled=compiled)
-        from models.drafters import LookupDrafter
-        from models.llm_pair import DrafterProposer
-        return DrafterProposer(LookupDrafter(), _VocabRows(target.config.vocab_size))
+        from models.llm_pair import lookup_proposer
+        return lookup_proposer(target.config.vocab_size)
 
     def speculative(k: int) -> SpeculativeDecoder:
         return SpeculativeDecoder(target, None, gamma=gamma, temperature=temperature, seed=seed + k,
@@ -682,13 +681,6 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
 
 def _median(xs: list[float]) -> float:
     return sorted(xs)[len(xs) // 2] if xs else float("nan")
-
-
-class _VocabRows:
-    """What the lookup drafter reads of its rows object: only the vocabulary size."""
-
-    def __init__(self, V: int):
-        self.pair = type("Vocab", (), {"V": V})()
 
 
 def tokens_per_pass(alpha: float, gamma: int) -> float:

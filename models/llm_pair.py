@@ -67,6 +67,13 @@ class DrafterProposer:
         pass
 
 
+def lookup_proposer(vocab_size: int) -> DrafterProposer:
+    """The lookup drafter as a proposer for a model alone (the CLI, the bench): it reads only the vocabulary size."""
+    from models.drafters import LookupDrafter
+    vocab = type("Vocab", (), {"V": vocab_size})()
+    return DrafterProposer(LookupDrafter(), type("Rows", (), {"pair": vocab})())
+
+
 NEURAL_DRAFTERS = ("chain", "lookup")
 
 

@@ -22,10 +22,9 @@ from models.llama import Transformer
 # --- turning logits into the rows the rule reads --------------------------------------------------
 def probs_from_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """fp32 probabilities; temperature 0 is greedy: a one-hot row on the argmax (the rule then accepts
-    a guess iff it is the target's argmax and replaces it with the argmax: plain greedy decoding)."""
-    if temperature <= 0:
-        return torch.zeros_like(logits, dtype=torch.float32).scatter_(-1, logits.argmax(-1, keepdim=True), 1.0)
-    return torch.softmax(logits.float() / temperature, dim=-1)
+    a guess iff it is the target's argmax and replaces it with the argmax: plain greedy decoding). shape_probs
+    without top-k / top-p."""
+    return shape_probs(logits, temperature if temperature > 0 else 0)
 
 
 def sample_index(rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
