@@ -277,8 +277,10 @@ def cmd_bench(args) -> int:
             raise InputError("--pair neural measures the shipped pair; give --target/--draft without it")
         return cmd_bench_pair(args)
     args.target = args.target or "llama-3.1-8b"
+    if not _is_named(args.target):               # a checkpoint: the pair measurement (a draft only if given)
+        return cmd_bench_pair(args)
     args.draft = args.draft or "llama-3.2-1b"
-    if not (_is_named(args.target) and _is_named(args.draft)):
+    if not _is_named(args.draft):
         return cmd_bench_pair(args)
     args.dtype = args.dtype or "bf16"
     if args.prompt is not None or args.temperature is not None:
