@@ -49,6 +49,22 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the final state as one JSON object")
     p.set_defaults(func=_run)
 
+    o = sub.add_parser("open", help="open a prepared lesson (a lesson file, or a shipped one by name: 45-minutes)")
+    o.add_argument("lesson", help="a lesson file (JSON, see docs/TEACHING.md) or the name of a shipped lesson")
+    o.add_argument("--check", action="store_true", help="only check the file: print its chapters and exit")
+    o.add_argument("--plan", action="store_true",
+                   help="print the lesson's plan as a Markdown table (its notes' numbers filled as the screen's) and exit")
+    o.add_argument("--frames", type=whole(1, 10_000_000), default=None, help="run this many frames, then exit")
+    o.add_argument("--screenshot", type=Path, default=None, help="save the last frame as PNG")
+    o.add_argument("--script", type=Path, default=None, help="key presses, one per line")
+    o.add_argument("--size", default=None, help="window size WxH")
+    o.add_argument("--lang", choices=("zh", "en"), default=None, help="language of this run")
+    o.add_argument("--palette", choices=("default", "projector"), default=None, help="colours")
+    o.add_argument("--export-dir", type=Path, default=None, help="where screenshots and saved lessons go")
+    o.add_argument("--no-save", action="store_true", help="do not write the settings file on exit")
+    o.add_argument("--json", action="store_true", help="print the final state as one JSON object")
+    o.set_defaults(func=_open_lesson)
+
 
 def _size(text: str | None):
     if text is None:
@@ -94,6 +110,39 @@ def _run(args) -> int:
                  export_dir=args.export_dir, persist=not args.no_save, notice=notice, as_json=args.json, gif=gif)
 
 
+def _open_lesson(args) -> int:
+    """`spectable open LESSON`: the tour as the lesson arranges it (checked in full before a window opens)."""
+    from app import lesson as lessons
+    from app.settings import load_settings
+    lesson = lessons.load_lesson(args.lesson)
+    lessons.check_prompts(lesson)
+    if args.plan:
+        sys.stdout.write(lessons.plan_markdown(lesson, args.lang or "en"))
+        return 0
+    if args.check:
+        lang = args.lang or "en"
+        print(f"{lesson.title_in(lang)}: {len(lesson.chapters)} chapters"
+              + (f", {len(lesson.quiz)} quiz questions" if lesson.quiz else ", the whole quiz"))
+        for c in lesson.chapters:
+            print(f"  {c.slug}  pages {len(lessons.narration(c.slug).pages) - len(c.skip)}"
+                  f"/{len(lessons.narration(c.slug).pages)}  notes {len(c.notes)}"
+                  + (f"  {c.minutes:g} min" if c.minutes else ""))
+        from app.quiz import BUILDERS
+        print("quiz question ids: " + " ".join(qid for qid, _ in BUILDERS))
+        return 0
+    size = _size(args.size)
+    settings, notice = load_settings()
+    if notice:
+        print(f"spectable: {notice}", file=sys.stderr)
+    settings.language = args.lang or settings.language
+    settings.palette = args.palette or settings.palette
+    settings.mode = "tour"
+    settings.pair = "ngram"          # each chapter's pair is the lesson's (or the tour's own)
+    return _open(settings, size=size, frames=args.frames, screenshot=args.screenshot, script_path=args.script,
+                 export_dir=args.export_dir, persist=not args.no_save, notice=notice, as_json=args.json,
+                 lesson=lesson)
+
+
 def _choose_pair(args, settings):
     """--pair / --target / --draft: the pair on the table, loaded before the window opens so that a missing
     torch or CUDA, a bad checkpoint or too little memory is one line and exit 2. Returns the neural pair, or None
@@ -117,7 +166,7 @@ def _choose_pair(args, settings):
 
 
 def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None, export_dir=None, persist=True,
-          notice=None, as_json=False, gif=None) -> int:
+          notice=None, as_json=False, gif=None, lesson=None) -> int:
     from app.controller import Controller
     from app.window import App
     script = None
@@ -125,7 +174,7 @@ def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None
         from app.keys import parse_script
         script = parse_script(script_path)
     ctl = Controller(settings, export_dir=export_dir, persist=persist, notice=notice, scripted=frames is not None,
-                     gif_options=gif)
+                     gif_options=gif, lesson=lesson)
     app = App(ctl, size=size)
     try:
         app.run(frames=frames, script=script, screenshot=screenshot)

@@ -31,7 +31,7 @@ WINDOW_ACTIONS = ("fullscreen", "screenshot")
 class Controller:
     def __init__(self, settings: AppSettings, *, settings_file: Path | None = None, persist: bool = True,
                  scripted: bool = False, export_dir: Path | None = None, gif_options: dict | None = None,
-                 notice: str | None = None, modes: dict | None = None):
+                 notice: str | None = None, modes: dict | None = None, lesson=None):
         """scripted: frames must not depend on thread timing (spectable run --frames): the tube experiment
         is computed when first asked for instead of on a worker thread, and messages never fade."""
         self.settings = settings.clamp()
@@ -46,7 +46,8 @@ class Controller:
         self.drafter_worker = DrafterWorker(self.session)
         self.long_worker = LongRunWorker(self.session)
         self.bench_worker = BenchWorker(self.session)     # the neural pair measured live (hardware panel)
-        self.tour = TourState(self.settings.chapter)
+        self.lesson = lesson
+        self.tour = TourState(self.settings.chapter if lesson is None else lesson.order[0], lesson)
         self.mode: str | None = None
         self.lab_values: dict | None = None  # the lab's own values, kept aside while the tour sets its own
         self.step_pos = 0                    # index into the step-through's stops
@@ -180,6 +181,8 @@ class Controller:
             self.export(lambda: [exports.export_run_log(self)])
         elif action == "export_gif":
             self.export(self._start_gif)
+        elif action == "save_lesson":
+            self.export(lambda: [self.save_lesson()])
         elif action == "cutaway":
             self.cutaway = not self.cutaway
             self.set_view("cutaway" if self.cutaway else "readhead")
@@ -242,6 +245,30 @@ class Controller:
             self.record_exports(make() or [])
         except (OSError, InputError) as exc:
             self.notify(self.t("msg.export_failed", error=exports.describe_failure(exc, self.out_dir())))
+
+    def teacher_note(self) -> str | None:
+        """The prepared lesson's note on the tour page showing now, its {fact} fields filled as the screen's."""
+        note = self.tour.note(self.settings.language) if self.mode == "tour" else None
+        if not note:
+            return None
+        from app.facts import fill
+        return fill(note, self.facts())
+
+    def save_lesson(self, path: Path | None = None) -> Path:
+        """Write the lesson in force (the whole tour when none was opened) as a lesson file: its chapters, pages
+        and notes, and for every chapter the prompt and seed the class saw, so opening it shows the same runs."""
+        from app import lesson as lessons
+        from app.exports import stamp
+        current = self.lesson or lessons.full_tour()
+        lab = self.lab()
+        chapters = []
+        for c in current.chapters:
+            fixed = {"prompt": lab["prompt"], "seed": lab["seed"]}
+            if c.index == self.tour.chapter and self.mode == "tour":
+                fixed = {"prompt": self.settings.prompt, "seed": self.settings.seed}
+            chapters.append(replace(c, settings={**fixed, **c.settings}))
+        return lessons.save_lesson(replace(current, chapters=tuple(chapters)),
+                                   path or self.out_dir() / stamp("lesson", "json"))
 
     def _start_gif(self) -> list:
         self.gif_job = exports.GifJob(self.driver, self.out_dir(), **self.gif_options)
@@ -332,6 +359,10 @@ class Controller:
             "reduced_motion": s.reduced_motion,
             "chapter": self.tour.chapter, "chapter_slug": CHAPTERS[self.tour.chapter].slug,
             "page": self.tour.page, "acted": self.tour.acted,
+            "lesson": None if self.lesson is None else {"title": self.lesson.title_in(s.language),
+                                                        "chapters": [c.slug for c in self.lesson.chapters],
+                                                        "position": list(self.tour.position()),
+                                                        "note": self.teacher_note()},
             "step_position": self.step_pos, "step": self.modes["step"].explanation() if "step" in self.modes else None,
             "tokens_written": run.written if run else 0,
             "text": self.session.pair().decode(run.tokens) if run else "",

@@ -134,7 +134,7 @@ def facts(ctl) -> Facts:
         put("kv_gb", lambda: f"{roof['kv_bytes_per_step'] / 1e9:.1f} GB")
         put("arith_ms", lambda: f"{roof['arithmetic_ms_per_step']:.3f} ms")
         ops = roof["ops_per_step"]
-        put("ops_per_step", lambda: f"{ops / 1e8:,.0f} 亿" if s.language == "zh" else f"{ops / 1e9:.1f} billion")
+        put("ops_per_step", lambda: fmt_ops_count(ops, s.language))
     # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
     weights_only = lambda lanes=s.lanes: derived.roofline(s.device, s.model, lanes, 0)  # noqa: E731
     put("tps_weights", lambda: f"{weights_only()['tokens_per_s']:,.0f}")
@@ -380,6 +380,11 @@ def _scaled(value: float, unit: str, steps) -> str:
             return f"{sig(value / factor)} {prefix}{unit}"
     factor, prefix = steps[-1]
     return f"{sig(value / factor)} {prefix}{unit}"
+
+
+def fmt_ops_count(ops: float, lang: str) -> str:
+    """A count of operations in the lesson's words: 161 亿 / 16.1 billion (the tour, the quiz and the guide)."""
+    return f"{ops / 1e8:,.0f} 亿" if lang == "zh" else f"{ops / 1e9:.1f} billion"
 
 
 def fmt_flops(ops_per_s: float) -> str:

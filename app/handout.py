@@ -33,7 +33,7 @@ def facts(snap) -> dict:
     g, c = int(lab["gamma"]), float(lab["c"])
     best, best_sp = derived.best_gamma(alpha, c)
     r1 = derived.roofline(lab["device"], lab["model"], 1, 1)
-    r64 = derived.roofline(lab["device"], lab["model"], 64, 1)
+    r64 = derived.roofline(lab["device"], lab["model"], 64, 0)    # the weights alone, as the tour says
     p, q = quiz._row(snap.pair, quiz.PREFIX)
     return {"alpha": f"{alpha:.3f}", "gamma": g, "c": f"{c:g}",
             "tpp": f"{float(analytics.tokens_per_pass_formula(alpha, g)):.2f}",

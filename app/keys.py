@@ -57,6 +57,7 @@ MODE_KEYS = {
              "[1]": "answer_a", "[2]": "answer_b", "[3]": "answer_c", "[4]": "answer_d",
              "r": "reveal", "s": "show_me", "t": "class_mode", "w": "export_answers"},
     "tubes": {"[": "tubes_slower", "]": "tubes_faster", "f": "tubes_faster"},
+    "tour": {"s": "save_lesson"},
 }
 
 ALIASES = {"pagedown": "page down", "pgdn": "page down", "pageup": "page up", "pgup": "page up",

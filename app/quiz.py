@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.i18n import Strings
+from app.facts import fmt_ops_count
 
 LETTERS = "ABCD"
 PREFIX = "慢慢"          # the test tubes' prefix (chapter 6), for the questions about one row of p and q
@@ -139,13 +140,13 @@ def _row(pair, text: str):
 def q_one_token(t, snap):
     r = _roof(snap, 1, 1)
     f = dict(model=r["model_label"], gb=_gb(r["weight_bytes"]), bw=f"{r['bandwidth_Bps'] / 1e12:.2f} TB/s",
-             ms=f"{r['ms_per_token']:.2f}", gops=f"{r['ops_per_step'] / 1e9:.0f}",
+             ms=f"{r['ms_per_token']:.2f}", ops=fmt_ops_count(r["ops_per_step"], t.lang),
              arith_ms=f"{r['arithmetic_ms_per_step']:.3f}", busy=_pct(r["arithmetic_busy"]), device=r["device_label"])
     return _idea(t, "one_token", 0, ShowMe("tour", chapter=0), f, values=r)
 
 
 def q_b1_tokens(t, snap):
-    r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 1)
+    r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 0)
     right = r1["tokens_per_s"]
     arith = r1["flops"] / r1["ops_per_step"]              # as if the arithmetic were the limit
     fp32 = r1["bandwidth_Bps"] / (2 * r1["weight_bytes"])  # 32-bit weights: twice the bytes
@@ -160,7 +161,7 @@ def q_b1_tokens(t, snap):
 
 
 def q_batching(t, snap):
-    r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 1)
+    r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 0)
     f = dict(gb=_gb(r64["weight_bytes"]), busy64=_pct(r64["arithmetic_busy"]),
              tps64=f"{r64['tokens_per_s']:,.0f}", tps1=f"{r1['tokens_per_s']:,.0f}")
     return _idea(t, "batching", 1, ShowMe("tour", chapter=1), f)
@@ -169,7 +170,7 @@ def q_batching(t, snap):
 def q_batch_kv(t, snap):
     ctx = 4096
     r = _roof(snap, 64, ctx)
-    no_kv, one = _roof(snap, 64, 1)["tokens_per_s"], _roof(snap, 1, ctx)["tokens_per_s"]
+    no_kv, one = _roof(snap, 64, 0)["tokens_per_s"], _roof(snap, 1, ctx)["tokens_per_s"]
     kv_only = 64 * r["bandwidth_Bps"] / r["kv_bytes_per_step"]
     fmt = lambda v: t("quiz.tokens_per_s", n=f"{v:,.0f}")  # noqa: E731
     return dict(chapter=1, computed=True,
@@ -397,6 +398,11 @@ def q_busy_lanes(t, snap):
                                                          "one": r1["arithmetic_busy"], "b64": r64["arithmetic_busy"]})
 
 
+def q_parts(t, snap):
+    """Chapter 12: the table's parts by what they stand for."""
+    return _idea(t, "parts", 11, ShowMe("exploded"), {})
+
+
 def q_lane(t, snap):
     return _idea(t, "lane", 10, ShowMe("tour", chapter=10), dict(lanes=int(snap.lab["gamma"]) + 1))
 
@@ -416,15 +422,20 @@ BUILDERS = (
     ("same_dist", q_same_dist), ("wrong_rule", q_wrong_rule), ("overlap", q_overlap),
     ("tokens_per_pass", q_tokens_per_pass), ("speedup_driver", q_speedup_driver), ("best_gamma", q_best_gamma),
     ("idle_spend", q_idle_spend), ("self_draft", q_self_draft), ("busy_lanes", q_busy_lanes), ("lane", q_lane),
+    ("parts", q_parts),
 )
 
 
 def order(qid: str, seed: int) -> list[int]:
-    """Where the right answer (0) and the three wrong ones (1-3) go: shuffled by the question and the run's
-    seed only, so a language switch never moves an answer."""
-    k = [0, 1, 2, 3]
-    random.Random(f"{qid}:{seed}").shuffle(k)
-    return k
+    """Where the right answer (0) and the three wrong ones (1-3) go: by the question and the run's seed only, so
+    a language switch never moves an answer. The right answer's letter turns with the question's place in the
+    quiz (A, B, C, D, A, ... from a letter the seed picks), so each letter is right about as often; the wrong
+    ones are shuffled into the other three."""
+    index = next(i for i, (q, _) in enumerate(BUILDERS) if q == qid)
+    right = (index + seed) % 4
+    others = [k for k in range(4) if k != right]
+    random.Random(f"{qid}:{seed}").shuffle(others)
+    return [right, *others]
 
 
 def build(snap: Snapshot, lang: str) -> list[Question]:

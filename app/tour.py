@@ -228,12 +228,65 @@ def parse_narration(raw, where: str) -> Narration:
 
 
 class TourState:
-    """Where the tour is: chapter, page, and whether the page's action has run (text -> key -> action)."""
+    """Where the tour is: chapter, page, and whether the page's action has run (text -> key -> action).
 
-    def __init__(self, chapter: int = 0):
+    A prepared lesson (app.lesson) chooses the chapters, their order and the pages left out; without one, every
+    chapter and page in order. `chapter` is always an index of CHAPTERS (the quiz's "show me" may jump to a
+    chapter the lesson leaves out: PageDown then goes on to the lesson's next chapter after it)."""
+
+    def __init__(self, chapter: int = 0, lesson=None):
+        self.lesson = lesson
         self.chapter = max(0, min(len(CHAPTERS) - 1, chapter))
-        self.page = 0
+        if self.order and self.chapter not in self.order:
+            self.chapter = self.order[0]
+        self.page = self.first_page()
         self.acted = False        # the current page's action (or reveal) has been triggered
+
+    # ---- the lesson's arrangement ----
+    @property
+    def order(self) -> tuple[int, ...]:
+        return self.lesson.order if self.lesson is not None else tuple(range(len(CHAPTERS)))
+
+    def entry(self, chapter: int | None = None):
+        """The lesson's entry for a chapter (app.lesson.LessonChapter), or None (no lesson, or left out)."""
+        if self.lesson is None:
+            return None
+        return self.lesson.chapter(self.chapter if chapter is None else chapter)
+
+    def skipped(self, chapter: int | None = None) -> frozenset:
+        e = self.entry(chapter)
+        return e.skip if e is not None else frozenset()
+
+    def shown_pages(self, chapter: int | None = None) -> list[int]:
+        """The page indices of a chapter the class sees, in order."""
+        ch = self.chapter if chapter is None else chapter
+        skip = self.skipped(ch)
+        return [i for i in range(len(narration(CHAPTERS[ch].slug).pages)) if i not in skip]
+
+    def first_page(self) -> int:
+        return self.shown_pages()[0]
+
+    def note(self, lang: str) -> str | None:
+        """The teacher's note on this page, if the lesson has one."""
+        e = self.entry()
+        return e.note(self.page, lang) if e is not None else None
+
+    def position(self) -> tuple[int, int, int, int]:
+        """(chapter number, chapters, page number, pages) as the class counts them in this lesson."""
+        order, shown = self.order, self.shown_pages()
+        ch = order.index(self.chapter) + 1 if self.chapter in order else self.chapter + 1
+        pg = shown.index(self.page) + 1 if self.page in shown else self.page + 1
+        return ch, len(order), pg, len(shown)
+
+    def _next_chapter(self) -> int | None:
+        later = [c for c in self.order if (self.order.index(c) > self.order.index(self.chapter)
+                                           if self.chapter in self.order else c > self.chapter)]
+        return later[0] if later else None
+
+    def _prev_chapter(self) -> int | None:
+        earlier = [c for c in self.order if (self.order.index(c) < self.order.index(self.chapter)
+                                             if self.chapter in self.order else c < self.chapter)]
+        return earlier[-1] if earlier else None
 
     @property
     def current(self) -> Chapter:
@@ -251,7 +304,8 @@ class TourState:
     def page_params(self) -> tuple[dict, tuple[str, ...]]:
         """The lab settings the chapter's pages have set up to this one (later pages override earlier ones) and the
         events the run must show: the chapter's, or those of the latest page that names some; a page that sets
-        params starts over with its own (none: the lab's seed)."""
+        params starts over with its own (none: the lab's seed). A page the lesson skips still sets its params
+        (the pages after it were written on them)."""
         params, events = {}, self.current.events
         for page in self.pages()[:self.page + 1]:
             params.update(page.params)
@@ -273,13 +327,15 @@ class TourState:
         if self.action() and not self.acted:
             self.acted = True
             return "act"
-        if self.page + 1 < len(self.pages()):
-            self.page += 1
+        later = [i for i in self.shown_pages() if i > self.page]
+        if later:
+            self.page = later[0]
             self.acted = False
             return "page"
-        if self.chapter + 1 < len(CHAPTERS):
-            self.chapter += 1
-            self.page = 0
+        nxt = self._next_chapter()
+        if nxt is not None:
+            self.chapter = nxt
+            self.page = self.first_page()
             self.acted = False
             return "chapter"
         return "end"
@@ -288,17 +344,24 @@ class TourState:
         if self.acted:
             self.acted = False
             return "page"
-        if self.page > 0:
-            self.page -= 1
+        earlier = [i for i in self.shown_pages() if i < self.page]
+        if earlier:
+            self.page = earlier[-1]
             return "page"
-        if self.chapter > 0:
-            self.chapter -= 1
-            self.page = len(self.pages()) - 1
+        prv = self._prev_chapter()
+        if prv is not None:
+            self.chapter = prv
+            self.page = self.shown_pages()[-1]
             self.acted = False
             return "chapter"
         return "start"
 
     def goto(self, chapter: int) -> None:
         self.chapter = max(0, min(len(CHAPTERS) - 1, chapter))
-        self.page = 0
+        self.page = self.first_page()
         self.acted = False
+
+    def is_last_beat(self) -> bool:
+        action = self.action()
+        return (self._next_chapter() is None and self.page == self.shown_pages()[-1]
+                and (action is None or self.acted))

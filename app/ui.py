@@ -268,15 +268,25 @@ HELP_ROWS = (
     ("F11", "help.fullscreen"), ("L", "help.language"), ("H / ?", "help.help"), ("P", "help.pause"),
     ("F9", "help.palette"), ("+ / -", "help.scale"), ("M", "help.motion"), ("X", "help.cutaway"),
     ("1 – 7", "help.modes"), ("A – D", "help.answer"), ("R S T W Backspace", "help.quiz"),
-    ("[ / ]", "help.speed"), ("F12", "help.screenshot"), ("E", "help.plots"), ("C", "help.log"),
+    ("[ / ]", "help.speed"), ("S", "help.save_lesson"), ("F12", "help.screenshot"), ("E", "help.plots"), ("C", "help.log"),
     ("G", "help.gif"), ("Esc", "help.close"), ("Ctrl+Q", "help.quit"),
 )
 
 
-def help_overlay(scr) -> None:
+def help_overlay(scr, note: str | None = None) -> None:
+    """Every key; first, on a tour page of a prepared lesson, the teacher's note for the page (the class sees
+    the narration; the teacher opens this with H)."""
     t = scr.t
     w, h = scr.w * 0.5, scr.h * 0.8
     begin_panel("##help", ((scr.w - w) / 2, (scr.h - h) / 2, w, h), bg_alpha=1.0)
+    if note:
+        push_font(scr, 1.3)
+        imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), t("help.teacher_note"))
+        pop_font()
+        push_font(scr, 1.15)
+        wrapped(note)
+        pop_font()
+        imgui.separator()
     push_font(scr, 1.3)
     imgui.text_colored(imgui.ImVec4(*scr.colors["accent"]), t("help.title"))
     pop_font()

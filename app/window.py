@@ -254,7 +254,7 @@ class App:
         ctl.panel.draw(scr)
         ui.status_line(scr)
         if ctl.help:
-            ui.help_overlay(scr)
+            ui.help_overlay(scr, ctl.teacher_note())
         if ctl.gif_job is not None:
             ui.progress_overlay(scr, ctl.gif_job)
         self.legibility = ui.measure_frame(scr, rect if tex is not None else None,

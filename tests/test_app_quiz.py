@@ -81,7 +81,7 @@ def test_computed_answers_are_the_models_numbers():
     q = qs["batch_kv"]
     tps = hardware.roofline(lab["device"], lab["model"], 64, 4096)["tokens_per_s"]
     assert q.options[q.right] == f"{tps:,.0f} tokens/s"
-    assert f"{hardware.roofline(lab['device'], lab['model'], 64, 1)['tokens_per_s']:,.0f} tokens/s" in q.options
+    assert f"{hardware.roofline(lab['device'], lab['model'], 64, 0)['tokens_per_s']:,.0f} tokens/s" in q.options
     q = qs["busy_lanes"]
     assert q.options[q.right] == f"{100 * hardware.roofline(lab['device'], lab['model'], 9, 1)['arithmetic_busy']:.1f}%"
     q = qs["overlap"]
@@ -249,6 +249,8 @@ def test_the_handout_and_the_lesson_plan_quote_the_programs_numbers():
     for qid in handout.QUESTIONS:
         q = qs[qid]
         assert "   ".join(f"{quiz.LETTERS[k]} {o}" for k, o in enumerate(q.options)) in " ".join(md.split("\n"))
+    # The plan's table is the shipped lesson's notes, filled by the screen's code (tests/test_app_lesson.py);
+    # here: the handout's figures and the plan's are the same numbers.
     for text in (f["gb"] + " GB", f["ms"] + " ms", f"at most {f['tps1']} tokens/s", f"{f['tps64']} tokens/s",
                  f"best γ = {f['best']} at c = 0.1: {f['best_speedup']}"):
         assert text in plan, text

@@ -55,7 +55,10 @@ class QuizPanel(Panel):
             if self.snap is None:
                 self.snap = quiz.snapshot(self.ctl)
             if lang not in self._built:
-                self._built[lang] = quiz.build(self.snap, lang)
+                qs = quiz.build(self.snap, lang)
+                chosen = self.ctl.lesson.quiz if getattr(self.ctl, "lesson", None) is not None else None
+                # A prepared lesson's questions, in the quiz's (chapter) order.
+                self._built[lang] = qs if chosen is None else [q for q in qs if q.id in chosen]
         except InputError as exc:
             self.error = str(exc)
             return []

@@ -77,6 +77,9 @@ class TourPanel(Panel):
         values = {k: getattr(DEFAULTS, k) for k in LAB_FIELDS if k not in ("prompt", "seed")}
         values.update(ch.params)
         values["prompt"], values["seed"] = ctl.lab()["prompt"], ctl.lab()["seed"]
+        entry = self.state.entry()
+        if entry is not None:                 # a prepared lesson's settings for this chapter (app.lesson)
+            values.update(entry.settings)
         self.chapter_values = values
         self.plays = 0
         self.apply_page()
@@ -102,7 +105,9 @@ class TourPanel(Panel):
         params, events = self.state.page_params()
         values = dict(getattr(self, "chapter_values", {}), **params)
         before = ctl.session.version
-        values["pair"] = self.state.page_data().pair
+        # The page's pair: the neural pages keep theirs; the others run the lesson's pair for the chapter, if any.
+        page_pair = self.state.page_data().pair
+        values["pair"] = page_pair if page_pair != "ngram" else values.get("pair", "ngram")
         ctl.update(pair=values["pair"])                  # first: the prompt and the seed are the pair's
         values["prompt"] = self.prompt_for(values.get("prompt", ctl.settings.prompt))
         if events:
@@ -225,9 +230,9 @@ class TourPanel(Panel):
         f = ctl.facts()
         # --- narration, lower left, large ---
         ui.begin_panel("##narration", ui.narration_rect(scr), bg_alpha=0.9)
-        ui.heading(scr, f"{st.chapter + 1}. {data.title[lang]}", 1.35)
-        where = "  " + t("tour.where", chapter=st.chapter + 1, chapters=len(CHAPTERS), page=st.page + 1,
-                         pages=len(st.pages()))
+        n_ch, chapters, n_page, pages = st.position()       # as this lesson counts them
+        ui.heading(scr, f"{n_ch}. {data.title[lang]}", 1.35)
+        where = "  " + t("tour.where", chapter=n_ch, chapters=chapters, page=n_page, pages=pages)
         if imgui.get_item_rect_size().x + imgui.calc_text_size(where).x < imgui.get_content_region_avail().x:
             imgui.same_line()        # beside the title where it fits, else under it
         imgui.text_colored(imgui.ImVec4(*colors["muted"]), where)
@@ -245,7 +250,7 @@ class TourPanel(Panel):
         elif st.acted and action is not None and action.text.get(lang):
             ui.wrapped(fill(action.text[lang], f), colors["accent"])
         ui.pop_font()
-        last = st.chapter == len(CHAPTERS) - 1 and st.page == len(st.pages()) - 1 and (action is None or st.acted)
+        last = st.is_last_beat()
         cue = t("tour.cue_end") if last else t("tour.cue_action") if (action and not st.acted) else t("tour.cue_next")
         # The box grows (the table above it shrinks) until the page's words clear the buttons: nothing is
         # drawn over them or cut off at the bottom.
@@ -282,8 +287,8 @@ class TourPanel(Panel):
         imgui.spacing()
         imgui.set_next_item_width(imgui.get_content_region_avail().x)
         if imgui.begin_combo("##chapter", t("tour.jump")):
-            for i, c in enumerate(CHAPTERS):
-                if imgui.selectable(f"{i + 1}. {narration(c.slug).title[lang]}", i == st.chapter)[0]:
+            for n, i in enumerate(st.order):        # the lesson's chapters, in its order
+                if imgui.selectable(f"{n + 1}. {narration(CHAPTERS[i].slug).title[lang]}", i == st.chapter)[0]:
                     st.goto(i)
                     self.apply_chapter()
             imgui.end_combo()
