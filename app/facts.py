@@ -216,9 +216,15 @@ def facts(ctl) -> Facts:
     drafter_facts(ctl, f, put)
     try:
         from app.figures import tube_tv_curves
+        from models.tubes import tv_noise
         tv_l, tv_r = tube_tv_curves(ctl.tubes())
         f["tv_left"] = f"{tv_l[-1]:.4f}"
         f["tv_right"] = f"{tv_r[-1]:.4f}"
+        res = ctl.tubes()
+        mean, lo, hi = tv_noise(res.target_p, res.rounds * res.draws)
+        f["tv_noise"] = f"{mean:.4f}"
+        f["tv_noise_range"] = f"{lo:.4f}–{hi:.4f}"
+        f["tube_draws"] = f"{res.rounds * res.draws:,}"
     except Exception:  # noqa: BLE001
         pass
     return f

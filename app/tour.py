@@ -31,6 +31,9 @@ LANGS = ("zh", "en")
 BEAT_VIEWS = ("table", "cutaway", "exploded")     # how the table stands while a beat frames its parts
 HOLDS = ("start", "drafted", "end")
 PAGE_PAIRS = ("ngram", "neural")      # a page may run the table on the shipped neural pair (app/pairs.py)
+# What a page may draw in the tour's panel besides its numbers: "residual" draws p, q and norm(max(0, p − q)) of
+# the run's rejection the page talks about (the checkpoint's guess), with the token drawn from it marked.
+PAGE_PANELS = ("residual",)
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class Page:
     # what this page's pass must show (models.demo), searched on the run with these settings.
     params: dict = field(default_factory=dict)
     events: tuple[str, ...] = ()
+    panel: str | None = None      # PAGE_PANELS: a picture the panel draws for this page
 
     def __getitem__(self, lang: str) -> str:
         return self.text[lang]
@@ -81,6 +85,9 @@ class Chapter:
     # Where the table stands on the text pages before a pass has played: the start of the run, the first
     # pass's guesses pencilled in (waiting for the check), or the end of the run.
     hold: str = "start"
+    # Live numbers (and "plot": the panel's plot) that answer the question the chapter asks before its first
+    # play: kept back ('?') until that play has been shown, so the class predicts before it is told.
+    after_play: tuple[str, ...] = ()
 
 
 CHAPTERS: tuple[Chapter, ...] = (
@@ -88,19 +95,23 @@ CHAPTERS: tuple[Chapter, ...] = (
             facts=("bytes_per_step", "ms_per_token", "tokens_per_s", "busy")),
     Chapter("02-batching", {"lanes": 64, "context": 4096, "decoder": "target"}, plot="roofline",
             facts=("lanes", "tps_weights", "busy_weights", "kv_gb", "bytes_per_step", "tokens_per_s", "busy")),
+    # The first speculative pass a class sees keeps guesses: the idea working, not failing.
     Chapter("03-guess-first", {"gamma": 4, "lanes": 1, "context": 1},
-            facts=("vocab", "gamma", "c", "spec_lanes")),
+            facts=("vocab", "gamma", "c", "spec_lanes"), events=("some_kept",)),
     Chapter("04-keep-replace", {"gamma": 4}, facts=("step_written", "run_passes", "run_tpp"),
             events=("kept_and_replaced", "all_kept_bonus"), hold="drafted"),
+    # Pass 2's checkpoint asks about a real coin toss that goes against the guess: the last page draws the
+    # residual its replacement was drawn from.
     Chapter("05-acceptance-rule", {"gamma": 4}, facts=("check_p", "check_q", "check_ratio"),
-            events=("kept_and_replaced", "gamble"), hold="drafted"),
+            events=("kept_and_replaced", "gamble_rejected"), hold="drafted"),
     Chapter("06-same-as-target", {"tube_rule": "exact"}, plot="tubes",
-            facts=("under_char", "over_char", "tv_left", "tv_right")),
+            facts=("under_char", "over_char", "tv_left", "tv_right", "tv_noise"),
+            after_play=("tv_left", "tv_right", "tv_noise", "plot")),
     Chapter("07-alpha", {"gamma": 4}, plot="tpp",
             facts=("alpha", "long_count", "alpha_corpus", "run_count", "tpp_formula", "tpp_counted", "run_tpp"),
             hold="end"),
     Chapter("08-how-much-faster", {"c": 0.1}, plot="speedup",
-            facts=("alpha", "c", "pass_cost", "best_gamma", "best_speedup")),
+            facts=("alpha", "c", "pass_cost", "best_gamma", "best_speedup"), events=("some_kept",)),
     Chapter("09-idle-arithmetic", {"lanes": 1, "context": 1}, plot="roofline",
             facts=("extra_pct", "busy", "busy_spec", "lanes_to_saturate")),     # context 1: as the mill counts
     # the bridge shows a finished check; its pages then run heads, lookup and a tree, and typical acceptance in the
@@ -216,14 +227,16 @@ def parse_narration(raw, where: str) -> Narration:
     pages = []
     for i, p in enumerate(pages_raw):
         at = f"{where}: page {i + 1}"
-        _keys(p, {"action", "parts", "view", "pair", "params", "events", *LANGS}, at)
+        _keys(p, {"action", "parts", "view", "pair", "params", "events", "panel", *LANGS}, at)
+        if p.get("panel") is not None and p["panel"] not in PAGE_PANELS:
+            raise InputError(f"{at}: 'panel' must be one of {', '.join(PAGE_PANELS)}, not {p['panel']!r}")
         action = parse_action(p["action"], f"{at}: action") if "action" in p else None
         pair = p.get("pair", "ngram")
         if pair not in PAGE_PAIRS:
             raise InputError(f"{at}: 'pair' must be one of {', '.join(PAGE_PAIRS)}, not {pair!r}")
         pages.append(Page(text=_texts(p, at), parts=_parts(p.get("parts"), at, required=True), action=action,
                           view=_view(p.get("view"), at) or "table", pair=pair, params=_params(p.get("params"), at),
-                          events=_events(p.get("events"), at)))
+                          events=_events(p.get("events"), at), panel=p.get("panel")))
     return Narration(title=title, pages=tuple(pages))
 
 

@@ -29,9 +29,21 @@ def _first_rejected(tr) -> bool:
     return tr.gamma > 0 and tr.n_accepted == 0
 
 
+def _some_kept(tr) -> bool:
+    """At least one guess kept: the pass writes more than the target alone would (the idea working)."""
+    return tr.gamma > 0 and tr.n_accepted >= 1
+
+
 def _gamble(tr) -> bool:
     """A tested guess is a real coin toss (q > p: it passes only with probability p/q < 1)."""
     return any(tr.ratios[i] < 1.0 for i in range(tr.tested))
+
+
+def _gamble_rejected(tr) -> bool:
+    """The pass's first real coin toss (q > p) went against the guess: the residual round that follows is the
+    one a page can draw (the test checkpoint asks about that very guess)."""
+    i = next((i for i in range(tr.tested) if tr.ratios[i] < 1.0), None)
+    return i is not None and not tr.accepted[i]
 
 
 def _copied_kept(tr) -> bool:
@@ -50,7 +62,9 @@ EVENTS: dict[str, Callable] = {
     "kept_and_replaced": _kept_and_replaced,
     "all_kept_bonus": _all_kept_bonus,
     "first_rejected": _first_rejected,
+    "some_kept": _some_kept,
     "gamble": _gamble,
+    "gamble_rejected": _gamble_rejected,
     "copied_kept": _copied_kept,
     "later_round_kept": _later_round_kept,
 }

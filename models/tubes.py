@@ -174,6 +174,17 @@ def tv_series(round_counts: np.ndarray, p: np.ndarray, cols: np.ndarray | None =
     return 0.5 * (np.abs(cum / cum.sum(axis=1, keepdims=True) - p[cols][None, :]).sum(axis=1) + never)
 
 
+def tv_noise(p: np.ndarray, n: int, reps: int = 400, seed: int = 0) -> tuple[float, float, float]:
+    """How far from p a perfect sampler's tube ends after n draws: (mean, 5th, 95th percentile) of the TV of n
+    draws taken from p itself (a fixed seed: the same figures every time). Two exact tubes differ by this much
+    by chance alone."""
+    p = np.asarray(p, dtype=np.float64)
+    p = p / p.sum()
+    counts = np.random.default_rng(seed).multinomial(int(n), p, size=int(reps))
+    tv = 0.5 * np.abs(counts / float(n) - p[None, :]).sum(axis=1)
+    return float(tv.mean()), float(np.quantile(tv, 0.05)), float(np.quantile(tv, 0.95))
+
+
 def chi2_pvalue(counts: np.ndarray, p: np.ndarray, min_expected: float = 5.0) -> float:
     """Chi-square goodness of fit of counts against p. Tokens expected fewer than min_expected times are pooled
     into one bin (the test's usual validity condition); a count where p = 0 is impossible under p: p-value 0."""

@@ -160,8 +160,14 @@ class TestTubes:
                                      scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
                 # Character under the tube, cumulative frequency over it.
                 label = display(self.chars[j]) if j < N_CHARS else ("other" if ec.language == "en" else "其他")
-                size = 0.42 if j < N_CHARS else min(0.25, SPACING * 0.92 / max(fb.atlas.advance(label), 1e-6))
-                fb.text(label, (x, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, size, pal.label, anchor="center")
+                size, xl = 0.42, x
+                if j == N_CHARS:
+                    # The last tube of its rack: its word reaches into the space right of the rack, so it can be
+                    # as large as the characters' (a smaller one is left out from afar: a tube with no name).
+                    room = SPACING * 0.95 + RACK_GAP * 0.45
+                    size = min(0.42, room / max(fb.atlas.advance(label), 1e-6))
+                    xl = x - SPACING * 0.47 + fb.atlas.advance(label) * size / 2
+                fb.text(label, (xl, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, size, pal.label, anchor="center")
                 fb.text(freq_text(freq[j]), (x, TUBE_Y0 + TUBE_H + 0.2, z), right, READ_UP, FREQ_SIZE, pal.label,
                         anchor="center")
         for kind, mat in (("steel", pal.steel), ("copper", pal.bead_copper), ("red", pal.bead_red)):

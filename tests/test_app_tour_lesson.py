@@ -1,0 +1,92 @@
+"""What the tour's beats show, checked headless against the screen's own numbers (no window: the Controller
+walked to each page, as `spectable run --json` reports it)."""
+from __future__ import annotations
+
+import pytest
+
+from app.controller import Controller
+from app.settings import AppSettings
+from app.tour import CHAPTERS
+
+SLUG = {c.slug: i for i, c in enumerate(CHAPTERS)}
+
+
+def _at(slug: str, page: int = 0, lang: str = "en") -> Controller:
+    ctl = Controller(AppSettings(language=lang, mode="tour"), persist=False, scripted=True).start()
+    ctl.tour.goto(SLUG[slug])
+    ctl.panel.apply_chapter()
+    if page:
+        ctl.tour.page = page
+        ctl.panel.apply_page()
+    return ctl
+
+
+@pytest.mark.parametrize("slug, page, pair", [("03-guess-first", 2, "ngram"), ("08-how-much-faster", 0, "ngram"),
+                                              ("08-how-much-faster", 4, "neural")])
+def test_the_first_speculative_pass_a_chapter_plays_keeps_guesses(slug, page, pair):
+    """The first thing the idea does on screen is work: the pass the page plays keeps at least one guess."""
+    ctl = _at(slug, page)
+    assert ctl.settings.pair == pair
+    tr = ctl.session.ensure().traces[0]
+    assert tr.gamma > 0 and tr.n_accepted >= 1
+
+
+def test_the_mill_reads_one_share_for_checking_gamma_plus_one_tokens():
+    """Chapters 3, 9 and 10 quote the mill for the same claim: the same number."""
+    shares = {_at(s).facts()["busy_spec"] for s in ("03-guess-first", "09-idle-arithmetic", "10-no-second-model",
+                                                   "05-acceptance-rule")}
+    assert len(shares) == 1
+
+
+def test_the_residual_page_draws_the_rejection_the_checkpoint_asked_about():
+    """Ch. 5's last page: p, q and norm(max(0, p − q)) of the guess the class voted on (a real coin toss that
+    went against it), the replacement drawn from that very row marked, the pass written on the table."""
+    import numpy as np
+
+    from app.facts import checkpoint
+    ctl = _at("05-acceptance-rule", 3)
+    page = ctl.tour.page_data()
+    assert page.panel == "residual" and "bridge" in page.parts
+    tr, i = checkpoint(ctl)
+    assert tr.ratios[i] < 1 and not tr.accepted[i]
+    data = ctl.panel.residual_rows()
+    assert data["guess_id"] == int(tr.guesses[i]) and data["token_id"] == int(tr.final_token)
+    res = np.maximum(0, tr.p_rows[i] - tr.q_rows[i])
+    res /= res.sum()
+    for _, p, q, r, j in data["rows"]:
+        assert p == pytest.approx(tr.p_rows[i][j]) and q == pytest.approx(tr.q_rows[i][j])
+        assert r == pytest.approx(res[j], abs=1e-9)
+    assert dict((j, r) for *_, r, j in data["rows"])[data["guess_id"]] == 0.0    # over-proposed: none left
+
+
+def test_the_tubes_chapter_asks_before_it_tells():
+    """Ch. 6: the distances to p and their plot are kept back until the tubes have filled; then the noise of a
+    perfect sampler is beside them, and both tubes lie inside it."""
+    ctl = _at("06-same-as-target")
+    shown = ctl.panel.facts_shown()
+    assert shown["tv_left"] == shown["tv_right"] == shown["tv_noise"] == "?"
+    assert "plot" in ctl.panel.unrevealed(ctl.panel.revealed())
+    ctl.tour.page = 2
+    ctl.panel.apply_page()
+    assert ctl.tour.next() == "act"
+    shown = ctl.panel.facts_shown()
+    assert "?" not in (shown["tv_left"], shown["tv_right"], shown["tv_noise"])
+    lo, hi = (float(x) for x in ctl.facts()["tv_noise_range"].split("–"))
+    assert lo < float(shown["tv_left"]) < hi and lo < float(shown["tv_right"]) < hi
+
+
+def test_the_long_context_page_stands_the_table_at_that_context():
+    ctl = _at("09-idle-arithmetic", 3)
+    assert ctl.settings.context >= 32768 and ctl.settings.lanes >= 32
+    f = ctl.facts()
+    assert float(f["kv_gb"].split()[0]) > float(f["weights_gb"].split()[0])     # the KV reads dominate
+    assert "cabinet" in ctl.tour.page_data().parts
+
+
+def test_the_kv_cache_is_defined_before_it_is_used():
+    """Ch. 2 says what the KV cache is, with the cabinet in view, before the page that counts its bytes."""
+    from app.tour import narration
+    pages = narration("02-batching").pages
+    first = next(k for k, p in enumerate(pages) if "KV" in p["en"])
+    assert "What is the KV cache?" in pages[first]["en"] and "cabinet" in pages[first].parts
+    assert "{kv_gb}" not in pages[first]["en"]
