@@ -166,7 +166,8 @@ class TestTubes:
                     # as large as the characters' (a smaller one is left out from afar: a tube with no name).
                     room = SPACING * 0.95 + RACK_GAP * 0.45
                     size = min(0.42, room / max(fb.atlas.advance(label), 1e-6))
-                    xl = x - SPACING * 0.47 + fb.atlas.advance(label) * size / 2
+                    half = fb.atlas.advance(label) * size / 2
+                    xl = x - SPACING * 0.47 + half
                 fb.text(label, (xl, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, size, pal.label, anchor="center")
                 fb.text(freq_text(freq[j]), (x, TUBE_Y0 + TUBE_H + 0.2, z), right, READ_UP, FREQ_SIZE, pal.label,
                         anchor="center")
@@ -182,11 +183,12 @@ class TestTubes:
                 fb.text(f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, z + 0.41),
                         right, up, 0.34, pal.label, anchor="center", valign="middle")
         if r.rule != "exact":
-            # Over both racks (the words are longer than one rack is wide), fitted to their span.
+            # Over both racks (the words are longer than one rack is wide), fitted to their span, just above the
+            # racks' titles: higher, the tubes' own view cuts it off under the mode bar.
             xa, xb = self.tube_x(0, 0), self.tube_x(1, N_CHARS)
             txt = wrong_rule_text(r.rule, ec)
             size = min(0.26, (xb - xa + 2 * TUBE_R) * 1.1 / max(fb.atlas.advance(txt), 1e-6))
-            fb.text(txt, ((xa + xb) / 2, TUBE_Y0 + TUBE_H + 2.1, z), right, READ_UP, size, pal.fail_mark,
+            fb.text(txt, ((xa + xb) / 2, TUBE_Y0 + TUBE_H + 1.68, z), right, READ_UP, size, pal.fail_mark,
                     anchor="center")
         # The round counter is the HUD's first line in the tube view (tube_round_words): in the wide views it
         # would be too small to read.
@@ -219,8 +221,13 @@ def rule_label(rule: str) -> tuple[str, str]:
 NOT_EXACT_RULES = ("typical",)
 
 
-def wrong_rule_text(rule: str, ec: EmitContext) -> str:
+def wrong_rule_words(rule: str) -> tuple[str, str]:
+    """(zh, en) of the warning a rule other than the exact one carries (the HUD's line under the round)."""
     zh, en = rule_label(rule)
     if rule in NOT_EXACT_RULES:
-        return ec.say(f"不精确的规则：{zh}", f"not exact: {en}")
-    return ec.say(f"错误规则：{zh}", f"wrong rule: {en}")
+        return f"不精确的规则：{zh}", f"not exact: {en}"
+    return f"错误规则：{zh}", f"wrong rule: {en}"
+
+
+def wrong_rule_text(rule: str, ec: EmitContext) -> str:
+    return ec.say(*wrong_rule_words(rule))

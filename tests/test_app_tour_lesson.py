@@ -90,3 +90,14 @@ def test_the_kv_cache_is_defined_before_it_is_used():
     first = next(k for k, p in enumerate(pages) if "KV" in p["en"])
     assert "What is the KV cache?" in pages[first]["en"] and "cabinet" in pages[first].parts
     assert "{kv_gb}" not in pages[first]["en"]
+
+
+def test_the_long_context_page_quotes_what_the_mill_shows():
+    """The page's busy share is the one the mill on the table reads: a speculative pass of every sequence
+    (γ + 1 positions each), not one position per sequence."""
+    from app.facts import fill
+    from app.tour import narration
+    ctl = _at("09-idle-arithmetic", 3)
+    f = ctl.facts()
+    text = fill(narration("09-idle-arithmetic").pages[3]["en"], f)
+    assert f"only {f['busy_spec']} busy" in text and f["busy_spec"] != f["busy"]

@@ -19,7 +19,9 @@ from scenes.tubes import chosen_characters
 SPEEDS = (1.0, 10.0, 100.0, None)       # None: every round at once
 # What PageDown steps through: the exact rule, the exact rule without the bonus token (still exact, slower),
 # then each wrong rule.
-STOPS = (("exact", False), ("exact", True)) + tuple((r, False) for r in TUBE_RULES if r != "exact")
+# PageDown's order: the exact rule, then each way to break it (the demonstration a class came for), and last the
+# exact rule without the bonus token (exact too: a variation, not a break).
+STOPS = (("exact", False),) + tuple((r, False) for r in TUBE_RULES if r != "exact") + (("exact", True),)
 
 
 class TubesPanel(Panel):
@@ -78,7 +80,7 @@ class TubesPanel(Panel):
         return tuple(r for r in TUBE_RULES if not tree or r in TREE_RULES)
 
     def on_key(self, action: str) -> None:
-        """Next/previous cycle through the rules: exact first, exact without the bonus, then each way to break it."""
+        """Next/previous cycle through the rules: exact first, then each way to break it, then exact without the bonus."""
         s = self.ctl.settings
         stops = tuple(st for st in STOPS if st[0] in self.rules())
         here = (s.tube_rule, s.skip_bonus and s.tube_rule == "exact")
