@@ -286,7 +286,9 @@ def neural_facts(ctl, f: Facts) -> None:
     })
     def params(role):           # the shipped pair's (the tour's passage names it), read from its checkpoints
         n = ses.pair_by_key("neural").params[role]
-        return f"{n / 1e6:.2f}M" if n is not None else "—"
+        if n is None:
+            return "—"
+        return f"{n / 1e4:,.0f} 万" if s.language == "zh" else f"{n / 1e6:.2f} million"
     f.lazy["neural_target_params"] = lambda: params("target")
     f.lazy["neural_draft_params"] = lambda: params("draft")
 

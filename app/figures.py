@@ -80,7 +80,8 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
             raise InputError("the drafters are compared on the counted n-gram pair only")
         note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
                  tokens=f"{fig['chars']:,}", seed=fig["seed"])
-        return plots.drafters_plot(t, pal, fig["points"], s.gamma, s.device, note, **look)
+        from models import hardware
+        return plots.drafters_plot(t, pal, fig["points"], s.gamma, hardware.get_device(s.device).label, note, **look)
     raise KeyError(name)
 
 

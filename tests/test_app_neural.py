@@ -149,7 +149,9 @@ def test_the_tour_passage_runs_on_the_neural_pair_and_quotes_its_measurement():
         assert f"×{sig(run['speedup_formula'])}" in last and f"{100 * d['on_paper']['fraction_of_roofline_plain']:.0f}%" in last
     assert f["neural_c"] == sig(d["in_run"]["c"]) and f["neural_c_paper"] == sig(d["on_paper"]["c"])
     assert f["neural_speed_words"].endswith(f"(×{sig(d['speedup'])})")
-    assert f["neural_target_params"] == "6.02M" and f["neural_draft_params"] == "0.68M"
+    # a count in words of the page's language (6.02 million / 602 万), not a unit suffix
+    words = {"en": ("6.02 million", "0.68 million"), "zh": ("602 万", "68 万")}[ctl.settings.language]
+    assert (f["neural_target_params"], f["neural_draft_params"]) == words
     ctl.do("prev")
     while ctl.tour.page >= neural_pages[0]:
         ctl.do("prev")

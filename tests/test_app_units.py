@@ -387,7 +387,7 @@ def test_hardware_toy_rows_and_the_skip_bonus_note_use_the_long_run():
 
 def test_chapters_that_describe_an_event_play_a_real_pass_where_it_happens():
     """Ch. 4 plays a pass that keeps guesses and replaces one, then one that keeps all γ and adds the bonus; ch. 5
-    asks about a real gamble (q > p) in its second pass. The seed is searched on the real sampler from the lab's
+    asks about a real gamble (q > p) in its second pass, one that is rejected (its residual is drawn next). The seed is searched on the real sampler from the lab's
     seed; the run is the session's ordinary run (nothing made up), and leaving the tour gives the lab its seed back."""
     from models.sampler import SamplerSettings, SpeculativeSampler
 
@@ -396,7 +396,7 @@ def test_chapters_that_describe_an_event_play_a_real_pass_where_it_happens():
     ctl.set_mode("tour")
     pair = ctl.session.pair()
     for slug, events in (("04-keep-replace", ("kept_and_replaced", "all_kept_bonus")),
-                         ("05-acceptance-rule", ("kept_and_replaced", "gamble"))):
+                         ("05-acceptance-rule", ("kept_and_replaced", "gamble_rejected"))):
         ch = next(i for i, c in enumerate(CHAPTERS) if c.slug == slug)
         assert CHAPTERS[ch].events == events
         ctl.tour.goto(ch)
@@ -414,6 +414,7 @@ def test_chapters_that_describe_an_event_play_a_real_pass_where_it_happens():
         else:
             tr, i = checkpoint(ctl)
             assert tr.step_index == 1 and tr.ratios[i] < 1.0 and tr.q_rows[i][tr.guesses[i]] > tr.p_rows[i][tr.guesses[i]]
+            assert not tr.accepted[i]          # the coin went against it: the last page draws its residual
     ctl.set_mode("lab")
     assert ctl.settings.seed == 5
 
