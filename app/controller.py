@@ -120,6 +120,8 @@ class Controller:
 
     def leave_tour(self) -> None:
         """Put the lab's values back: the tour's γ, lanes, context, decoder... never outlive it."""
+        if self.driver.stage is not None:
+            self.driver.stage.hud_lanes = True
         if self.lab_values is not None:
             values, self.lab_values = self.lab_values, None
             self.update(**values)

@@ -113,3 +113,11 @@ def demo_seed(pair, prompt: str, gamma: int, temperature: float, top_k: int, top
     opts = dict(zip(("tree_width", "tree_depth", "tree_from", "tree_sampling"), tree))
     make = None if name == "chain" else (lambda: make_drafter(name, pair, heads=heads, **opts))
     return find_demo_seed(pair, pair.encode(prompt), settings, tuple(events), start=int(start), drafter=make).seed
+
+
+def tokens_per_pass_long(pair, settings, tokens: int) -> list[float]:
+    """Tokens per pass at each γ of GAMMAS counted on one long seeded run per γ (models.analytics.pair_facts, seed 0,
+    as the long-run α): the pair's own figure beside the formula, not a short run's luck. Cached per table."""
+    from models import analytics
+    return [float(analytics.pair_facts(pair, g, settings, chars=int(tokens), seed=0).tokens_per_pass_counted)
+            for g in GAMMAS]

@@ -59,11 +59,17 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
                                   **look)
     if name == "tpp":
         alpha = long_alpha(ctl)
-        # a neural pair runs two networks every pass: the lab's own number of passes at each γ
-        passes = s.steps if ctl.session.neural else max(40, s.steps)
-        counted = derived.tokens_per_pass_counted(pair, s.prompt, s.temperature, s.top_k, s.top_p, s.seed, passes)
+        if ctl.session.neural:
+            # a neural pair runs two networks every pass: the lab's own number of passes at each γ, a short run
+            passes = s.steps
+            counted = derived.tokens_per_pass_counted(pair, s.prompt, s.temperature, s.top_k, s.top_p, s.seed, passes)
+            label = t("plot.counted", passes=passes)
+        else:
+            # the counted pair: a long seeded run at each γ (the pair's figure, as the formula is), not luck
+            counted = derived.tokens_per_pass_long(pair, ctl.session.sampler_settings(), TPP_LONG_TOKENS)
+            label = t("plot.counted_long", tokens=f"{TPP_LONG_TOKENS:,}")
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), derived.tokens_per_pass_formula(alpha), counted,
-                                          alpha, passes, **look)
+                                          alpha, label, **look)
     if name == "roofline":
         lanes, tps, busy = derived.lane_sweep(s.device, s.model, s.context)
         from models import hardware
@@ -99,6 +105,7 @@ def long_alpha(ctl) -> float:
     return float(ctl.long_run(wait=True).alpha)
 
 
+TPP_LONG_TOKENS = 20_000            # tokens written at each γ for the counted bars (0.05 s each on the n-gram pair)
 LONG_RUN_PLOTS = ("speedup", "tpp")     # plots drawn at the long run's α (the panel waits for it to land)
 
 

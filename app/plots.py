@@ -150,11 +150,11 @@ def _end_labels(ax, x, ends) -> None:
                     va="center", annotation_clip=False)
 
 
-def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, passes: int, size_px=(640, 400),
+def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted_label: str, size_px=(640, 400),
                          text_px: float = 16.0):
     fig, ax = _figure(pal, size_px, text_px)
     ax.plot(gammas, formula, "-o", color=_hex(pal["target"]), lw=2, label=t("plot.formula", alpha=f"{alpha:.3f}"))
-    ax.bar(gammas, counted, width=0.45, color=_hex(pal["accent"]), alpha=0.85, label=t("plot.counted", passes=passes))
+    ax.bar(gammas, counted, width=0.45, color=_hex(pal["accent"]), alpha=0.85, label=counted_label)
     ax.plot(gammas, [g + 1 for g in gammas], ":", color=pal["mpl_fg"], lw=1, label=t("plot.max_tokens"))
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.tokens_per_pass"))

@@ -60,6 +60,9 @@ class Page:
     params: dict = field(default_factory=dict)
     events: tuple[str, ...] = ()
     panel: str | None = None      # PAGE_PANELS: a picture the panel draws for this page
+    # The live numbers beside this page (fact names, app.facts), when not the chapter's: a page shows the numbers
+    # its sentence is about, never those of a page still to come.
+    facts: tuple[str, ...] = ()
 
     def __getitem__(self, lang: str) -> str:
         return self.text[lang]
@@ -88,11 +91,13 @@ class Chapter:
     # Live numbers (and "plot": the panel's plot) that answer the question the chapter asks before its first
     # play: kept back ('?') until that play has been shown, so the class predicts before it is told.
     after_play: tuple[str, ...] = ()
+    # Whether the HUD may count lit lanes: not before chapter 2 has said what a lane is.
+    lanes_named: bool = True
 
 
 CHAPTERS: tuple[Chapter, ...] = (
     Chapter("01-one-token", {"lanes": 1, "context": 1, "decoder": "target"},
-            facts=("bytes_per_step", "ms_per_token", "tokens_per_s", "busy")),
+            facts=("bytes_per_step", "ms_per_token", "tokens_per_s", "busy"), lanes_named=False),
     Chapter("02-batching", {"lanes": 64, "context": 4096, "decoder": "target"}, plot="roofline",
             facts=("lanes", "tps_weights", "busy_weights", "kv_gb", "bytes_per_step", "tokens_per_s", "busy")),
     # The first speculative pass a class sees keeps guesses: the idea working, not failing.
@@ -201,6 +206,19 @@ def _events(raw, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def _fact_names(raw, where: str) -> tuple[str, ...]:
+    """A page's live numbers: names the catalogs label (fact.<name> in every language), each once."""
+    from app.i18n import catalog
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or not all(isinstance(n, str) for n in raw) or len(set(raw)) != len(raw):
+        raise InputError(f"{where}: 'facts' must be a non-empty list of fact names, each once")
+    unknown = [n for n in raw if any(f"fact.{n}" not in catalog(lang) for lang in LANGS)]
+    if unknown:
+        raise InputError(f"{where}: unknown fact {unknown[0]!r} (no label fact.{unknown[0]} in the catalogs)")
+    return tuple(raw)
+
+
 def parse_action(raw, where: str) -> Action:
     _keys(raw, {"do", "parts", "view", "kind", "pass", *LANGS}, where)
     do = raw.get("do")
@@ -227,7 +245,7 @@ def parse_narration(raw, where: str) -> Narration:
     pages = []
     for i, p in enumerate(pages_raw):
         at = f"{where}: page {i + 1}"
-        _keys(p, {"action", "parts", "view", "pair", "params", "events", "panel", *LANGS}, at)
+        _keys(p, {"action", "parts", "view", "pair", "params", "events", "panel", "facts", *LANGS}, at)
         if p.get("panel") is not None and p["panel"] not in PAGE_PANELS:
             raise InputError(f"{at}: 'panel' must be one of {', '.join(PAGE_PANELS)}, not {p['panel']!r}")
         action = parse_action(p["action"], f"{at}: action") if "action" in p else None
@@ -236,7 +254,8 @@ def parse_narration(raw, where: str) -> Narration:
             raise InputError(f"{at}: 'pair' must be one of {', '.join(PAGE_PAIRS)}, not {pair!r}")
         pages.append(Page(text=_texts(p, at), parts=_parts(p.get("parts"), at, required=True), action=action,
                           view=_view(p.get("view"), at) or "table", pair=pair, params=_params(p.get("params"), at),
-                          events=_events(p.get("events"), at), panel=p.get("panel")))
+                          events=_events(p.get("events"), at), panel=p.get("panel"),
+                          facts=_fact_names(p.get("facts"), at)))
     return Narration(title=title, pages=tuple(pages))
 
 

@@ -31,6 +31,7 @@ TARGET_PHASES = dict(PHASES, **{
     "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
 TARGET_MODE = ("大模型单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+TARGET_MODE_NO_LANES = ("大模型单独写 · 一圈一个词元", "target alone · one token per turn")   # before lanes are taught
 DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
 # Who drafted the pass changes what the draft and check phases do (models.drafters; scenes.timeline).
 DRAFTER_PHASES = {
@@ -273,7 +274,8 @@ def hud_origin(height: int) -> tuple[float, float]:
 
 
 def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
-             timing=None, passes: bool = True, activity: list[tuple[str, str]] | None = None) -> tuple | None:
+             timing=None, passes: bool = True, activity: list[tuple[str, str]] | None = None,
+             lanes: bool = True) -> tuple | None:
     """Top-left: where we are in the run and what is happening now, and a strip of the pass's phases
     (`passes` False: no pass counter, for a view of the test tubes, which run rounds of their own;
     `activity` [(zh, en)]: what the mode is doing instead, the tubes' round)."""
@@ -284,8 +286,10 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
         phase = WRITE_BONUS
     step = state.step if passes else -1
     timing = timing if passes and activity is None else None
-    lines = hud_lines(ec, height, n_steps, title, step, state.gamma, state.lanes_true, target_only, phase, activity,
-                      drafter_mode(state, ec))
+    # `lanes` False (the lesson has not taught lanes yet): no lane count, and the target's words without lanes
+    mode = drafter_mode(state, ec) or (None if lanes or not target_only else ec.say(*TARGET_MODE_NO_LANES))
+    lines = hud_lines(ec, height, n_steps, title, step, state.gamma, state.lanes_true if lanes else 0, target_only,
+                      phase, activity, mode)
     fb.hud_text = [text for text, _, _ in lines]
     if lines:
         x0, y0 = hud_origin(height)

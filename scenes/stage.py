@@ -119,6 +119,7 @@ class Stage:
         # What the HUD's first lines say instead of the pass counter (a mode's own activity: the tube
         # experiment's round, a step-through stop): [(zh, en)]; None = the pass and its phase.
         self.hud_lines: list[tuple[str, str]] | None = None
+        self.hud_lanes = True       # the HUD counts lit lanes (the tour's first chapter, before lanes: no)
         self.hud_text: list[str] = []         # the lines the HUD showed in the last frame
         self._reduced_motion = False
         self._rendered = False
@@ -528,7 +529,7 @@ class Stage:
         if self.show_hud:
             timing = self.timeline.steps[state.step] if state.step >= 0 else None
             hud = emit_hud(fb, state, width, height, ec, len(self.traces), self._title(), timing,
-                           passes=self.hud_passes(), activity=self.hud_activity(state.tube_round))
+                           passes=self.hud_passes(), activity=self.hud_activity(state.tube_round), lanes=self.hud_lanes)
         # Nothing is read through the HUD: a part's words under it (a rack of tubes behind it in the tape's
         # view) are left out rather than covered.
         world_boxes, world_items = nearest_wins(world_boxes, world_items, world_hidden)

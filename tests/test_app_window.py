@@ -183,3 +183,14 @@ def test_json_reports_the_beat_and_the_facts_on_screen(capsys, tmp_path):
     assert 0 <= float(f["check_r"]) < 1 and f["hud_pass"] == "2/12" and f["check_p"] != "?"
     lab = run_app(capsys, tmp_path, "--no-save", "--mode", "lab")
     assert lab["beat"] is None and {"alpha", "tpp_counted", "busy_spec"} <= set(lab["facts"])
+
+
+def test_the_hud_counts_lanes_only_once_the_lesson_has_named_them(capsys, tmp_path):
+    """Ch. 1 plays a pass of the target alone with no lane count in the HUD (lanes come in ch. 2); ch. 2 counts
+    them; leaving the tour gives the HUD its count back."""
+    one = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "1", "--lang", "en",
+                  script=["page down", "page down", "wait 60"])
+    assert one["facts"].get("hud_pass") and "hud_lanes_lit" not in one["facts"]
+    two = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "2", "--lang", "en",
+                  script=["page down", "wait 60"])
+    assert two["facts"].get("hud_lanes_lit") == "64"

@@ -70,6 +70,8 @@ class TourPanel(Panel):
         """The camera frames the beat's parts (and holds the frame while its action plays)."""
         parts, view = self.state.beat()
         self.driver.set_focus(parts, view)
+        if self.driver.stage is not None:
+            self.driver.stage.hud_lanes = self.state.current.lanes_named
 
     def apply_chapter(self) -> None:
         """A chapter sets its parameters (through the controller's update(), as the lab does), finds the seed
@@ -389,7 +391,10 @@ class TourPanel(Panel):
 
     def panel_facts(self) -> tuple[str, ...]:
         """The live numbers beside the narration: the chapter's, or the neural pair's on its pages."""
-        return NEURAL_FACTS if self.state.page_data().pair == "neural" else self.state.current.facts
+        page = self.state.page_data()
+        if page.facts:
+            return page.facts
+        return NEURAL_FACTS if page.pair == "neural" else self.state.current.facts
 
     def draw_neural_measurement(self, scr) -> None:
         from app import facts as hwfacts
@@ -460,7 +465,7 @@ class TourPanel(Panel):
             s = stage.state()
             if s.step >= 0 and stage.show_hud and stage.hud_passes():
                 out["hud_pass"] = f"{s.step + 1}/{len(stage.traces)}"
-                if s.lanes_true:
+                if s.lanes_true and stage.hud_lanes:
                     out["hud_lanes_lit"] = f"{s.lanes_true}"
             shows = stage.shows()
             if shows is None or "mill" in shows:
