@@ -160,6 +160,15 @@ def facts(ctl) -> Facts:
     f.lazy["alpha"] = long(lambda pf: f"{pf.alpha:.3f}")
     f.lazy["long_tokens"] = long(lambda pf: f"{pf.tokens:,}")
     f.lazy["long_count"] = long(lambda pf: f"{pf.accepted:,} / {pf.tested:,}")
+
+    def long_words(pf):
+        """How long the long run is and how sure its α: a shipped count with its interval, else the live one's
+        length (a network's live count is short: it says so)."""
+        import math
+        if math.isfinite(pf.alpha_ci95):
+            return t("fact.long_shipped", tokens=f"{pf.tokens:,}", runs=pf.runs, ci=f"{pf.alpha_ci95:.3f}")
+        return t("fact.long_live", tokens=f"{pf.tokens:,}")
+    f.lazy["long_run_words"] = long(long_words)
     f.lazy["tpp_formula"] = long(lambda pf: f"{pf.tokens_per_pass_formula:.2f}")
     f.lazy["tpp_counted"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
     f.lazy["best_gamma"] = long(lambda pf: f"{pf.best(s.c)[0]}")
@@ -468,9 +477,14 @@ def sheet_device_of(name: str | None):
     return None
 
 
-def pair_rows(r: dict, t) -> list[tuple[str, str, str, str]]:
+# The rows the tour's page on the measured pair shows: the costs its sentence feeds the formula with and the speeds
+# it quotes (the hardware panel shows every row).
+TOUR_PAIR_ROWS = ("c", "verify_ratio", "plain_tokens_per_s", "speculative_tokens_per_s", "speedup")
+
+
+def pair_rows(r: dict, t, only: tuple[str, ...] | None = None) -> list[tuple[str, str, str, str]]:
     """A checkpoint pair measured live (models.llm_bench.measure_pair, a live run or a `spectable bench --pair`
-    file): (figure, measured, the roofline's value for the same shapes, method) rows."""
+    file): (figure, measured, the roofline's value for the same shapes, method) rows; `only`: those figures."""
     paper = _dict(r, "on_paper")
     method = r.get("method") if isinstance(r.get("method"), str) else ""
     gamma = _num(r, "settings", "gamma")
@@ -481,6 +495,8 @@ def pair_rows(r: dict, t) -> list[tuple[str, str, str, str]]:
     def row(label, key, fmt, paper_key=None, run_key=None):
         # the costs inside the measured runs where the file has them (what the formula and ch. 8 use), else the
         # forward timed alone
+        if only is not None and key not in only:
+            return
         v = _num(run, run_key) if run_key and _num(run, run_key) is not None else _num(r, key)
         if v is None:
             return
@@ -496,7 +512,7 @@ def pair_rows(r: dict, t) -> list[tuple[str, str, str, str]]:
     row(t("hw.pair_tpp", gamma=g), "tokens_per_pass", lambda x: f"{x:.2f}")
     row(t("hw.pair_plain_tps"), "plain_tokens_per_s", lambda x: t("hw.tokens_per_s", n=fmt_tps(x)))
     sp = _num(r, "speculative_tokens_per_s")
-    if sp is not None:
+    if sp is not None and (only is None or "speculative_tokens_per_s" in only):
         # on paper: the roofline's plain rate times its speedup for the same α, γ and shapes
         pp, ps = _num(paper, "plain_tokens_per_s"), _num(paper, "speedup")
         rows.append((t("hw.pair_spec_tps", gamma=g), t("hw.tokens_per_s", n=fmt_tps(sp)),
@@ -505,14 +521,14 @@ def pair_rows(r: dict, t) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def pair_view(r: dict, t, file: str | None = None) -> dict:
+def pair_view(r: dict, t, file: str | None = None, only: tuple[str, ...] | None = None) -> dict:
     """What the panel shows for a pair measurement: the device line, the method (device, dtype, threads, warm-up,
     repeats), the rows, and what the roofline would have given with the costs measured here."""
     dev = _dict(r, "device")
     settings = _dict(r, "settings")
     pair = _dict(r, "pair")
     view = {"file": file, "error": None, "note": None, "where": None, "scaled": None, "notes": [],
-            "rows": pair_rows(r, t), "pair": True}
+            "rows": pair_rows(r, t, only), "pair": True}
     view["meta"] = [t("hw.pair_line", pair=pair.get("name") or "?", device=dev.get("name") or dev.get("type") or "?",
                       dtype=r.get("dtype", "?"), threads=dev.get("threads", "?"), torch=dev.get("torch", "?")),
                     t("hw.pair_method", reps=settings.get("reps", "?"), tokens=settings.get("tokens", "?"),

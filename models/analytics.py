@@ -307,6 +307,8 @@ class PairFacts:
     alpha_corpus: float          # mean Σ min(p, q) over the corpus's own positions (held-in: optimistic)
     method: str                  # "vectorised" | "sampler"
     backed_off: int = -1         # tested positions with an unseen history (p = q there); -1: not counted
+    alpha_ci95: float = float("nan")   # half-width of α's 95 % interval where it was measured (the shipped long run)
+    runs: int = 1                # independent seeded runs pooled (the shipped long run: several)
 
     @property
     def backed_off_share(self) -> float:
@@ -369,6 +371,17 @@ def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, se
     s = settings or SamplerSettings()
     s = replace(s, gamma=int(gamma), seed=s.seed if seed is None else int(seed))
     neural = getattr(pair, "kind", "ngram") == "neural"
+    if neural and chars is None:
+        # The shipped pair's long run, counted once over tens of thousands of tokens (models.long_runs), when it is
+        # this pair's at these settings: the table cannot count that many while a class waits.
+        from models import long_runs
+        lr = long_runs.shipped_for(pair, s, dtype=getattr(getattr(pair, "target", None), "format_name", "fp32"))
+        if lr is not None:
+            return PairFacts(table=table_key(pair), gamma=s.gamma, seed=s.seed, temperature=s.temperature,
+                             top_k=s.top_k, top_p=s.top_p, alpha=lr.alpha, alpha_expected=float("nan"),
+                             accepted=lr.accepted, tested=lr.tested, tokens=lr.tokens, passes=lr.passes,
+                             tokens_per_pass_counted=lr.tokens_per_pass, alpha_corpus=float("nan"),
+                             method="shipped long run", alpha_ci95=lr.alpha_ci95, runs=lr.runs)
     if chars is None:
         chars = LONG_RUN_TOKENS_NEURAL if neural else LONG_RUN_TOKENS_SHAPED if s.shapes_rows else LONG_RUN_TOKENS
     key = (table_key(pair), s.gamma, s.temperature, s.top_k, s.top_p, s.lenience, s.seed, int(chars))

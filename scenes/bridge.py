@@ -42,8 +42,8 @@ VERDICT_W = 0.6         # room for the verdict word beside its mark (x the cell 
 # The verdict in words, per language (Stage.language); 'both' stacks them, zh over en.
 VERDICT_WORDS = {"pass": ("通过", "accepted"), "fail": ("被拒", "rejected"), "untested": ("未检", "untested")}
 IDLE_METERS = 4         # meters shown, empty, while the target writes alone (no guesses, no tests)
-IDLE_WORDS = ("大模型单独写 · 不检查", "target alone · no tests")
-LOOKUP_IDLE_WORDS = ("没有可抄的 · 不检查", "nothing to copy · no tests")   # lookup found no earlier occurrence
+IDLE_WORDS = ("大模型单独写 · 不核对", "target alone · no tests")
+LOOKUP_IDLE_WORDS = ("没有可抄的 · 不核对", "nothing to copy · no tests")   # lookup found no earlier occurrence
 
 
 def meter_point(i: int, v: float, w: float = 0.0, u: float = 0.0, gamma: int = 4) -> np.ndarray:

@@ -15,7 +15,7 @@ from scenes.layout import PARTS, EmitContext
 PHASES = {
     "idle": ("准备", "ready"),
     "draft": ("小滚筒转：草稿在猜", "the small drum turns: the draft guesses"),
-    "verify": ("大滚筒转一圈，一起检查所有猜测", "one turn of the big drum checks every guess"),
+    "verify": ("大滚筒转一圈，一起核对所有猜测", "one turn of the big drum checks every guess"),
     "check": ("逐个比较 p/q 和 r", "each guess: p/q against r"),
     "write": ("留下通过的，换掉被拒的", "keep the accepted, replace the rejected"),
     "scroll": ("纸带前进", "the tape moves on"),
@@ -27,7 +27,7 @@ WRITE_BONUS = ("全部通过，再白送一个奖励词元", "all accepted, and 
 TARGET_PHASES = dict(PHASES, **{
     "draft": ("大模型单独写", "the target writes alone"),
     "verify": ("大滚筒转一圈，每条通道写一个词元", "one turn of the big drum: one token per lane"),
-    "check": ("没有猜测，不用检查", "no guesses, nothing to test"),
+    "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
     "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
 TARGET_MODE = ("大模型单独写 · 一圈一个词元", "target alone · one token per lane per turn")
@@ -38,7 +38,7 @@ DRAFTER_PHASES = {
     "lookup": {"draft": ("铅笔车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
     "lookup_none": {"draft": ("前文里没有可抄的", "nothing earlier to copy"),
                     "verify": ("大滚筒转一圈，只写一个词元", "one turn of the big drum writes one token"),
-                    "check": ("没有猜测，不用检查", "no guesses, nothing to test"),
+                    "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
                     "write": ("打字头印下大模型的词元", "the typing head inks the target's token")},
     "heads": {"draft": ("预测头一起猜，不用第二个模型", "the heads propose: no second model")},
     "tree": {"draft": ("画出一棵猜测树", "the draft pencils a tree of guesses"),

@@ -101,3 +101,17 @@ def test_the_long_context_page_quotes_what_the_mill_shows():
     f = ctl.facts()
     text = fill(narration("09-idle-arithmetic").pages[3]["en"], f)
     assert f"only {f['busy_spec']} busy" in text and f["busy_spec"] != f["busy"]
+
+
+def test_the_neural_page_quotes_the_long_run_and_a_short_table():
+    """Ch. 8's neural page: α from the shipped long run, with how long it was and how sure; beside it only the
+    figures its sentence uses (the hardware panel keeps every row)."""
+    from app import facts as hw
+    ctl = _at("08-how-much-faster", 5)
+    f = ctl.facts()
+    assert ctl.settings.pair == "neural" and "40,033" in f["long_run_words"] and "±0.00" in f["long_run_words"]
+    entry = hw.shipped_pair_measurement()
+    short = hw.pair_view(entry["data"], ctl.t, entry["file"], only=hw.TOUR_PAIR_ROWS)["rows"]
+    full = hw.pair_view(entry["data"], ctl.t, entry["file"])["rows"]
+    assert len(short) == len(hw.TOUR_PAIR_ROWS) < len(full)
+    assert {r[0] for r in short} <= {r[0] for r in full}

@@ -56,6 +56,19 @@ def narration_strings():
                     yield f"{path.name}:page {k + 1} action", lang, action[lang]
 
 
+def lesson_strings():
+    """The shipped lessons' titles and teacher's notes (what the help overlay and the printed plan show)."""
+    for path in sorted((ROOT / "assets" / "lessons").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        title = data.get("title", {})
+        for lang, text in (title.items() if isinstance(title, dict) else [("en", title)]):
+            yield f"lessons/{path.name}:title", lang, text
+        for ch in data["chapters"]:
+            for page, note in ch.get("notes", {}).items():
+                for lang, text in (note.items() if isinstance(note, dict) else [("en", note)]):
+                    yield f"lessons/{path.name}:{ch['chapter']} page {page}", lang, text
+
+
 def glossary_strings():
     for term, entry in GLOSSARY["terms"].items():
         for lang in ("zh", "en"):
@@ -117,6 +130,7 @@ def code_strings():
 def all_strings():
     yield from catalog_strings()
     yield from narration_strings()
+    yield from lesson_strings()
     yield from glossary_strings()
     yield from code_strings()
 
@@ -198,10 +212,10 @@ def test_every_string_uses_the_glossary_words():
 ZH_PUNCT = (re.compile(r"[\u3400-\u9fff][,;:!?](?!\d)"), re.compile(r"[,;!?] ?[\u3400-\u9fff]"))
 
 
-@pytest.mark.parametrize("source", ["catalogs", "narration"])
+@pytest.mark.parametrize("source", ["catalogs", "narration", "lessons"])
 def test_chinese_uses_chinese_punctuation(source):
     """A Chinese sentence takes full-width ，；：！？ (ASCII ones read as a typo to a Chinese class)."""
-    strings = catalog_strings() if source == "catalogs" else narration_strings()
+    strings = {"catalogs": catalog_strings, "narration": narration_strings, "lessons": lesson_strings}[source]()
     bad = [f"{where}: {text[:80]!r}" for where, lang, text in strings
            if lang == "zh" and any(rx.search(text) for rx in ZH_PUNCT)]
     assert not bad, "\n".join(bad)

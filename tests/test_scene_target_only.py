@@ -73,7 +73,7 @@ def test_hud_says_target_alone_and_no_gamma(shooter, said):
                 shooter.shoot(st)
                 hud = " | ".join(said.screen)
                 assert "γ" not in hud, (lang, phase, hud)
-                assert "checks every guess" not in hud and "一起检查" not in hud and "replace the rejected" not in hud
+                assert "checks every guess" not in hud and "一起核对" not in hud and "replace the rejected" not in hud
                 if lang != "zh":
                     assert "target alone" in hud, hud
                     if lang == "en" or phase == "mid-verify":

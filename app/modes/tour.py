@@ -404,7 +404,7 @@ class TourPanel(Panel):
         if entry is None:
             ui.wrapped(t("hw.no_measurements"), c["muted"])
             return
-        view = hwfacts.pair_view(entry["data"], t, entry["file"])
+        view = hwfacts.pair_view(entry["data"], t, entry["file"], only=hwfacts.TOUR_PAIR_ROWS)
         ui.wrapped(t("tour.neural_measured", file=entry["file"]), c["muted"])
         if imgui.begin_table("tourneural", 3, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for col in ("hw.col_figure", "hw.col_measured", "hw.col_paper"):
