@@ -136,7 +136,8 @@ def run_render(args) -> int:
                       "view": args.view, "step": args.step, "t": round(stage.timeline.t, 4),
                       "min_text_px": leg["min_text_px"], "overlaps": [list(p) for p in leg["overlaps"]],
                       "hidden_labels": len(leg["hidden"]),
-                      "lanes_lit": stage.state().lanes_true, "drafter": stage.state().drafter}
+                      "lanes_lit": stage.state().lanes_true, "drafter": stage.state().drafter,
+                      "labels": stage.labels_json()}
         else:
             out_dir.mkdir(parents=True, exist_ok=True)
             t0 = 0.0 if args.step == 0 else stage.timeline.step_start(args.step - 1)

@@ -376,6 +376,7 @@ class Controller:
             "drafter_settings": self.drafter_settings(),
             "settings": {k: getattr(s, k) for k in LAB_FIELDS}, "lab": self.lab(),
             "lanes_lit": self.driver.lanes_lit(),
+            "labels": self.driver.stage.labels_json() if self.driver.stage is not None else [],
             "quiz": self.modes["quiz"].json() if "quiz" in self.modes else None,
             "quiz_return": self.quiz_return is not None,
             "tube_speed": self.modes["tubes"].speed_name() if "tubes" in self.modes else None,

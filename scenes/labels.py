@@ -134,50 +134,106 @@ def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[t
     return _place(wanted, width, height, keep_out, pad)[0]
 
 
-def _place(wanted, width, height, keep_out=(), pad: float = 4.0):
-    """place_plates, and for each plate whether it found a free spot (else it sits where it was wanted)."""
+def _place(wanted, width, height, keep_out=(), pad: float = 4.0, avoid=None, leaders=None):
+    """place_plates, and for each plate whether it found a free spot (else it sits where it was wanted).
+    avoid[i]: rectangles (x, y, w, h) plate i must not cover besides the shared ones (the other labelled parts);
+    leaders[i]: the point its leader runs to, which must cross no plate placed before it."""
     ok = []
     placed = [tuple(map(float, r[:4])) for r in keep_out]
+    plates: list[tuple] = []          # the plates placed so far (a leader may cross a keep-out, not a plate)
     out = []
     step = height / 90.0
     moves = np.asarray(_MOVES, dtype=np.float64)
-    for x, y, w, h in wanted:
+    for i, (x, y, w, h) in enumerate(wanted):
         cx = np.clip(x + moves[:, 0] * step, 2.0, max(width - w - 2.0, 2.0))
         cy = np.clip(y + moves[:, 1] * step, 2.0, max(height - h - 2.0, 2.0))
         free = np.ones(len(moves), dtype=bool)
-        for rx, ry, rw, rh in placed:
+        for rx, ry, rw, rh in placed + list(avoid[i] if avoid else ()):
             free &= ~((cx < rx + rw + pad) & (rx < cx + w + pad) & (cy < ry + rh + pad) & (ry < cy + h + pad))
-        k = int(np.argmax(free)) if free.any() else None
+        k = None
+        point = leaders[i] if leaders else None
+        for j in np.flatnonzero(free)[:400]:
+            if point is None or not _leader_crosses(point, (cx[j], cy[j], w, h), plates):
+                k = int(j)
+                break
         best = (float(cx[k]), float(cy[k])) if k is not None else (min(max(x, 2.0), width - w),
                                                                     min(max(y, 2.0), height - h))
-        placed.append((best[0], best[1], w, h))
+        if k is not None or leaders is None:    # a plate left out takes no room
+            placed.append((best[0], best[1], w, h))
+            plates.append((best[0], best[1], w, h))
         out.append(best)
         ok.append(k is not None)
     return out, ok
 
 
+def leader_foot(point, rect) -> tuple[float, float]:
+    """Where a plate's leader leaves it: the point of the plate (x, y, w, h) nearest the anchor."""
+    x, y, w, h = rect
+    return min(max(point[0], x), x + w), min(max(point[1], y), y + h)
+
+
+def _leader_crosses(point, rect, plates, samples: int = 16) -> bool:
+    """Whether the leader from the plate `rect` to `point` runs over any of `plates`."""
+    fx, fy = leader_foot(point, rect)
+    t = np.linspace(0.0, 1.0, samples)
+    xs, ys = fx + (point[0] - fx) * t, fy + (point[1] - fy) * t
+    return any(bool(np.any((xs > rx) & (xs < rx + rw) & (ys > ry) & (ys < ry + rh))) for rx, ry, rw, rh in plates)
+
+
+def _leader(fb, point, rect, height, pal, under=()) -> None:
+    """A dotted leader from the plate to its part, ending in a dot on the part: which part a name belongs to is
+    drawn, not left to where the plate happens to sit. It passes under `under` (x, y, w, h: the readouts and
+    the words on the parts): no dot is drawn over a word."""
+    fx, fy = leader_foot(point, rect)
+    dx, dy = point[0] - fx, point[1] - fy
+    dist = float(np.hypot(dx, dy))
+    s = max(2.0, height / 300.0)
+    if dist > 3 * s:
+        n = int(dist / (2.2 * s))
+        for k in range(1, n):
+            t = k / n
+            x, y = fx + dx * t, fy + dy * t
+            near = (1 - t) * dist < 8 * s        # the last few dots, by the anchor, always show
+            if not near and any(rx - s <= x <= rx + rw + s and ry - s <= y <= ry + rh + s for rx, ry, rw, rh in under):
+                continue
+            fb.rect_screen(x - s / 2, y - s / 2, s, s, pal.label)
+    d = 2.6 * s
+    fb.rect_screen(point[0] - d / 2 - s / 2, point[1] - d / 2 - s / 2, d + s, d + s, pal.plate)   # a dark rim
+    fb.rect_screen(point[0] - d / 2, point[1] - d / 2, d, d, pal.label)
+
+
 def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set,
                      exploded: bool = False, readouts: dict | None = None, keep_out=(),
-                     anchors: dict | None = None, shorter: dict | None = None) -> list[tuple]:
+                     anchors: dict | None = None, shorter: dict | None = None, targets: dict | None = None,
+                     leaders_out: list | None = None, words=()) -> list[tuple]:
     """Name plates over the parts; `readouts` {part: [(text, 'main'|'sub')]} adds lines to a part's plate
     (the mill's busy fraction in the wide views); `shorter` {part: lines} is the readout to fall back to
     when the full one finds no free spot; `anchors` {part: world point} moves a plate's anchor (a framed beat
     puts it over the part of the part it shows). Plates never overlap each other or `keep_out` where there is
     room.
+    `targets` {part: ((ax, ay), (x0, y0, x1, y1))}: each labelled part's anchor point on its body and its screen
+    box, both in pixels. With them a plate covers no other labelled part, its leader (drawn from the plate to
+    the anchor) crosses no plate, and a plate that finds no such spot is left out (a closer view names it);
+    `leaders_out` receives (part, plate rect, anchor, part box) for each plate drawn; a leader passes under
+    `words` (x, y, w, h: the HUD and the words on the parts), never over them.
     Returns the plates drawn as (part, x, y, w, h) in pixels."""
     readouts = dict(readouts or {})
     drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                         anchors, draw=not shorter)
+                         anchors, draw=not shorter, targets=targets, words=words)
     if shorter:
         failed = [name for name, *_, ok in drawn if not ok and name in shorter]
         readouts.update({name: shorter[name] for name in failed})
         drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                             anchors)
+                             anchors, targets=targets, words=words)
+    if targets is not None:
+        drawn = [d for d in drawn if d[5]]
+        if leaders_out is not None:
+            leaders_out.extend((d[0], d[1:5], targets[d[0]][0], targets[d[0]][1]) for d in drawn)
     return [d[:5] for d in drawn]
 
 
 def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, anchors=None,
-                 draw=True):
+                 draw=True, targets=None, words=()):
     pal = ec.palette
     big, small = label_sizes(ec, height)
     wanted, names, all_lines = [], [], []
@@ -192,6 +248,8 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
         x, y, depth = project(viewproj, a, width, height)
         if not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
             continue
+        if targets is not None and name not in targets:
+            continue                     # no anchor on the part in view: no name
         lines = []
         if ec.language in ("zh", "both"):
             lines.append((info.zh, big, pal.label))
@@ -212,13 +270,25 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
     # Plates that carry a readout are placed first: what they show must not move when another part is
     # hidden or shown (the mill's readout stays put whether the bridge is there or not).
     order = sorted(range(len(names)), key=lambda k: names[k] not in readouts)
-    placed, free = _place([wanted[k] for k in order], width, height, keep_out)
+    avoid = leaders = None
+    if targets is not None:
+        # A plate covers no other labelled part; its leader runs to the anchor on its own.
+        # (every part in `targets`, named or hidden by the user: a plate does not move when a part is hidden)
+        boxes = {n: t[1] for n, t in targets.items()}
+        avoid = [[(b[0], b[1], b[2] - b[0], b[3] - b[1]) for m, b in boxes.items() if m != names[k]] for k in order]
+        leaders = [targets[names[k]][0] for k in order]
+    placed, free = _place([wanted[k] for k in order], width, height, keep_out, avoid=avoid, leaders=leaders)
     spots, oks = [None] * len(names), [True] * len(names)
     for k, spot, ok in zip(order, placed, free):
         spots[k], oks[k] = spot, ok
     drawn = []
     for name, lines, (x0, y0), (_, _, w, h), ok in zip(names, all_lines, spots, wanted, oks):
-        if draw:
+        if draw and (ok or targets is None):
+            if targets is not None:
+                # under the words, and under the other parts' readouts (the racks, the meters, the cabinet's face)
+                ax, ay = targets[name][0]
+                others = [r for r in keep_out if not (r[0] <= ax <= r[0] + r[2] and r[1] <= ay <= r[1] + r[3])]
+                _leader(fb, (ax, ay), (x0, y0, w, h), height, pal, under=list(words) + others)
             _plate(fb, x0, y0, lines, pal, anchor="left_centred", name=f"plate:{name}")
         drawn.append((name, x0, y0, w, h, ok))
     return drawn

@@ -17,6 +17,7 @@ from scenes.bigdrum import BigDrum
 from scenes.bridge import MeterBridge
 from scenes.cabinet import KVCabinet
 from scenes.camera import VIEWS, Camera, project
+from scenes.framing import projected_rect
 from scenes.labels import emit_hud, emit_part_labels
 from scenes.layout import CABINET_BOX, PARTS, TAPE_DEPTH, TAPE_X, EmitContext, tape_point
 from scenes.legibility import clear_of, group_boxes, measure_text, min_text_px, nearest_wins, overlapping_pairs
@@ -108,6 +109,10 @@ class Stage:
         self.sync = True
         self.hidden: set[str] = set()   # parts not drawn (teaching, tests)
         self.label_plates: list[tuple] = []   # last frame's part-name plates: (part, x, y, w, h), target pixels
+        # last frame's labels as a class reads them: (part, plate (x, y, w, h), anchor (x, y) on the part where its
+        # leader ends, the part's screen box (x0, y0, x1, y1)), target pixels
+        self.label_leaders: list[tuple] = []
+        self._label_boxes = (None, {})
         self.label_keep_out: list[tuple] = []  # last frame's readout rectangles the plates kept clear of
         self.lane_numbers: list[tuple] = []   # last frame's lane numbers: (lane, x, y, size_px, end_x, end_y), pixels
         # Text is sized for a picture this many pixels tall (None: the render target's height). The app sets
@@ -376,6 +381,36 @@ class Stage:
     def _focus_key(self, w: int, h: int):
         return (self.focus, self.view, w, h, self.language, len(self.traces), self.show_hud, id(self.timeline))
 
+    def label_targets(self, vp, width: int, height: int, hidden, offsets, state) -> dict:
+        """{part: ((ax, ay), (x0, y0, x1, y1))} for every part that may be named now: the point on its body its
+        leader ends at and its projected box, both in pixels; parts whose point is off the frame are left out."""
+        names = tuple(n for n in PARTS if n not in hidden)
+        key = (round(self._explode, 3), self._explode_to, self.view, id(self.timeline), state.step, names)
+        if self._label_boxes[0] != key:
+            self._label_boxes = (key, self.part_boxes(names))
+        boxes = self._label_boxes[1]
+        out = {}
+        for name in names:
+            lo, hi = boxes[name]
+            off = np.asarray(offsets.get(name, (0, 0, 0)), dtype=np.float64)
+            shift = off - np.asarray(PARTS[name].lift, dtype=np.float64) * self._explode_to
+            rect = projected_rect(vp, lo + shift, hi + shift, width, height)
+            # On the part's body: layout's probe point, lifted as the part is and kept inside the part's own box
+            # (the tape's box is its writing window). (A framed beat's `anchors` place the plate, over the part,
+            # not the leader's end: the top of a part's box can be air.)
+            point = np.clip(np.asarray(PARTS[name].probe, dtype=np.float64) + off, lo + shift, hi + shift)
+            x, y, depth = project(vp, point, width, height)
+            if rect is None or not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
+                continue
+            out[name] = ((float(x), float(y)), rect)
+        return out
+
+    def labels_json(self) -> list[dict]:
+        """The last frame's labels (`render --json`, `run --json`): part, plate box [x, y, w, h], the anchor its
+        leader ends at and the part's screen box [x0, y0, x1, y1], in pixels."""
+        return [{"part": n, "box": [round(v, 1) for v in r], "anchor": [round(v, 1) for v in a],
+                 "part_box": [round(v, 1) for v in b]} for n, r, a, b in self.label_leaders]
+
     def part_rects(self, width: int, height: int) -> dict[str, tuple | None]:
         """Each framed part's projected box now, (x0, y0, x1, y1) pixels (None: behind the eye)."""
         from scenes.framing import projected_rect
@@ -557,11 +592,15 @@ class Stage:
                                         "sub")]
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}
+            # The parts this view may name, whether the user hid some of them or not: a plate keeps off all of
+            # them, so it does not move when a part is hidden.
+            not_named = set() if wide else set(PARTS) - {"mill"}
             anchors = None
             if self.focus is not None and self.view != "exploded":
                 # A framed beat names its parts on plates over what it shows of them (the tape's writing window,
                 # not the far end of its paper) and keeps the HUD's largest extent clear.
                 hidden = hidden | (set(PARTS) - set(self.focus))
+                not_named = not_named | (set(PARTS) - set(self.focus))
                 anchors = {p: ((lo[0] + hi[0]) / 2, hi[1], (lo[2] + hi[2]) / 2)
                            for p, (lo, hi) in self.fit.get("boxes", {}).items() if p != "mill"}
                 if "tape" in anchors:       # over the text before the writing window: the bridge stands behind it
@@ -570,10 +609,15 @@ class Stage:
                 big_hud = self.hud_rect(width, height)
                 if big_hud is not None:
                     hud = (big_hud[0], big_hud[1], big_hud[2] - big_hud[0], big_hud[3] - big_hud[1])
+            self.label_leaders = []
             self.label_plates = emit_part_labels(fb, vp, width, height, ec, offsets, hidden,
                                                  exploded=self._explode > 0.5, readouts=readouts,
                                                  keep_out=([hud] if hud else []) + self.label_keep_out
-                                                 + [b[1:] for b in world_boxes], anchors=anchors, shorter=shorter)
+                                                 + [b[1:] for b in world_boxes], anchors=anchors, shorter=shorter,
+                                                 targets=self.label_targets(vp, width, height, not_named, offsets,
+                                                                            state),
+                                                 leaders_out=self.label_leaders,
+                                                 words=([hud] if hud else []) + [b[1:] for b in world_boxes])
         self._measure(fb, vp, width, height, min_px, out_h / height, (world_min, world_hidden, world_boxes))
         self.hud_text = list(getattr(fb, "hud_text", []))
 
@@ -607,6 +651,8 @@ class Stage:
         if scaled:
             k = out_h / height
             self.label_plates = [(n, x * k, y * k, w * k, h * k) for n, x, y, w, h in self.label_plates]
+            self.label_leaders = [(n, tuple(v * k for v in r), tuple(v * k for v in a), tuple(v * k for v in b))
+                                  for n, r, a, b in self.label_leaders]
             self.label_keep_out = [(x * k, y * k, w * k, h * k) for x, y, w, h in self.label_keep_out]
             self.lane_numbers = [(n, *(v * k for v in rest)) for n, *rest in self.lane_numbers]
         if scaled:

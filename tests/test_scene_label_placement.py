@@ -98,6 +98,7 @@ def test_exploded_plates_stay_off_readouts_and_near_their_parts(size):
         st.set_view("exploded")
         st.timeline.seek(st.timeline.step_moment(1, "write"))
         with_labels = sh.shoot(st)
+        tv_drawn = any(str(b[0]).startswith("TV") for b in st.legibility["boxes"])
         plates, keep_out = list(st.label_plates), list(st.label_keep_out)
         assert len(keep_out) >= 4          # two racks, the bridge, the cabinet
         for name, *rect in plates:
@@ -114,11 +115,12 @@ def test_exploded_plates_stay_off_readouts_and_near_their_parts(size):
             # Near its part: the plate's centre within a fifth of the frame height (plus its own size) of
             # the anchor (the mill's plate is tall: it carries the readout).
             assert abs(cx - ax) < pw / 2 + 0.2 * h and abs(cy - ay) < ph + 0.2 * h, (name, (cx, cy), (ax, ay))
-        # Each rack's TV readout looks the same with and without the plates.
+        # Each rack's TV readout, where it is drawn (large enough to read from here), looks the same with and
+        # without the names: no plate covers it and a leader passes under its words.
         st.show_labels = False
         bare = sh.shoot(st)
         off = np.asarray(offsets["tubes"])
-        for rack in (0, 1):
+        for rack in (0, 1) if tv_drawn else ():     # (left out where too small to read: nothing to cover)
             xs = [st.tubes.tube_x(rack, j) for j in range(N_CHARS + 1)]
             p = np.array([(xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, TUBES_CENTRE[2] + 0.41]) + off
             tx, ty = st.project(p, w, h)

@@ -32,8 +32,9 @@ def test_mill_readout_is_not_hidden_behind_the_bridge(stage, shooter):
     full = shooter.shoot(stage)
     plates = {name: rect for name, *rect in stage.label_plates}
     x, y, w, h = plates["mill"]
-    # The plate carries the readout (busy %, device, model) under the part's name.
-    assert h > 2.2 * plates["cabinet"][3]
+    # The plate carries a readout under the part's name: the busy share and the context at least (the device and
+    # the model too where the free space off the other parts allows: plates keep off the parts they do not name).
+    assert h > 2.0 * plates["cabinet"][3]
     try:
         stage.hidden = {"bridge"}
         without = shooter.shoot(stage)
