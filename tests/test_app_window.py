@@ -194,3 +194,14 @@ def test_the_hud_counts_lanes_only_once_the_lesson_has_named_them(capsys, tmp_pa
     two = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "2", "--lang", "en",
                   script=["page down", "wait 60"])
     assert two["facts"].get("hud_lanes_lit") == "64"
+
+
+def test_run_json_reports_each_label(capsys, tmp_path):
+    """`run --json` reports every name drawn on the table: its plate, the anchor its leader ends at on the part,
+    and the part's screen box (the scene tests check the same rules offscreen: tests/test_scene_label_anchors.py).
+    (Here, not beside those: a window opened in that file would take the shared offscreen context with it.)"""
+    from test_scene_label_anchors import _check
+    st = run_app(capsys, tmp_path, "--no-save", "--mode", "lab", "--lang", "en", "--pair", "ngram", "--size", "1280x720")
+    labels = st["labels"]
+    assert {"part", "box", "anchor", "part_box"} <= set(labels[0])
+    _check([(d["part"], d["box"], d["anchor"], d["part_box"]) for d in labels], 6)

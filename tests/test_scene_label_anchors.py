@@ -75,11 +75,3 @@ def test_a_framed_beat_names_its_parts_with_leaders():
     finally:
         sh.release()
         st.release()
-
-
-def test_run_json_reports_each_label(capsys, tmp_path):
-    from app_helpers import run_app
-    st = run_app(capsys, tmp_path, "--no-save", "--mode", "lab", "--lang", "en", "--pair", "ngram", "--size", "1280x720")
-    labels = st["labels"]
-    assert {"part", "box", "anchor", "part_box"} <= set(labels[0])
-    _check([(d["part"], d["box"], d["anchor"], d["part_box"]) for d in labels], 6)
