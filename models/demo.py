@@ -41,9 +41,13 @@ def _gamble(tr) -> bool:
 
 def _gamble_rejected(tr) -> bool:
     """The pass's first real coin toss (q > p) went against the guess: the residual round that follows is the
-    one a page can draw (the test checkpoint asks about that very guess)."""
+    one a page can draw (the test checkpoint asks about that very guess), and it spreads over at least two tokens
+    (a picture of topping up what the draft under-proposed, not a single bar)."""
+    import numpy as np
     i = next((i for i in range(tr.tested) if tr.ratios[i] < 1.0), None)
-    return i is not None and not tr.accepted[i]
+    if i is None or tr.accepted[i] or tr.final_row is None:
+        return False
+    return int(np.count_nonzero(np.asarray(tr.final_row) >= 0.05)) >= 2
 
 
 def _copied_kept(tr) -> bool:

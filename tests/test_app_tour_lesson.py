@@ -115,3 +115,11 @@ def test_the_neural_page_quotes_the_long_run_and_a_short_table():
     full = hw.pair_view(entry["data"], ctl.t, entry["file"])["rows"]
     assert len(short) == len(hw.TOUR_PAIR_ROWS) < len(full)
     assert {r[0] for r in short} <= {r[0] for r in full}
+
+
+def test_the_residual_drawn_tops_up_more_than_one_token():
+    """The rejection ch. 5 draws leaves a residual spread over several tokens (what topping up looks like), not
+    a single bar: the demo search asks for it."""
+    ctl = _at("05-acceptance-rule", 3)
+    data = ctl.panel.residual_rows()
+    assert sum(1 for *_, r, _ in data["rows"] if r >= 0.05) >= 2
