@@ -151,9 +151,10 @@ class MeterBridge:
 
     def _labels(self, fb, i, m, pal, gamma, k, language: str = "both") -> None:
         # The ratio and r above the column, as large as the plate's width allows (read from the back of a
-        # room); "> 1" when the column is capped.
+        # room). Above 1 the number alone (the full column shows the cap): "1.98>1" had to shrink below the size a
+        # class can read and was left out, so the first meter of a pass often showed r and no p/q.
         if m.fill >= FILLED:
-            txt = fmt(m.ratio) if m.ratio <= 1 else f"{fmt(m.ratio)}>1"
+            txt = fmt(m.ratio)
             fit = PLATE_W * k * 0.94
             size = min(VALUE_SIZE * k, fit / max(fb.atlas.advance(txt), 1e-6))
             fb.text(txt, meter_point(i, VALUE_V, 0.01, 0, gamma), RIGHT, UP, size, pal.label, anchor="center")
