@@ -123,6 +123,9 @@ _MOVES = sorted(((dx, dy) for dx in range(-60, 61) for dy in range(-60, 61)),
                 key=lambda m: (m[0] * m[0] + m[1] * m[1], m[1] > 0, abs(m[0])))
 
 
+_MOVES_ARRAY = np.asarray(_MOVES, dtype=np.float64)      # (made once: converting the list costs ~5 ms a call)
+
+
 def _overlaps(a, b, pad: float) -> bool:
     return a[0] < b[0] + b[2] + pad and b[0] < a[0] + a[2] + pad and a[1] < b[1] + b[3] + pad and b[1] < a[1] + a[3] + pad
 
@@ -143,13 +146,19 @@ def _place(wanted, width, height, keep_out=(), pad: float = 4.0, avoid=None, lea
     plates: list[tuple] = []          # the plates placed so far (a leader may cross a keep-out, not a plate)
     out = []
     step = height / 90.0
-    moves = np.asarray(_MOVES, dtype=np.float64)
+    moves = _MOVES_ARRAY
     for i, (x, y, w, h) in enumerate(wanted):
         cx = np.clip(x + moves[:, 0] * step, 2.0, max(width - w - 2.0, 2.0))
         cy = np.clip(y + moves[:, 1] * step, 2.0, max(height - h - 2.0, 2.0))
-        free = np.ones(len(moves), dtype=bool)
-        for rx, ry, rw, rh in placed + list(avoid[i] if avoid else ()):
-            free &= ~((cx < rx + rw + pad) & (rx < cx + w + pad) & (cy < ry + rh + pad) & (ry < cy + h + pad))
+        rects = placed + list(avoid[i] if avoid else ())
+        if rects:
+            # every rectangle against every candidate at once (one array pass, not one per rectangle)
+            r = np.asarray(rects, dtype=np.float64)
+            rx, ry, rw, rh = (r[:, m:m + 1] for m in range(4))
+            free = ~np.any((cx < rx + rw + pad) & (rx < cx + w + pad) & (cy < ry + rh + pad) & (ry < cy + h + pad),
+                           axis=0)
+        else:
+            free = np.ones(len(moves), dtype=bool)
         k = None
         point = leaders[i] if leaders else None
         for j in np.flatnonzero(free)[:400]:
@@ -183,20 +192,25 @@ def _leader_crosses(point, rect, plates, samples: int = 16) -> bool:
 def _leader(fb, point, rect, height, pal, under=()) -> None:
     """A dotted leader from the plate to its part, ending in a dot on the part: which part a name belongs to is
     drawn, not left to where the plate happens to sit. It passes under `under` (x, y, w, h: the readouts and
-    the words on the parts): no dot is drawn over a word."""
+    the words on the parts): no dot is drawn over a word, except the last few, by the anchor."""
     fx, fy = leader_foot(point, rect)
     dx, dy = point[0] - fx, point[1] - fy
     dist = float(np.hypot(dx, dy))
     s = max(2.0, height / 300.0)
     if dist > 3 * s:
         n = int(dist / (2.2 * s))
-        for k in range(1, n):
-            t = k / n
-            x, y = fx + dx * t, fy + dy * t
-            near = (1 - t) * dist < 8 * s        # the last few dots, by the anchor, always show
-            if not near and any(rx - s <= x <= rx + rw + s and ry - s <= y <= ry + rh + s for rx, ry, rw, rh in under):
-                continue
-            fb.rect_screen(x - s / 2, y - s / 2, s, s, pal.label)
+        t = np.arange(1, n) / n
+        xs, ys = fx + dx * t, fy + dy * t
+        show = (1 - t) * dist < 8 * s
+        if len(under):
+            u = np.asarray(under, dtype=np.float64)[:, :4]
+            ux, uy, uw, uh = (u[:, m:m + 1] for m in range(4))
+            covered = np.any((ux - s <= xs) & (xs <= ux + uw + s) & (uy - s <= ys) & (ys <= uy + uh + s), axis=0)
+            show |= ~covered
+        else:
+            show[:] = True
+        for x, y in zip(xs[show], ys[show]):
+            fb.rect_screen(float(x) - s / 2, float(y) - s / 2, s, s, pal.label)
     d = 2.6 * s
     fb.rect_screen(point[0] - d / 2 - s / 2, point[1] - d / 2 - s / 2, d + s, d + s, pal.plate)   # a dark rim
     fb.rect_screen(point[0] - d / 2, point[1] - d / 2, d, d, pal.label)
@@ -219,12 +233,13 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
     Returns the plates drawn as (part, x, y, w, h) in pixels."""
     readouts = dict(readouts or {})
     drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                         anchors, draw=not shorter, targets=targets, words=words)
-    if shorter:
-        failed = [name for name, *_, ok in drawn if not ok and name in shorter]
+                         anchors, targets=targets)
+    failed = [d[0] for d in drawn if not d[5] and d[0] in (shorter or {})]
+    if failed:                   # placed again only when a readout found no spot and has a shorter form
         readouts.update({name: shorter[name] for name in failed})
         drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                             anchors, targets=targets, words=words)
+                             anchors, targets=targets)
+    _draw_plates(fb, drawn, targets, keep_out, words, height, ec.palette)
     if targets is not None:
         drawn = [d for d in drawn if d[5]]
         if leaders_out is not None:
@@ -232,8 +247,21 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
     return [d[:5] for d in drawn]
 
 
+def _draw_plates(fb, drawn, targets, keep_out, words, height, pal) -> None:
+    """The plates found a spot (all of them without `targets`), each with its leader when it has a target."""
+    for name, x0, y0, w, h, ok, lines in drawn:
+        if not ok and targets is not None:
+            continue
+        if targets is not None:
+            # under the words, and under the other parts' readouts (the racks, the meters, the cabinet's face)
+            ax, ay = targets[name][0]
+            others = [r for r in keep_out if not (r[0] <= ax <= r[0] + r[2] and r[1] <= ay <= r[1] + r[3])]
+            _leader(fb, (ax, ay), (x0, y0, w, h), height, pal, under=list(words) + others)
+        _plate(fb, x0, y0, lines, pal, anchor="left_centred", name=f"plate:{name}")
+
+
 def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, anchors=None,
-                 draw=True, targets=None, words=()):
+                 targets=None):
     pal = ec.palette
     big, small = label_sizes(ec, height)
     wanted, names, all_lines = [], [], []
@@ -283,14 +311,7 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
         spots[k], oks[k] = spot, ok
     drawn = []
     for name, lines, (x0, y0), (_, _, w, h), ok in zip(names, all_lines, spots, wanted, oks):
-        if draw and (ok or targets is None):
-            if targets is not None:
-                # under the words, and under the other parts' readouts (the racks, the meters, the cabinet's face)
-                ax, ay = targets[name][0]
-                others = [r for r in keep_out if not (r[0] <= ax <= r[0] + r[2] and r[1] <= ay <= r[1] + r[3])]
-                _leader(fb, (ax, ay), (x0, y0, w, h), height, pal, under=list(words) + others)
-            _plate(fb, x0, y0, lines, pal, anchor="left_centred", name=f"plate:{name}")
-        drawn.append((name, x0, y0, w, h, ok))
+        drawn.append((name, x0, y0, w, h, ok, lines))
     return drawn
 
 
