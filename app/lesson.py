@@ -18,7 +18,6 @@ place (the command line prints it as one line and exits 2). Notes may quote live
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from app.tour import CHAPTERS, LANGS, narration
 from corpus import jsonio
 from corpus.atomic import write_text_atomic
 from corpus.errors import InputError
-from corpus.validate import read_regular_file
+from corpus.validate import read_json
 
 SCHEMA = "spectable-lesson/1"
 LESSONS_DIR = ASSETS / "lessons"
@@ -90,11 +89,9 @@ def full_tour() -> Lesson:
 
 # ---- reading -----------------------------------------------------------------------------------------
 def _keys(obj, allowed: set, required: set, where: str) -> dict:
-    if not isinstance(obj, dict):
-        raise InputError(f"{where}: must be a JSON object")
-    unknown = sorted(set(obj) - allowed)
-    if unknown:
-        raise InputError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    """The tour's own check of an object's keys (app.tour._keys), and the keys it must have."""
+    from app.tour import _keys as tour_keys
+    tour_keys(obj, allowed, where)
     missing = sorted(required - set(obj))
     if missing:
         raise InputError(f"{where}: missing {missing[0]!r}")
@@ -218,18 +215,7 @@ def resolve(name: str | Path) -> Path:
 def load_lesson(path: str | Path) -> Lesson:
     """Read and check a lesson file (InputError: one line naming the file and what is wrong)."""
     path = resolve(path)
-    try:
-        data = read_regular_file(path, "lesson file", MAX_LESSON_BYTES)
-    except FileNotFoundError:
-        raise InputError(f"lesson file {path} does not exist") from None
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"lesson file {path} is not UTF-8 text (bad byte at offset {exc.start})") from None
-    except RecursionError:
-        raise InputError(f"lesson file {path} is nested too deeply") from None
-    except ValueError as exc:
-        raise InputError(f"lesson file {path} is not JSON ({exc})") from None
+    raw = read_json(path, "lesson file", MAX_LESSON_BYTES)
     return parse_lesson(raw, f"lesson file {path}")
 
 

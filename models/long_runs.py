@@ -16,7 +16,6 @@ Read back like every file the program reads: type, range and finiteness checked 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -98,16 +97,8 @@ def parse(raw, where: str) -> LongRun:
 
 
 def load(path: str | Path) -> LongRun:
-    from corpus.validate import read_regular_file
-    try:
-        data = read_regular_file(path, "long-run file", MAX_BYTES)
-    except FileNotFoundError:
-        raise InputError(f"long-run file {path} does not exist") from None
-    try:
-        raw = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise InputError(f"long-run file {path} is not JSON text ({type(exc).__name__})") from None
-    return parse(raw, f"long-run file {path}")
+    from corpus.validate import read_json
+    return parse(read_json(path, "long-run file", MAX_BYTES), f"long-run file {path}")
 
 
 def weights_digest(pair) -> str:

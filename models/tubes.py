@@ -32,7 +32,7 @@ tube converges to p.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -177,8 +177,14 @@ def tv_series(round_counts: np.ndarray, p: np.ndarray, cols: np.ndarray | None =
 def tv_noise(p: np.ndarray, n: int, reps: int = 400, seed: int = 0) -> tuple[float, float, float]:
     """How far from p a perfect sampler's tube ends after n draws: (mean, 5th, 95th percentile) of the TV of n
     draws taken from p itself (a fixed seed: the same figures every time). Two exact tubes differ by this much
-    by chance alone."""
+    by chance alone. Cached per (p, n): the tubes' p after their prefix is one row."""
     p = np.asarray(p, dtype=np.float64)
+    return _tv_noise(p.tobytes(), len(p), int(n), int(reps), int(seed))
+
+
+@lru_cache(maxsize=8)
+def _tv_noise(p_bytes: bytes, size: int, n: int, reps: int, seed: int) -> tuple[float, float, float]:
+    p = np.frombuffer(p_bytes, dtype=np.float64, count=size)
     p = p / p.sum()
     counts = np.random.default_rng(seed).multinomial(int(n), p, size=int(reps))
     tv = 0.5 * np.abs(counts / float(n) - p[None, :]).sum(axis=1)

@@ -143,7 +143,7 @@ def test_a_bad_lesson_is_refused_naming_the_place(change, words):
 
 
 @pytest.mark.parametrize("content, words", [
-    (b"", "not JSON"), (b"\xff\xfe{}", "not UTF-8"), (b"[" * 100000, "nested too deeply"),
+    (b"", "not valid JSON"), (b"\xff\xfe{}", "not UTF-8"), (b"[" * 100000, "nested more than"),
 ])
 def test_a_lesson_file_that_is_not_one_is_one_line_and_exit_2(tmp_path, capsys, content, words):
     from app.cli import main
