@@ -63,6 +63,9 @@ class Page:
     # The live numbers beside this page (fact names, app.facts), when not the chapter's: a page shows the numbers
     # its sentence is about, never those of a page still to come.
     facts: tuple[str, ...] = ()
+    # Where the table stands before this page's action plays (HOLDS), when not where a page that sets its own
+    # settings starts (the run's first pass): 'drafted' shows the pass's guesses pencilled, as its sentence says.
+    hold: str | None = None
 
     def __getitem__(self, lang: str) -> str:
         return self.text[lang]
@@ -245,7 +248,9 @@ def parse_narration(raw, where: str) -> Narration:
     pages = []
     for i, p in enumerate(pages_raw):
         at = f"{where}: page {i + 1}"
-        _keys(p, {"action", "parts", "view", "pair", "params", "events", "panel", "facts", *LANGS}, at)
+        _keys(p, {"action", "parts", "view", "pair", "params", "events", "panel", "facts", "hold", *LANGS}, at)
+        if p.get("hold") is not None and p["hold"] not in HOLDS:
+            raise InputError(f"{at}: 'hold' must be one of {', '.join(HOLDS)}, not {p['hold']!r}")
         if p.get("panel") is not None and p["panel"] not in PAGE_PANELS:
             raise InputError(f"{at}: 'panel' must be one of {', '.join(PAGE_PANELS)}, not {p['panel']!r}")
         action = parse_action(p["action"], f"{at}: action") if "action" in p else None
@@ -255,7 +260,7 @@ def parse_narration(raw, where: str) -> Narration:
         pages.append(Page(text=_texts(p, at), parts=_parts(p.get("parts"), at, required=True), action=action,
                           view=_view(p.get("view"), at) or "table", pair=pair, params=_params(p.get("params"), at),
                           events=_events(p.get("events"), at), panel=p.get("panel"),
-                          facts=_fact_names(p.get("facts"), at)))
+                          facts=_fact_names(p.get("facts"), at), hold=p.get("hold")))
     return Narration(title=title, pages=tuple(pages))
 
 

@@ -98,12 +98,16 @@ def builder_bounds(fb) -> tuple[np.ndarray, np.ndarray] | None:
     return allp.min(0), allp.max(0)
 
 
-def tape_box(gamma: int, before: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """The tape's writing window (γ guess cells and the bonus cell) and `before` cells of text before it."""
-    from scenes.layout import TAPE_DEPTH, tape_point, window
+def tape_box(gamma: int, before: int = 3, tree_depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The tape's writing window (γ guess cells and the bonus cell) and `before` cells of text before it; for a
+    tree pass drawn in the margin (layout.tree_margin), out to the tree's last column."""
+    from scenes.layout import TAPE_DEPTH, tape_point, tree_margin, window
     g = max(int(gamma), 1)
     x0, cell = window(gamma)
     xa, xb = x0 - (before + 0.3) * cell, x0 + (g + 1.5) * cell
+    margin = tree_margin(gamma, tree_depth) if tree_depth else None
+    if margin is not None:
+        xb = margin[0] + tree_depth * margin[1] + 0.1
     pts = np.array([tape_point(x, v, lift) for x in (xa, xb) for v in (-TAPE_DEPTH / 2, TAPE_DEPTH / 2)
                     for lift in (0.0, 0.12)])
     return pts.min(0), pts.max(0)

@@ -77,6 +77,17 @@ def window(gamma: int) -> tuple[float, float]:
     return min(TAPE_WINDOW_X, TAPE_X[1] - 0.3 - (gamma + 1.3) * cell), cell
 
 
+def tree_margin(gamma: int, depth: int) -> tuple[float, float] | None:
+    """(x of its first column's left edge, column width) of a guess tree drawn in the margin right of the pass's
+    cells, where its candidates can be large and stay on the paper after the pass is decided (struck, ringed)
+    while the kept branch is typed on the line; None when the tape has no room for a column a glyph wide (a deep
+    tree is drawn over the writing window instead, smaller)."""
+    x0, cell = window(gamma)
+    start = x0 + (depth + 1) * cell + 0.25
+    width = min(1.3, (TAPE_X[1] - 0.25 - start) / max(int(depth), 1))
+    return (start, width) if width >= 1.0 else None
+
+
 def cell_x(cell: float, gamma: int = 4) -> float:
     """Centre x of a tape cell counted from the writing window (cell 0 = the first guess of this step)."""
     x0, w = window(gamma)

@@ -251,8 +251,10 @@ class Stage:
         for name in parts:
             off = np.asarray(PARTS[name].lift, dtype=np.float64) * self._explode_to
             if name in ("tape", "readhead"):
+                tr = self.traces[state.step] if 0 <= state.step < len(self.traces) else None
+                depth = len(tr.tree.widths) if tr is not None and tr.tree is not None else 0
                 lo, hi = (tape_box(state.gamma if not state.extra.get("target_only") else 0,
-                                   self._tape_before(state.step)) if name == "tape"
+                                   2 if depth else self._tape_before(state.step), depth) if name == "tape"
                           else readhead_box(self.readhead))
                 out[name] = (lo + off, hi + off)
                 continue

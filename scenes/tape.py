@@ -19,8 +19,8 @@ import numpy as np
 
 from scenes.geometry import box_matrix, compose, rot_x, scale, translate
 from scenes.layout import (CELL, GLYPH, TAPE_CENTRE, TAPE_DEPTH, TAPE_SLOPE, TAPE_X, EmitContext, tape_normal,
-                           tape_point, tape_up, window)
-from scenes.text_atlas import DISC, SOLID
+                           tape_point, tape_up, tree_margin, window)
+from scenes.text_atlas import DISC, RING, SOLID
 
 GLYPH_V = 0.14       # character centre, along the slope from the tape's centre line
 MARK_V = -0.5        # marks under the characters
@@ -158,11 +158,15 @@ class PaperTape:
                          cv.cell * 0.9, 0.07, line)
 
     # ---- tree: the candidates and their branches
-    def tree_layout(self, state) -> dict[int, tuple[float, float, float]]:
-        """node id -> (x, v, size) on the tape now: depth d in the window's column d, each leaf a row of its own
-        (first child on top), a parent midway between its children, the kept branch sliding onto the line."""
+    def tree_layout(self, state, home: bool = False) -> dict[int, tuple[float, float, float]]:
+        """node id -> (x, v, size) on the tape now: depth d in its column (in the margin right of the pass's cells
+        when layout.tree_margin finds room, else over the writing window's cell d), each leaf a row of its own
+        (first child on top), a parent midway between its children, the kept branch sliding onto the line
+        (`home`: where each node was pencilled, before it slides)."""
         tree = state.tree
         x0, cell = window(state.gamma)
+        depth = len(tree.widths)
+        margin = tree_margin(state.gamma, depth) if tree.margin else None
         kids: dict[int, list] = {}
         for nd in tree.nodes:
             kids.setdefault(nd.parent, []).append(nd.id)
@@ -186,6 +190,7 @@ class PaperTape:
         for nd in sorted(tree.nodes, key=lambda nd: -nd.depth):
             rows.setdefault(nd.id, max(1, sum(rows.get(c, 1) for c in kids.get(nd.id, []))))
         full = GLYPH * cell / CELL
+        col_w = margin[1] if margin else cell
         # A crowded column staggers its nodes left and right, so each can be drawn larger than its row is tall.
         column: dict[int, list] = {}
         for nd in tree.nodes:
@@ -194,30 +199,49 @@ class PaperTape:
         for d, ids in column.items():
             tight = slot * min(rows[i] for i in ids) * 0.85 < 0.4 * full
             for j, i in enumerate(sorted(ids, key=lambda i: -v[i])):
-                stagger[i] = (0.24 * cell * (1 if j % 2 else -1)) if tight else 0.0
+                stagger[i] = ((0.3 if margin else 0.24) * col_w * (1 if j % 2 else -1)) if tight else 0.0
         out = {}
         for nd in tree.nodes:
-            # staggered: as wide as the half cell allows, neighbours never touch (0.48 apart, 0.4 wide at most)
-            room = min(slot * rows[nd.id] * 1.2, 0.4 * cell) if stagger[nd.id] else slot * rows[nd.id] * 0.85
+            # staggered: neighbours on one side are two rows apart, across they are two staggers apart
+            fill = 0.95 if margin else 0.85    # the margin's columns are wide: rows may nearly touch
+            room = (min(2 * slot * rows[nd.id] * fill, 2 * abs(stagger[nd.id]) * 0.85) if stagger[nd.id]
+                    else slot * rows[nd.id] * fill)
             size = min(full * 0.8, room)
-            k = _ease(nd.down)
-            out[nd.id] = (x0 + (nd.depth - 0.5) * cell + stagger[nd.id] * (1 - k),
-                          v[nd.id] + (GLYPH_V - v[nd.id]) * k, size + (full - size) * k)
+            cx = (margin[0] + (nd.depth - 0.5) * col_w) if margin else (x0 + (nd.depth - 0.5) * cell)
+            k = 0.0 if home else _ease(nd.down)
+            line_x = x0 + (nd.depth - 0.5) * cell
+            hx = cx + stagger[nd.id]
+            out[nd.id] = (hx + (line_x - hx) * k, v[nd.id] + (GLYPH_V - v[nd.id]) * k, size + (full - size) * k)
         return out
 
     def tree_marks(self, state) -> list[tuple[int, np.ndarray]]:
         """(node id, world point) of each node's knot: where its branch ends, left of its character."""
         if state.tree is None:
             return []
-        lay = self.tree_layout(state)
+        lay = self.tree_layout(state, home=state.tree.margin)
         return [(nd.id, tape_point(lay[nd.id][0] - 0.5 * lay[nd.id][2] - 0.05, lay[nd.id][1], 0.016))
                 for nd in state.tree.nodes if nd.pencil > 0 and nd.erased < 1]
 
+    def tree_glyphs(self, state) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """(node id, bottom, top) world points of each candidate's character drawn now (its em box's height along
+        the tape's slope): what a test measures against the legibility minimum."""
+        if state.tree is None:
+            return []
+        lay = self.tree_layout(state, home=state.tree.margin)
+        return [(nd.id, tape_point(x, v - size / 2, 0.014), tape_point(x, v + size / 2, 0.014))
+                for nd in state.tree.nodes if nd.pencil > 0 and nd.erased < 1
+                for x, v, size in [lay[nd.id]] if size >= TREE_MIN_GLYPH]
+
     def _emit_tree(self, fb, state, display, pal) -> None:
-        lay = self.tree_layout(state)
+        margin = state.tree.margin
+        lay = self.tree_layout(state, home=margin)
         x0, cell = window(state.gamma)
-        root = (x0 - 0.08, GLYPH_V)
+        start = tree_margin(state.gamma, len(state.tree.widths))[0] if margin else x0
+        root = (start - 0.08, GLYPH_V)
         glow = pal.lane_on.color
+        if margin:      # the tree's stem: the text written so far, which every branch continues
+            fb.shape(DISC, tape_point(*root, 0.016), self.right, self.up, 0.12, 0.12,
+                     tuple(pal.ink[:3]) + (min(1.0, max(nd.pencil for nd in state.tree.nodes)),))
         for nd in state.tree.nodes:
             alpha = min(nd.pencil, 1.0 - nd.erased)
             if alpha <= 0.01:
@@ -238,6 +262,10 @@ class PaperTape:
             if nd.checking > 0:
                 fb.shape(DISC, tape_point(x, v, 0.013), self.right, self.up, size * 1.3, size * 1.3,
                          (glow[0], glow[1], glow[2], 0.5 * alpha))
+            if nd.round > 1:
+                # Tested after a rejection at its position: it met the residual, not p. A ring says so.
+                fb.shape(RING, tape_point(x, v, 0.015), self.right, self.up, size * 1.45, size * 1.45,
+                         (glow[0], glow[1], glow[2], alpha))
             fb.shape(DISC, tape_point(*knot, 0.016), self.right, self.up, 0.09, 0.09, col + (alpha,))
             if size >= TREE_MIN_GLYPH or nd.down > 0:
                 fb.glyph_cell(display(nd.token), tape_point(x, v, 0.014), self.right, self.up, size, col + (alpha,))
@@ -245,6 +273,15 @@ class PaperTape:
                 w = size * 1.05 * nd.struck
                 fb.shape(SOLID, tape_point(x - 0.525 * size + w / 2, v, 0.018), self.right, self.up, w,
                          max(0.035, size * 0.1), (pal.fail_mark[0], pal.fail_mark[1], pal.fail_mark[2], alpha))
+        if margin:
+            # The kept branch stays inked in the margin; a copy of each of its nodes travels down onto its cell on
+            # the line, where the typing head inks it.
+            moving = self.tree_layout(state)
+            for nd in state.tree.nodes:
+                if 0.0 < nd.down < 1.0:
+                    x, v, size = moving[nd.id]
+                    fb.glyph_cell(display(nd.token), tape_point(x, v, 0.02), self.right, self.up, size,
+                                  tuple(pal.ink[:3]) + (1.0 - 0.5 * nd.down,))
 
 
 def _ease(x: float) -> float:

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 
 from models.trace import StepTrace
+from scenes.layout import TAPE_X, tree_margin, window
 
 TICK = 1.0 / 120.0
 TAPE_HISTORY = 40      # tokens behind the writing window kept in the state (more than the tape shows)
@@ -121,6 +122,7 @@ class TreeNodeState:
     ink: float             # 0..1 inked (a candidate kept: on the accepted path)
     erased: float          # 0..1 faded out (everything but the kept branch, once the pass is decided)
     down: float            # 0..1 the kept branch coming down onto the line, to be typed
+    round: int = 0         # the round its test is in (0: not tested yet); 2 and up met the residual
 
 
 @dataclass
@@ -128,6 +130,7 @@ class TreeState:
     widths: list[int]
     nodes: list[TreeNodeState]
     lanes: int             # nodes + 1: what the target computes in the pass
+    margin: bool = False   # drawn in the margin right of the pass's cells (layout.tree_margin)
 
 
 @dataclass
@@ -532,30 +535,43 @@ class Timeline:
 
     def _tree(self, t: float, st: StepTiming, tr) -> TreeState | None:
         """Every node of a tree pass: pencilled a depth a stroke, tested in the bridge's order, struck (rejected)
-        or inked (kept), then everything but the kept branch erased while the kept branch comes down onto the line."""
+        or inked (kept), then the kept branch comes down onto the line. A tree in the margin (layout.tree_margin)
+        stays there as the pass's record until the tape scrolls on: the struck candidates, the ringed ones that
+        met the residual, the kept branch inked, the untested faded; a tree over the writing window is erased
+        but for the kept branch, which the line then holds."""
         tree = tr.tree
-        if tree is None or t >= st.erase[1]:
+        if tree is None:
+            return None
+        margin = tree_margin(len(tree.widths), len(tree.widths)) is not None
+        scroll_half = (st.scroll[0], st.scroll[0] + 0.4 * (st.scroll[1] - st.scroll[0]))   # gone as it moves
+        if t >= (scroll_half[1] if margin else st.erase[1]):
             return None
         by_node = {c.node: i for i, c in enumerate(tree.checks)}
         erase = self._progress(t, st.erase)
+        leave = self._progress(t, scroll_half) if margin else 0.0
         kept = set(tree.accepted_path)
         nodes = []
         for nd in tree.nodes:
             pencil = self._progress(t, st.strokes[nd.depth - 1])
-            checking, verdict, struck, ink = 0.0, "", 0.0, 0.0
+            checking, verdict, struck, ink, rnd = 0.0, "", 0.0, 0.0, 0
             j = by_node.get(nd.id)
             if j is not None:
                 a, b = st.tests[j]
                 checking = 1.0 if a <= t < b else 0.0
+                rnd = tree.checks[j].round if t >= a else 0
                 if t >= b - 1e-9:
                     ok = tree.checks[j].accepted
                     verdict = "pass" if ok else "fail"
                     after = self._progress(t, (b, b + 0.3))
                     ink, struck = (after, 0.0) if ok else (0.0, after)
             on_branch = nd.id in kept
+            if margin:      # the record stays: only the candidates never tested fade (to a ghost), then all go
+                gone = max(leave, 0.0 if (on_branch or j is not None) else 0.65 * erase)
+            else:
+                gone = 0.0 if on_branch else erase
             nodes.append(TreeNodeState(nd.id, nd.parent, nd.depth, nd.token, pencil, checking, verdict, struck, ink,
-                                       0.0 if on_branch else erase, erase if on_branch else 0.0))
-        return TreeState(list(tree.widths), nodes, tree.lanes_lit)
+                                       gone, erase if on_branch else 0.0, rnd))
+        return TreeState(list(tree.widths), nodes, tree.lanes_lit, margin)
 
     def _meters(self, t: float, k: int, st: StepTiming, tr) -> list[MeterState]:
         """One meter per guess: its column rises over its test span; the verdict shows at the span's end."""
@@ -612,6 +628,9 @@ class Timeline:
         A lookup pass first rides over the text it copies (pencil up), then writes the copies in the window."""
         pencil_cell, pencil_down = 0.0, 0.0
         read_cell = None
+        depth = len(tr.tree.widths) if tr is not None and tr.tree is not None else 0
+        margin = tree_margin(depth, depth) if depth else None
+        x0, cell = window(depth)
         if st.look is not None and tr is not None and tr.source_span:
             a, b = st.look
             c0, c1 = tr.source_span["copy"]
@@ -629,10 +648,16 @@ class Timeline:
                     pencil_down = math.sin(math.pi * max(0.0, 2 * x - 1))
                     continue
                 pencil_cell = i + x * 0.8
+                if margin is not None:      # a tree in the margin: its depth's column, right of the cells
+                    pencil_cell = (margin[0] + (i + 0.1 + 0.8 * x) * margin[1] - x0) / cell - 0.5
                 pencil_down = math.sin(math.pi * x)
         if t >= st.draft[1]:
-            # Parked to the right, clear of the cells the class is reading.
-            pencil_cell = g - 0.2 + 2.2 * _ramp(t, st.draft[1], st.draft[1] + 0.5)
+            # Parked to the right, clear of the cells (and a margin tree) the class is reading.
+            park = g - 0.2 + 2.2 * _ramp(t, st.draft[1], st.draft[1] + 0.5)
+            if margin is not None:
+                last = (margin[0] + (depth - 0.1) * margin[1] - x0) / cell - 0.5
+                park = last + ((TAPE_X[1] + 0.2 - x0) / cell - 0.5 - last) * _ramp(t, st.draft[1], st.draft[1] + 0.5)
+            pencil_cell = park
             pencil_down = 0.0
         return pencil_cell, pencil_down
 

@@ -25,11 +25,12 @@ def _bbox(stage, pts):
 
 
 def _visible(stage, cells):
-    """Cells whose character lies wholly inside the frame (the tape runs past the view's edges)."""
+    """Cells whose character lies wholly inside the frame (the tape runs past the view's edges), clear of its
+    outer 6 % where perspective shears a glyph away from the flat reference it is compared with."""
     out = []
     for c in cells:
-        x, y = stage.project(c.centre, W, H)
-        if 60 < x < W - 60 and 60 < y < H - 60:
+        ends = [stage.project(c.centre + stage.tape.right * s * c.cell / 2, W, H) for s in (-1, 1)]
+        if all(0.06 * W < x < 0.94 * W and 60 < y < H - 60 for x, y in ends):
             out.append(c)
     return out
 
@@ -69,7 +70,7 @@ def test_tape_shows_the_runs_characters(stage, shooter):
     stage.timeline.seek(stage.timeline.step_end(k) - TICK)
     img = shooter.shoot(stage)
     cells = _visible(stage, [c for c in stage.tape_cells() if c.ink >= 1 and c.erased == 0 and len(c.text) == 1])
-    assert len(cells) >= 6
+    assert len(cells) >= 5
     # The cells read, in order, as the end of the text the run has written so far.
     pair = stage.run.pair
     trs = traces()
@@ -83,7 +84,7 @@ def test_tape_shows_the_runs_characters(stage, shooter):
         scores = {ch: float((crop * ref).sum()) for ch, ref in refs.items()}
         best = max(scores, key=scores.get)
         assert best == cell.text, (cell.text, scores)
-        assert scores[cell.text] > 0.6
+        assert scores[cell.text] > 0.6, (cell.text, cell.x, scores)
 
 
 def _mark_area(stage, img, cell):

@@ -138,3 +138,77 @@ def test_framed_parts_are_where_their_boxes_say():
     finally:
         off.release()
         st.release()
+
+
+def _tree_page(ctl):
+    """Go to chapter 10's tree page (the page that sets the tree drafter), its text showing."""
+    from app import tour
+    ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("10-no-second-model"))
+    ctl.panel.apply_chapter()
+    page = [k for k, p in enumerate(ctl.tour.pages()) if p.params.get("drafter") == "tree"][0]
+    while ctl.tour.page < page:
+        ctl.do("next")
+        if ctl.tour.acted and ctl.tour.page < page:
+            ctl.do("next")
+    assert ctl.tour.page == page and not ctl.tour.acted
+
+
+def _glyph_px(stage, w, h):
+    """Em height on screen (px) of each tree candidate's character drawn now."""
+    state = stage.state()
+    return {i: float(np.linalg.norm(np.subtract(stage.project(top, w, h), stage.project(bottom, w, h))))
+            for i, bottom, top in stage.tape.tree_glyphs(state)}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_tree_page_shows_a_tree_a_class_can_read_and_keeps_its_record(lang):
+    """Ch. 10's tree page says the tree is pencilled on the tape: it is, before the pass plays, every candidate's
+    character at least the legibility minimum in the beat's frame; while the bridge tests it, too; and when the
+    pass is decided the rejected candidates stay struck, the ones that met the residual ringed, the kept branch
+    inked, the untested faded, the written tokens on the line."""
+    from scenes.legibility import min_text_px
+    ctl, scr = _tour(lang)
+    try:
+        _tree_page(ctl)
+        w, h = _settle(ctl, scr)
+        stage = ctl.driver.stage
+        tr = ctl.session.ensure().traces[0]
+        state = stage.state()
+        assert state.tree is not None and state.tree.margin
+        assert all(nd.pencil > 0.95 and nd.erased == 0.0 for nd in state.tree.nodes), state.tree.nodes
+        least = min_text_px(H)
+        sizes = _glyph_px(stage, w, h)
+        assert set(sizes) == {nd.id for nd in tr.tree.nodes}
+        assert min(sizes.values()) >= least, (sizes, least)
+        # the candidates are inside the frame the beat fits (the tape's box runs out to the tree's margin)
+        rects = stage.part_rects(w, h)
+        for _, bottom, top in stage.tape.tree_glyphs(state):
+            for p in (bottom, top):
+                x, y = stage.project(p, w, h)
+                assert rects["tape"][0] - 2 <= x <= rects["tape"][2] + 2 and 0 <= y <= h, (x, y, rects["tape"])
+        ctl.do("next")                                  # the action: the bridge tests the tree
+        assert ctl.tour.acted
+        w, h = _settle(ctl, scr, frames=2)              # its text is longer: the table's frame is smaller
+        tl = ctl.driver.timeline
+        st = tl.steps[0]
+        tests = tr.tree.checks
+        assert any(c.round > 1 for c in tests)          # the page's event: a later round kept
+        tl.seek((st.tests[-1][0] + st.tests[-1][1]) / 2)
+        assert min(_glyph_px(stage, w, h).values()) >= least
+        tl.seek(tl.step_moment(0, "write"))             # decided and written, before the tape scrolls on
+        state = stage.state()
+        nodes = {nd.id: nd for nd in state.tree.nodes}
+        tested = {c.node: c for c in tests}
+        for i, nd in nodes.items():
+            if i in tr.tree.accepted_path:
+                assert nd.ink == 1.0 and nd.erased == 0.0
+            elif i in tested:                          # rejected: struck, and still there to be read
+                assert not tested[i].accepted and nd.struck == 1.0 and nd.erased == 0.0
+            else:                                      # never tested: a faded ghost
+                assert 0.5 < nd.erased < 1.0
+            assert nd.round == (tested[i].round if i in tested else 0)
+        assert any(nd.round > 1 and nd.erased == 0.0 for nd in nodes.values())
+        assert [c.token for c in state.tape if c.step == 0] == tr.tokens_written
+    finally:
+        ctl.driver.stage.release()
+        ctl.close()

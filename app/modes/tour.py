@@ -52,8 +52,9 @@ class TourPanel(Panel):
                 return tl.step_moment(case[0], "write")
         if self.plays > 0:
             return tl.step_moment(min(self.plays, n) - 1, "write")
-        # A page that set its own settings (a new drafter, a new prompt) shows its run from the start.
-        hold = "start" if st.page_params()[0] else st.current.hold
+        # A page that set its own settings (a new drafter, a new prompt) shows its run from the start, unless it
+        # says where its pass stands (a tree's page: the tree pencilled).
+        hold = st.page_data().hold or ("start" if st.page_params()[0] else st.current.hold)
         if hold == "drafted":
             return tl.step_moment(0, "draft")
         if hold == "end":
