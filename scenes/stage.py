@@ -45,8 +45,9 @@ VIEW_SHOWS = {
     "cabinet": {"table", "cabinet"},
     "tubes": {"table", "tubes"},
 }
-# Parts that ride along with another part when the table is taken apart.
-LIFT_WITH = {"pencil": "smalldrum", "typing": "tape"}
+# Parts that ride along with another part when the table is taken apart: the pencil cart's rail runs along the
+# tape (it writes there), so the small drum can be lifted clear of the bridge without dragging the rail along.
+LIFT_WITH = {"pencil": "tape", "typing": "tape"}
 RIDERS = {"smalldrum": ("pencil",), "tape": ("typing",)}
 # A framed beat (set_focus) draws the parts it names, what rides with them, and what they work with.
 FOCUS_WITH = {"bigdrum": ("readhead",), "readhead": ("bigdrum",)}
@@ -237,11 +238,13 @@ class Stage:
             shown.update(FOCUS_WITH.get(p, ()))
         return shown
 
-    def part_boxes(self, parts) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def part_boxes(self, parts, whole: bool = False) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """World bounds of each part as drawn now with the lift it is heading for (scenes.framing): its own
         instances and words (not those of the parts riding with it, which stand elsewhere: the pencil cart
         writes on the tape); the tape's is its writing window, the read
-        head's its teeth, rods and lanes, the bridge's its meters on their beam."""
+        head's its teeth, rods and lanes, the bridge's its meters on their beam. `whole`: all of each part as
+        drawn, with the parts that ride with it (what must not overlap another part when the table is taken
+        apart)."""
         from scenes.framing import builder_bounds, readhead_box, tape_box
         state = self.timeline.state_at()
         right, up = self.camera.basis()
@@ -249,8 +252,9 @@ class Stage:
         by_name = {p.name: p for p in self.parts}
         out = {}
         for name in parts:
-            off = np.asarray(PARTS[name].lift, dtype=np.float64) * self._explode_to
-            if name in ("tape", "readhead"):
+            lift = PARTS[name].lift if name in PARTS else (0.0, 0.0, 0.0)     # the table itself never lifts
+            off = np.asarray(lift, dtype=np.float64) * self._explode_to
+            if name in ("tape", "readhead") and not whole:
                 tr = self.traces[state.step] if 0 <= state.step < len(self.traces) else None
                 depth = len(tr.tree.widths) if tr is not None and tr.tree is not None else 0
                 lo, hi = (tape_box(state.gamma if not state.extra.get("target_only") else 0,
@@ -261,8 +265,10 @@ class Stage:
             fb = FrameBuilder(self.atlas)
             fb.offset = off
             by_name[name].emit(fb, state, ec)
+            for rider in ([r for r, host in LIFT_WITH.items() if host == name] if whole else ()):
+                by_name[rider].emit(fb, state, ec)
             bounds = builder_bounds(fb)
-            if bounds is not None and name == "bridge":
+            if bounds is not None and name == "bridge" and not whole:
                 # The meters and the beam they stand on, not its legs: the meters are what a sentence means.
                 from scenes.bridge import BEAM_H, BEAM_Y
                 lo, hi = bounds
@@ -419,6 +425,14 @@ class Stage:
         vp = self.viewproj(width, height)
         return {p: projected_rect(vp, *self.fit["boxes"][p], width, height) if p in self.fit.get("boxes", {})
                 else None for p in (self.focus or ())}
+
+    def whole_part_rects(self, width: int, height: int, names=tuple(PARTS)) -> dict[str, tuple | None]:
+        """Each part's whole projected box now, (x0, y0, x1, y1) pixels, lifted as it is heading for (the
+        exploded view keeps these apart); 'table' among `names`: the table itself (what an overview frames)."""
+        from scenes.framing import projected_rect
+        vp = self.viewproj(width, height)
+        return {p: projected_rect(vp, lo, hi, width, height)
+                for p, (lo, hi) in self.part_boxes(tuple(names), whole=True).items()}
 
     def beat_report(self, width: int, height: int, covers=()) -> dict:
         """What a class sees of the framed parts in a frame of this size now: {'parts', 'in_view': {part: share

@@ -92,6 +92,57 @@ def test_exploded_view_lifts_every_part(stage, shooter):
         stage.set_view("table")
 
 
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080), (1024, 768)])
+def test_exploded_view_separates_every_part_on_screen(stage, size):
+    """Taken apart, no two parts' whole screen boxes overlap (each with what rides with it: the typing head and
+    the pencil cart's rail on the tape), and every part is inside the frame."""
+    import itertools
+    w, h = size
+    stage.set_view("exploded")
+    try:
+        stage.frame_for(w, h)
+        rects = stage.whole_part_rects(w, h)
+        assert set(rects) == set(PARTS) and all(r is not None for r in rects.values())
+        for a, b in itertools.combinations(rects, 2):
+            ra, rb = rects[a], rects[b]
+            shared = min(ra[2], rb[2]) - max(ra[0], rb[0]), min(ra[3], rb[3]) - max(ra[1], rb[1])
+            assert min(shared) <= 1.0, (a, ra, b, rb)
+        for name, r in rects.items():
+            assert r[0] >= 0 and r[1] >= 0 and r[2] <= w and r[3] <= h, (name, r)
+        # standing on the table, the same boxes do overlap: the separation is the exploded view's doing
+        stage.set_view("table")
+        stage.frame_for(w, h)
+        on_table = stage.whole_part_rects(w, h)
+        assert any(min(min(ra[2], rb[2]) - max(ra[0], rb[0]), min(ra[3], rb[3]) - max(ra[1], rb[1])) > 1.0
+                   for ra, rb in itertools.combinations(on_table.values(), 2))
+    finally:
+        stage.set_view("table")
+
+
+def test_the_exploded_flight_is_eased_and_cut_in_reduced_motion():
+    from tests.scene_helpers import make_stage
+    st = make_stage()
+    try:
+        st.camera_transition_s = 0.9
+        st._rendered = True                    # as after a first frame: the parts fly rather than jump
+        st.set_view("exploded")
+        lifts = [st._explode]
+        for _ in range(27):
+            st.advance(1 / 30, play=False)
+            lifts.append(st._explode)
+        steps = np.diff(lifts)
+        assert lifts[0] == 0.0 and lifts[-1] == 1.0 and (steps >= 0).all()
+        # eased: slow out of the table, fastest mid-flight, slow into place
+        assert steps[0] < steps[13] / 3 and steps[-1] < steps[13] / 3
+        st.set_view("table")
+        st.reduced_motion = True
+        st.advance(1 / 30, play=False)          # flying back; with reduced motion the next move is a cut
+        st.set_view("exploded")
+        assert st._explode == 1.0 and not st.animating
+    finally:
+        st.release()
+
+
 def test_same_time_same_frame_and_projector_palette_is_brighter(stage, shooter):
     stage.set_view("table")
     stage.timeline.seek(0)

@@ -212,3 +212,30 @@ def test_the_tree_page_shows_a_tree_a_class_can_read_and_keeps_its_record(lang):
     finally:
         ctl.driver.stage.release()
         ctl.close()
+
+
+def _table_share(stage, w, h) -> float:
+    """The share of the 3D view's width the table's drawn box covers (clipped to the view)."""
+    x0, _, x1, _ = stage.whole_part_rects(w, h, ("table",))["table"]
+    return (min(x1, w) - max(x0, 0.0)) / w
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_overviews_frame_the_table_across_most_of_the_view(lang):
+    """Ch. 12's overview (every part named) and the lab's table fill at least 60 % of the 3D view's width with
+    the table, in the frame each really gets beside its panels."""
+    from app import tour
+    ctl, scr = _tour(lang)
+    try:
+        ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("12-taken-apart"))
+        ctl.panel.apply_chapter()
+        w, h = _settle(ctl, scr)
+        assert len(ctl.tour.beat()[0]) == 8
+        assert _table_share(ctl.driver.stage, w, h) >= 0.6, _table_share(ctl.driver.stage, w, h)
+        ctl.set_mode("lab")
+        w, h = _settle(ctl, scr)
+        assert ctl.driver.stage.view == "table" and ctl.driver.stage.focus is None
+        assert _table_share(ctl.driver.stage, w, h) >= 0.6, _table_share(ctl.driver.stage, w, h)
+    finally:
+        ctl.driver.stage.release()
+        ctl.close()
