@@ -247,6 +247,37 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
     return [d[:5] for d in drawn]
 
 
+def emit_callouts(fb, items, width, height, ec: EmitContext, keep_out=()) -> list[tuple]:
+    """Name plates for the pieces of one part seen up close (the cut-away's teeth, push rods, lane axles and
+    counters): items [(key, zh, en, (ax, ay), (x0, y0, x1, y1))] are each piece's anchor on its body and its
+    screen box, in pixels. Each plate is wanted above its anchor, covers no other piece and no `keep_out`
+    rectangle, its leader crosses no other plate; one that finds no such spot is left out. Returns
+    (key, (x, y, w, h), (ax, ay), box) for each plate drawn."""
+    pal = ec.palette
+    big, small = label_sizes(ec, height)
+    wanted, lines_of = [], []
+    for key, zh, en, (ax, ay), _ in items:
+        lines = []
+        if ec.language in ("zh", "both"):
+            lines.append((zh, big, pal.label))
+        if ec.language in ("en", "both"):
+            lines.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
+        w, h = _plate_size(fb, lines)
+        wanted.append((ax - w / 2, ay - h - 1.6 * big, w, h))
+        lines_of.append(lines)
+    boxes = [(b[0], b[1], b[2] - b[0], b[3] - b[1]) for *_, b in items]
+    avoid = [[b for j, b in enumerate(boxes) if j != i] for i in range(len(items))]
+    placed, ok = _place(wanted, width, height, keep_out, avoid=avoid, leaders=[it[3] for it in items])
+    out = []
+    for (key, _, _, point, box), (x0, y0), (_, _, w, h), lines, good in zip(items, placed, wanted, lines_of, ok):
+        if not good:
+            continue
+        _leader(fb, point, (x0, y0, w, h), height, pal)
+        _plate(fb, x0, y0, lines, pal, anchor="left_centred", name=f"plate:{key}")
+        out.append((key, (x0, y0, w, h), tuple(point), tuple(box)))
+    return out
+
+
 def _draw_plates(fb, drawn, targets, keep_out, words, height, pal) -> None:
     """The plates found a spot (all of them without `targets`), each with its leader when it has a target."""
     for name, x0, y0, w, h, ok, lines in drawn:

@@ -16,6 +16,12 @@ from scenes.layout import (BIG_DRUM_CENTRE, BIG_DRUM_COLS, BIG_DRUM_LENGTH, BIG_
 from scenes.text_atlas import SOLID
 
 ROD_TRAVEL = 0.22
+COUNTER_X = 0.45         # the counters stand this far past the shafts' near ends (x)
+COUNTER_R = 0.065
+COUNTER_TEETH = 12       # a lane's counter wheel turns one tooth for each pin read while the lane is lit
+# The pieces the cut-away names (key, zh, en), nearest the class first.
+CUTAWAY_PIECES = (("teeth", "齿", "teeth"), ("rods", "推杆", "push rods"), ("axles", "通道轴", "lane axles"),
+                  ("counters", "计数轮", "counters"))
 
 
 def lane_z(lane: int) -> float:
@@ -75,10 +81,27 @@ class ReadHead:
             glow = np.repeat(lift, lit)
             c = np.stack([xs.ravel(), np.full(xs.size, y - 0.03), zs.ravel() + np.repeat(push, lit)], 1)
             fb.add("box", boxes(c, (0.07, 0.07, 0.07)), pal.lane_on, emissive=0.15 + 1.6 * glow)
+        # Counters on the shafts' near ends: a lit lane's wheel turns a tooth for every pin read (read once,
+        # counted by every lit lane); a dark lane's wheel stands still. The marker on the rim shows the turn.
+        cut = ec.view == "cutaway"
+        if cut:
+            turn = self.counter_angle(state)
+            wheels_on, wheels_off, marks = [], [], []
+            for lane in range(N_LANES):
+                a = turn if lane < lit else 0.0
+                centre = np.array([COUNTER_X + self.x1, y - 0.1, lane_z(lane)])
+                m = compose(translate(*centre), rot_z(math.pi / 2), scale(COUNTER_R, 0.05, COUNTER_R))
+                (wheels_on if lane < lit else wheels_off).append(m)
+                marks.append(box_matrix(COUNTER_X + self.x1 + 0.03, y - 0.1 + 0.7 * COUNTER_R * math.cos(a),
+                                        lane_z(lane) + 0.7 * COUNTER_R * math.sin(a), 0.03, 0.045, 0.045))
+            if wheels_on:
+                fb.add("cyl_lo", np.stack(wheels_on), pal.brass, emissive=0.25)
+            if wheels_off:
+                fb.add("cyl_lo", np.stack(wheels_off), pal.iron_light)
+            fb.add("box", np.stack(marks), pal.iron)
         # Frame: end plates carrying the shafts, a base rail, lane number plates.
         zc = (lane_z(0) + lane_z(N_LANES - 1)) / 2
         zl = lane_z(N_LANES - 1) - lane_z(0) + 0.5
-        cut = ec.view == "cutaway"
         frame = [box_matrix(self.x0 - 0.08, y / 2 + 0.05, zc, 0.12, y + 0.25, zl)]
         if not cut:      # the cut-away removes the near end plate and the front of the base
             frame.append(box_matrix(self.x1 + 0.08, y / 2 + 0.05, zc, 0.12, y + 0.25, zl))
@@ -94,6 +117,41 @@ class ReadHead:
             fb.add("box", box_matrix((self.x0 + self.x1) / 2, y + 0.2, self.tip_z + 0.45, L + 0.3, 0.08, 0.5),
                    pal.iron_light)
         fb.shadow((self.x0 + self.x1) / 2, 0.012, zc, L + 0.8, zl + 0.5, 0.5)
+
+    def pins_read(self, state) -> int:
+        """Pins that have passed the teeth since the run's first turn began: each one read once."""
+        from scenes.bigdrum import CONTACT_ANGLE
+        base = (self.drum.angle - CONTACT_ANGLE + math.pi) / (2 * math.pi)
+        return int(np.sum(np.floor(base + state.big_drum_angle / (2 * math.pi)) - np.floor(base)))
+
+    def counter_angle(self, state) -> float:
+        """How far a lit lane's counter wheel has turned: one tooth (2π/COUNTER_TEETH) per pin read."""
+        return (self.pins_read(state) % COUNTER_TEETH) * 2 * math.pi / COUNTER_TEETH
+
+    def pieces(self, state) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The cut-away's named pieces: key -> (world anchor on it, box lo, box hi). The anchors sit on pieces
+        near the class: a tooth, a push rod, a lane axle and a counter at the near end."""
+        y = READ_HEAD_Y
+        push = self.drum.tooth_lift(state.big_drum_angle) * ROD_TRAVEL
+        z_end = lane_z(N_LANES - 1) + 0.35
+        rz0 = self.tip_z + 0.5
+        tz = self.tip_z + 0.25 + push
+        k = len(self.tx) - 2
+        out = {
+            "teeth": (np.array([self.tx[k], y, tz[k]]), np.array([self.tx[0] - 0.05, y - 0.05, self.tip_z]),
+                      np.array([self.tx[-1] + 0.05, y + 0.05, self.tip_z + 0.5 + ROD_TRAVEL])),
+            "rods": (np.array([self.tx[-3], y, rz0 + 0.6 * (z_end - rz0) + push[-3]]),
+                     np.array([self.tx[0] - 0.035, y - 0.035, rz0]),
+                     np.array([self.tx[-1] + 0.035, y + 0.035, z_end + ROD_TRAVEL])),
+            "axles": (np.array([self.x1 + 0.2, y - 0.1, lane_z(N_LANES - 1)]),
+                      np.array([self.x0, y - 0.145, lane_z(0) - 0.045]),
+                      np.array([self.x1 + COUNTER_X, y - 0.055, lane_z(N_LANES - 1) + 0.045])),
+            "counters": (np.array([self.x1 + COUNTER_X + 0.03, y - 0.1 - 0.5 * COUNTER_R, lane_z(N_LANES - 1)]),
+                         np.array([self.x1 + COUNTER_X - 0.025, y - 0.1 - COUNTER_R, lane_z(0) - COUNTER_R]),
+                         np.array([self.x1 + COUNTER_X + 0.025, y - 0.1 + COUNTER_R,
+                                   lane_z(N_LANES - 1) + COUNTER_R])),
+        }
+        return out
 
     def lane_number_spots(self, viewproj, width, height, offset=(0.0, 0.0, 0.0), cut=False, text_ref=None,
                           min_px: float = 11.0, keep_out=None) -> list[tuple]:

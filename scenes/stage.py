@@ -115,6 +115,7 @@ class Stage:
         self.label_leaders: list[tuple] = []
         self._label_boxes = (None, {})
         self.label_keep_out: list[tuple] = []  # last frame's readout rectangles the plates kept clear of
+        self.callouts: list[tuple] = []       # last frame's cut-away plates: (piece, (x, y, w, h), anchor, box)
         self.lane_numbers: list[tuple] = []   # last frame's lane numbers: (lane, x, y, size_px, end_x, end_y), pixels
         # Text is sized for a picture this many pixels tall (None: the render target's height). The app sets
         # the window's height: the table gets only part of the window, and its labels must read as the
@@ -426,6 +427,25 @@ class Stage:
         return {p: projected_rect(vp, *self.fit["boxes"][p], width, height) if p in self.fit.get("boxes", {})
                 else None for p in (self.focus or ())}
 
+    def _cutaway_callouts(self, fb, vp, width, height, state, ec, offsets, hud) -> list[tuple]:
+        """The cut-away names the read head's pieces (teeth, push rods, lane axles, counters) on plates with
+        leaders to each, clear of the HUD and the lane numbers; a piece off the frame is not named."""
+        from scenes.framing import projected_rect
+        from scenes.labels import emit_callouts
+        from scenes.readhead import CUTAWAY_PIECES
+        off = np.asarray(offsets.get("readhead", (0.0, 0.0, 0.0)), dtype=np.float64)
+        pieces = self.readhead.pieces(state)
+        items = []
+        for key, zh, en in CUTAWAY_PIECES:
+            anchor, lo, hi = pieces[key]
+            x, y, depth = project(vp, anchor + off, width, height)
+            box = projected_rect(vp, lo + off, hi + off, width, height)
+            if box is None or not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
+                continue
+            items.append((key, zh, en, (float(x), float(y)), tuple(float(v) for v in box)))
+        chips = [(x - 0.5 * sz, y - 0.5 * sz, sz, sz) for _, x, y, sz, _, _ in self.lane_numbers]
+        return emit_callouts(fb, items, width, height, ec, keep_out=([hud] if hud else []) + chips)
+
     def whole_part_rects(self, width: int, height: int, names=tuple(PARTS)) -> dict[str, tuple | None]:
         """Each part's whole projected box now, (x0, y0, x1, y1) pixels, lifted as it is heading for (the
         exploded view keeps these apart); 'table' among `names`: the table itself (what an overview frames)."""
@@ -592,6 +612,9 @@ class Stage:
                                                                 cut=self.view == "cutaway", text_ref=ref,
                                                                 min_px=min_px, keep_out=hud)
             self.readhead.emit_lane_numbers(fb, state, self.lane_numbers, ec)
+        self.callouts = []
+        if self.view == "cutaway" and self.show_labels and drawn("readhead"):
+            self.callouts = self._cutaway_callouts(fb, vp, width, height, state, ec, offsets, hud)
         self.label_keep_out = []
         if wide or mill_plate:
             readouts = {"mill": self.mill.readout_lines(state, ec, compact=wide)}
