@@ -126,19 +126,13 @@ def _page_number(raw, pages: int, where: str) -> int:
 
 
 def _settings(raw, where: str) -> dict:
-    from app.settings import check_value
+    from app.settings import check_values
     if raw is None:
         return {}
     _keys(raw, set(CHAPTER_SETTINGS), set(), where)
-    out = {}
-    for k, v in raw.items():
-        if k == "pair" and v not in LESSON_PAIRS:
-            raise InputError(f"{where}: pair must be one of {', '.join(LESSON_PAIRS)}, not {v!r}")
-        try:
-            out[k] = check_value(k, v)
-        except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
-    return out
+    if "pair" in raw and raw["pair"] not in LESSON_PAIRS:
+        raise InputError(f"{where}: pair must be one of {', '.join(LESSON_PAIRS)}, not {raw['pair']!r}")
+    return check_values(raw, where)
 
 
 def _chapter(raw, where: str) -> LessonChapter:

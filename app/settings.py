@@ -225,6 +225,17 @@ def clamp_value(name: str, value):
     return value
 
 
+def check_values(raw: dict, where: str) -> dict:
+    """Each of a file's settings {name: value} checked as check_value checks it; the error says where."""
+    out = {}
+    for k, v in raw.items():
+        try:
+            out[k] = check_value(k, v)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+    return out
+
+
 def check_value(name: str, value):
     """A value given on purpose (command line, the lab, a tour chapter): the right type and in range, else
     InputError saying what is allowed. Nothing is silently changed."""

@@ -184,20 +184,15 @@ def _view(raw, where: str):
 
 def _params(raw, where: str) -> dict:
     """A page's lab settings: an object of lab fields (app.settings.LAB_FIELDS), each checked as update() checks it."""
-    from app.settings import LAB_FIELDS, check_value
+    from app.settings import LAB_FIELDS, check_values
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not raw:
         raise InputError(f"{where}: 'params' must be a non-empty object of lab settings")
-    out = {}
-    for k, v in raw.items():
+    for k in raw:
         if k not in LAB_FIELDS:
             raise InputError(f"{where}: 'params' sets {k!r}, which is not a lab setting ({', '.join(LAB_FIELDS)})")
-        try:
-            out[k] = check_value(k, v)
-        except InputError as exc:
-            raise InputError(f"{where}: params: {exc}") from None
-    return out
+    return check_values(raw, f"{where}: params")
 
 
 def _events(raw, where: str) -> tuple[str, ...]:

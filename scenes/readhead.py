@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from scenes.bigdrum import CONTACT_ANGLE
 from scenes.geometry import box_matrix, boxes, compose, rot_x, rot_z, scale, translate
 from scenes.layout import (BIG_DRUM_CENTRE, BIG_DRUM_COLS, BIG_DRUM_LENGTH, BIG_DRUM_RADIUS, N_LANES,
                            READ_HEAD_LANE_DZ, READ_HEAD_LANE_Z0, READ_HEAD_Y, EmitContext)
@@ -119,9 +120,9 @@ class ReadHead:
         fb.shadow((self.x0 + self.x1) / 2, 0.012, zc, L + 0.8, zl + 0.5, 0.5)
 
     def pins_read(self, state) -> int:
-        """Pins that have passed the teeth since the run's first turn began: each one read once."""
-        from scenes.bigdrum import CONTACT_ANGLE
-        base = (self.drum.angle - CONTACT_ANGLE + math.pi) / (2 * math.pi)
+        """Pins that have passed the teeth since the run's first turn began: each one read once, as it crosses
+        the contact angle (where BigDrum.tooth_lift peaks)."""
+        base = (self.drum.angle - CONTACT_ANGLE) / (2 * math.pi)
         return int(np.sum(np.floor(base + state.big_drum_angle / (2 * math.pi)) - np.floor(base)))
 
     def counter_angle(self, state) -> float:

@@ -18,12 +18,12 @@ from scenes.bridge import MeterBridge
 from scenes.cabinet import KVCabinet
 from scenes.camera import VIEWS, Camera, project
 from scenes.framing import projected_rect
-from scenes.labels import emit_hud, emit_part_labels
+from scenes.labels import emit_callouts, emit_hud, emit_part_labels
 from scenes.layout import CABINET_BOX, PARTS, TAPE_DEPTH, TAPE_X, EmitContext, tape_point
 from scenes.legibility import clear_of, group_boxes, measure_text, min_text_px, nearest_wins, overlapping_pairs
 from scenes.mill import Mill
 from scenes.palette import get_palette
-from scenes.readhead import ReadHead
+from scenes.readhead import CUTAWAY_PIECES, ReadHead
 from scenes.renderer import FrameBuilder, Renderer, RenderStats
 from scenes.smalldrum import PencilCart, SmallDrum
 from scenes.table import CastIronTable
@@ -430,9 +430,6 @@ class Stage:
     def _cutaway_callouts(self, fb, vp, width, height, state, ec, offsets, hud) -> list[tuple]:
         """The cut-away names the read head's pieces (teeth, push rods, lane axles, counters) on plates with
         leaders to each, clear of the HUD and the lane numbers; a piece off the frame is not named."""
-        from scenes.framing import projected_rect
-        from scenes.labels import emit_callouts
-        from scenes.readhead import CUTAWAY_PIECES
         off = np.asarray(offsets.get("readhead", (0.0, 0.0, 0.0)), dtype=np.float64)
         pieces = self.readhead.pieces(state)
         items = []
@@ -449,7 +446,6 @@ class Stage:
     def whole_part_rects(self, width: int, height: int, names=tuple(PARTS)) -> dict[str, tuple | None]:
         """Each part's whole projected box now, (x0, y0, x1, y1) pixels, lifted as it is heading for (the
         exploded view keeps these apart); 'table' among `names`: the table itself (what an overview frames)."""
-        from scenes.framing import projected_rect
         vp = self.viewproj(width, height)
         return {p: projected_rect(vp, lo, hi, width, height)
                 for p, (lo, hi) in self.part_boxes(tuple(names), whole=True).items()}
@@ -692,6 +688,8 @@ class Stage:
             self.label_plates = [(n, x * k, y * k, w * k, h * k) for n, x, y, w, h in self.label_plates]
             self.label_leaders = [(n, tuple(v * k for v in r), tuple(v * k for v in a), tuple(v * k for v in b))
                                   for n, r, a, b in self.label_leaders]
+            self.callouts = [(n, tuple(v * k for v in r), tuple(v * k for v in a), tuple(v * k for v in b))
+                             for n, r, a, b in self.callouts]
             self.label_keep_out = [(x * k, y * k, w * k, h * k) for x, y, w, h in self.label_keep_out]
             self.lane_numbers = [(n, *(v * k for v in rest)) for n, *rest in self.lane_numbers]
         if scaled:

@@ -119,12 +119,16 @@ def test_a_bad_tour_file_is_an_error_at_load(tmp_path, monkeypatch):
             "pages": [{"zh": "甲", "en": "a", "parts": ["tape"], "action": {"do": "play"}}]}
     parsed = tour.parse_narration(good, "x").pages[0]
     assert parsed.action.do == "play" and parsed.parts == ("tape",) and parsed.view == "table"
+    assert parsed.hold is None and tour.parse_narration({**good, "pages": [{**good["pages"][0], "hold": "drafted"}]},
+                                                        "x").pages[0].hold == "drafted"
     page = lambda **kw: {"pages": [{"zh": "甲", "en": "a", "parts": ["tape"], **kw}]}  # noqa: E731
     bad_cases = [
         (page(action={"do": "play", "step": 2}), "'step'"),
         (page(action={"do": "dance"}), "'do'"),
         (page(view="ceiling"), "unknown view 'ceiling'"),
         (page(view="bridge"), "unknown view 'bridge'"),          # a beat names parts; views only stand the table
+        (page(hold="halfway"), "'hold' must be one of start, drafted, end"),
+        (page(hold=["drafted"]), "'hold' must be one of"),
         (page(action={"do": "play", "view": "ceiling"}), "view"),
         (page(action={"do": "play", "pass": -1}), "'pass'"),
         (page(action={"do": "play", "kind": "count"}), "kind"),

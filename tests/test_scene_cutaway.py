@@ -80,6 +80,13 @@ def test_a_lit_lanes_counter_turns_one_tooth_per_pin_read():
         for start in (0.0, 1.234, a):
             turn = [head.pins_read(SimpleNamespace(big_drum_angle=start + k * 2 * math.pi)) for k in (0, 1, 2)]
             assert turn[1] - turn[0] == turn[2] - turn[1] == len(head.drum.angle)
+        # a pin is counted the moment it passes its tooth (where it pushes the tooth up), not half a turn later
+        from scenes.bigdrum import CONTACT_ANGLE
+        for i in range(0, len(head.drum.angle), 97):
+            at = (CONTACT_ANGLE - head.drum.angle[i]) % (2 * math.pi) + 2 * math.pi
+            before, after = (head.pins_read(SimpleNamespace(big_drum_angle=at + e)) for e in (-1e-7, 1e-7))
+            assert after > before
+            assert head.drum.tooth_lift(at)[head.drum.col[i]] >= head.drum.height[i] - 1e-9
     finally:
         st.release()
 
