@@ -5,6 +5,7 @@ they stay legible from the back of a classroom whatever the camera does.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from types import SimpleNamespace
 
 import numpy as np
@@ -137,10 +138,30 @@ def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[t
     return _place(wanted, width, height, keep_out, pad)[0]
 
 
+_PLACED: OrderedDict = OrderedDict()     # recent placements by their inputs: a still camera asks the same again
+
+
 def _place(wanted, width, height, keep_out=(), pad: float = 4.0, avoid=None, leaders=None):
     """place_plates, and for each plate whether it found a free spot (else it sits where it was wanted).
     avoid[i]: rectangles (x, y, w, h) plate i must not cover besides the shared ones (the other labelled parts);
-    leaders[i]: the point its leader runs to, which must cross no plate placed before it."""
+    leaders[i]: the point its leader runs to, which must cross no plate placed before it.
+    A pure function of its inputs, so the answer for the same inputs is kept (a still frame is placed once)."""
+    rects = lambda rs: tuple(tuple(float(v) for v in r[:4]) for r in rs)  # noqa: E731
+    key = (rects(wanted), float(width), float(height), rects(keep_out), float(pad),
+           None if avoid is None else tuple(rects(a) for a in avoid),
+           None if leaders is None else rects(leaders))
+    hit = _PLACED.get(key)
+    if hit is not None:
+        _PLACED.move_to_end(key)
+        return list(hit[0]), list(hit[1])
+    out, ok = _place_now(wanted, width, height, keep_out, pad, avoid, leaders)
+    _PLACED[key] = (tuple(out), tuple(ok))
+    if len(_PLACED) > 32:
+        _PLACED.popitem(last=False)
+    return out, ok
+
+
+def _place_now(wanted, width, height, keep_out, pad, avoid, leaders):
     ok = []
     placed = [tuple(map(float, r[:4])) for r in keep_out]
     plates: list[tuple] = []          # the plates placed so far (a leader may cross a keep-out, not a plate)
@@ -209,8 +230,7 @@ def _leader(fb, point, rect, height, pal, under=()) -> None:
             show |= ~covered
         else:
             show[:] = True
-        for x, y in zip(xs[show], ys[show]):
-            fb.rect_screen(float(x) - s / 2, float(y) - s / 2, s, s, pal.label)
+        fb.rects_screen(xs[show] - s / 2, ys[show] - s / 2, s, s, pal.label)
     d = 2.6 * s
     fb.rect_screen(point[0] - d / 2 - s / 2, point[1] - d / 2 - s / 2, d + s, d + s, pal.plate)   # a dark rim
     fb.rect_screen(point[0] - d / 2, point[1] - d / 2, d, d, pal.label)

@@ -182,6 +182,18 @@ class FrameBuilder:
         row = self._text_row(o, right * w, up * h, g.uv, color, 1.0, 2.0 if key == SOLID else 1.0)
         (self.screen_text if screen else self.world_text).append(row[None])
 
+    def rects_screen(self, xs, ys, w: float, h: float, color) -> None:
+        """Many solid screen rectangles of one size and colour at once (a leader's dots): (xs[i], ys[i]) each one's
+        top-left corner in pixels (y down); the rows rect_screen would write, laid in one array."""
+        xs, ys = np.asarray(xs, dtype=np.float32).ravel(), np.asarray(ys, dtype=np.float32).ravel()
+        if not len(xs):
+            return
+        rows = np.zeros((len(xs), TEXT_FLOATS), dtype=np.float32)
+        rows[:] = self._text_row((0.0, 0.0, 0.0), (w, 0.0, 0.0), (0.0, -h, 0.0), self.atlas.glyphs[SOLID].uv,
+                                 color, 1.0, 2.0)
+        rows[:, 0], rows[:, 1] = xs, ys + h
+        self.screen_text.append(rows)
+
     def rect_screen(self, x: float, y: float, w: float, h: float, color, frame: str | None = None) -> None:
         """A solid screen rectangle, (x, y) its top-left corner in pixels (y down). `frame` names it as a box
         that frames text (a plate, a chip): the overlap measure treats it and its text as one."""

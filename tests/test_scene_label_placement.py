@@ -128,3 +128,31 @@ def test_exploded_plates_stay_off_readouts_and_near_their_parts(size):
     finally:
         sh.release()
         st.release()
+
+
+def test_a_placement_asked_again_is_the_one_computed_and_leader_dots_are_the_rects_they_replace():
+    """The plates' placement is kept by its inputs: asked again it is what placing afresh gives, and other inputs
+    are placed afresh; a leader's dots laid in one array are the rows one rectangle at a time would write."""
+    from scenes import labels
+    from scenes.renderer import FrameBuilder
+    from scenes.text_atlas import GlyphAtlas
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        wanted = [tuple(rng.uniform(0, 600, 2)) + (rng.uniform(40, 160), rng.uniform(16, 40)) for _ in range(6)]
+        keep = [tuple(rng.uniform(0, 600, 2)) + (120.0, 60.0)]
+        avoid = [[tuple(rng.uniform(0, 600, 2)) + (80.0, 80.0)] for _ in wanted]
+        leaders = [tuple(rng.uniform(0, 640, 2)) for _ in wanted]
+        first = labels._place(wanted, 640, 480, keep, avoid=avoid, leaders=leaders)
+        again = labels._place(list(wanted), 640, 480, list(keep), avoid=avoid, leaders=leaders)
+        fresh = labels._place_now(wanted, 640, 480, keep, 4.0, avoid, leaders)
+        assert first == again == (list(fresh[0]), list(fresh[1]))
+        moved = labels._place(wanted, 640, 480, keep + [(0.0, 0.0, 640.0, 240.0)], avoid=avoid, leaders=leaders)
+        assert moved == tuple(map(list, labels._place_now(wanted, 640, 480, keep + [(0.0, 0.0, 640.0, 240.0)],
+                                                          4.0, avoid, leaders)))
+    atlas = GlyphAtlas()
+    one, many = FrameBuilder(atlas), FrameBuilder(atlas)
+    xs, ys = rng.uniform(0, 900, 25), rng.uniform(0, 500, 25)
+    for x, y in zip(xs, ys):
+        one.rect_screen(float(x), float(y), 3.0, 3.0, (0.9, 0.8, 0.7, 1.0))
+    many.rects_screen(xs, ys, 3.0, 3.0, (0.9, 0.8, 0.7, 1.0))
+    assert np.allclose(np.concatenate(one.screen_text), np.concatenate(many.screen_text), atol=1e-4)
