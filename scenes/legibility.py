@@ -71,26 +71,30 @@ def measure_text(items, viewproj, width: int, height: int, min_px: float, which:
     # The ink of a line: its advance less the side bearings, from just below the baseline to the cap height
     # (a Chinese character's ink spans about -0.1 to 0.8 em).
     corners = np.array([[0.04, -0.12], [0.96, -0.12], [0.04, 0.8], [0.96, 0.8]])
-    for it in items:
-        if it.rows[it.index].size == 0 or (which == "world" and it.screen) or (which == "screen" and not it.screen):
+    todo = [it for it in items if it.rows[it.index].size and not (which == "world" and it.screen)
+            and not (which == "screen" and not it.screen)]
+    if not todo:
+        return smallest, hidden, screen_boxes, world_boxes, world_items
+    # Every line's four ink corners, its origin and one em up, projected at once (the loop below only sorts).
+    origin = np.array([it.origin for it in todo], dtype=np.float64)[:, :3]
+    along = np.array([it.along for it in todo], dtype=np.float64)[:, :3]
+    up = np.array([it.em for it in todo], dtype=np.float64)[:, :3]
+    pts = origin[:, None, :] + corners[None, :, :1] * along[:, None, :] + corners[None, :, 1:] * up[:, None, :]
+    pts = np.concatenate([pts, origin[:, None, :], (origin + up)[:, None, :]], axis=1)        # (n, 6, 3)
+    screen = np.array([it.screen for it in todo])
+    h = np.concatenate([pts, np.ones(pts.shape[:2] + (1,))], axis=2) @ np.asarray(viewproj, dtype=np.float64).T
+    w = h[..., 3:4]
+    safe = np.where(np.abs(w) > 1e-12, w, 1.0)
+    ndc = h[..., :3] / safe
+    behind = np.any(w[..., 0] <= 1e-9, axis=1) | np.any(np.abs(ndc[..., 2]) >= 1.0, axis=1)
+    px = np.stack([(ndc[..., 0] * 0.5 + 0.5) * width, (0.5 - ndc[..., 1] * 0.5) * height], axis=2)
+    xy = np.where(screen[:, None, None], pts[:, :4, :2], px[:, :4])
+    ems = np.where(screen, np.linalg.norm(up[:, :2], axis=1), np.linalg.norm(px[:, 5] - px[:, 4], axis=1))
+    lo, hi = xy.min(axis=1), xy.max(axis=1)
+    for i, it in enumerate(todo):
+        if not it.screen and behind[i]:
             continue
-        pts3 = it.origin[None, :] + corners[:, :1] * it.along[None, :] + corners[:, 1:] * it.em[None, :]
-        if it.screen:
-            xy = pts3[:, :2]
-            em = float(np.linalg.norm(it.em[:2]))
-        else:
-            h = np.c_[np.vstack([pts3, it.origin[None], (it.origin + it.em)[None]]), np.ones(6)] @ viewproj.T
-            if np.any(h[:, 3] <= 1e-9):
-                continue
-            ndc = h[:, :3] / h[:, 3:4]
-            if np.any(np.abs(ndc[:, 2]) >= 1.0):
-                continue
-            px = np.c_[(ndc[:, 0] * 0.5 + 0.5) * width, (0.5 - ndc[:, 1] * 0.5) * height]
-            xy = px[:4]
-            em = float(np.linalg.norm(px[5] - px[4]))
-            depth = float(ndc[4, 2])
-        x0, y0 = xy.min(axis=0)
-        x1, y1 = xy.max(axis=0)
+        (x0, y0), (x1, y1), em = lo[i], hi[i], float(ems[i])
         if x1 < 0 or y1 < 0 or x0 > width or y0 > height:
             continue
         if not it.screen and em < min_px:
@@ -101,7 +105,7 @@ def measure_text(items, viewproj, width: int, height: int, min_px: float, which:
         (screen_boxes if it.screen else world_boxes).append((it.text, float(x0), float(y0), float(x1 - x0),
                                                              float(y1 - y0)))
         if not it.screen:
-            world_items.append((it, em, depth))
+            world_items.append((it, em, float(ndc[i, 4, 2])))
     return smallest, hidden, screen_boxes, world_boxes, world_items
 
 
