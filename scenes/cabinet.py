@@ -38,7 +38,7 @@ class KVCabinet:
         body = [box_matrix(xm, ym, self.z0 + 0.05, w, h, 0.1),
                 box_matrix(self.x0 + 0.05, ym, zm, 0.1, h, d), box_matrix(self.x1 - 0.05, ym, zm, 0.1, h, d),
                 box_matrix(xm, self.y1 - 0.05, zm, w, 0.1, d), box_matrix(xm, self.y0 + 0.1, zm, w, 0.2, d)]
-        fb.add("box", np.stack(body), pal.iron)
+        fb.add("box", np.stack(body), pal.wood)
         fb.add("box", box_matrix(xm, self.y1 + 0.04, zm, w + 0.15, 0.08, d + 0.15), pal.brass)
         fb.shadow(xm, 0.012, zm + 0.2, w + 0.9, d + 1.0, 0.6)
         capacity = max(16.0, float(ec.run.kv_capacity))
@@ -79,9 +79,9 @@ class KVCabinet:
         if trays:
             fb.add("box", np.stack(trays), pal.iron)
         if blanks:
-            fb.add("box", np.stack(blanks), pal.iron_light)
+            fb.add("box", np.stack(blanks), pal.wood)
         if fronts:
-            fb.add("box", np.stack(fronts), pal.iron_light)
+            fb.add("box", np.stack(fronts), pal.oak)
             fb.add("box", np.stack(handles), pal.brass)
         if gauges:
             fb.add("box", np.stack(gauges), pal.copper, emissive=0.15)

@@ -44,6 +44,8 @@ class Palette:
     steel: Material
     paper: Material
     wood: Material
+    table_top: Material          # the table's own iron, a shade lighter than the parts' frames so they stand out
+    oak: Material                # the KV cabinet: a card-index cabinet of oak, told from the iron by its colour
     glass: Material
     floor: Material
     lane_off: Material
@@ -82,6 +84,8 @@ def _default() -> Palette:
         steel=Material(srgb("#a9afb8"), metallic=0.85, roughness=0.28),
         paper=Material(srgb("#efe4c8"), metallic=0.0, roughness=0.9),
         wood=Material(srgb("#5a3a24"), metallic=0.0, roughness=0.7),
+        oak=Material(srgb("#7a5233"), metallic=0.0, roughness=0.6),
+        table_top=Material(srgb("#43464e"), metallic=0.5, roughness=0.6),
         glass=Material(srgb("#cfe6ee", 0.22), metallic=0.0, roughness=0.05),
         floor=Material(srgb("#1b1a19"), metallic=0.0, roughness=0.95),
         lane_off=Material(srgb("#3b3f46"), metallic=0.7, roughness=0.4),
@@ -112,6 +116,7 @@ def _projector() -> Palette:
         background_bottom=srgb("#23252b")[:3],
         iron=Material(srgb("#4b4f57"), metallic=0.45, roughness=0.5),
         iron_light=Material(srgb("#6e737c"), metallic=0.5, roughness=0.45),
+        table_top=Material(srgb("#60646d"), metallic=0.45, roughness=0.55),
         meter_face=Material(srgb("#25272c"), metallic=0.3, roughness=0.7),
         paper=Material(srgb("#fffaf0"), metallic=0.0, roughness=0.9),
         lane_on=Material(srgb("#ffd060"), metallic=0.1, roughness=0.3, emissive=1.3),

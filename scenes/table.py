@@ -14,7 +14,8 @@ class CastIronTable:
         x0, x1 = TABLE_X
         z0, z1 = TABLE_Z
         w, d = x1 - x0, z1 - z0
-        self.iron = [box_matrix(0, -TABLE_THICK / 2, 0, w, TABLE_THICK, d)]
+        self.top = [box_matrix(0, -TABLE_THICK / 2, 0, w, TABLE_THICK, d)]
+        self.iron = []
         # Aprons and legs.
         ap = []
         for z in (z0 + 0.35, z1 - 0.35):
@@ -48,6 +49,7 @@ class CastIronTable:
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
         # Drawn after every part standing on it: the top then loses its hidden pixels to the depth test.
+        fb.add("box", np.stack(self.top), pal.table_top, late=True)
         fb.add("box", np.stack(self.iron), pal.iron, late=True)
         fb.add("box", np.stack(self.brass), pal.brass, late=True)
         fb.add("cyl_lo", self.rivets, pal.brass)

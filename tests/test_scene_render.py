@@ -220,3 +220,31 @@ def test_stage_api_contract_every_view_renders(stage):
     finally:
         off.release()
         stage.set_view("table")
+
+
+def test_parts_are_told_apart_by_their_materials(stage, shooter):
+    """The KV cabinet is an oak card-index cabinet (its drawer fronts warm wood, not iron), and the parts' iron
+    frames stand darker than the table's own top, so a frame's edge shows against the table."""
+    stage.show_labels = stage.show_hud = False
+    try:
+        stage.set_view("cabinet")
+        stage.timeline.seek(stage.timeline.step_moment(1, "write"))
+        img = shooter.shoot(stage).astype(int)
+        cab = stage.cabinet
+        fw = cab.x1 - cab.x0 - 0.3
+        for i in (1, 4, 7):                     # between the gauge and the handle of a lower drawer
+            cx, cy, cz = cab.drawer_front(i, 0.0)
+            r, g, b = patch(img, *stage.project((cx + 0.12 * fw, cy - 0.3 * cab.slot_h, cz + 0.051), W, H),
+                            1).reshape(-1, 3).mean(0)
+            assert r > g > b and r - b > 25, (i, (r, g, b))
+        stage.set_view("table")
+        img = shooter.shoot(stage).astype(int)
+        for name in ("readhead", "tubes"):
+            lo, hi = stage.part_boxes((name,), whole=True)[name]
+            mid = (lo + hi) / 2
+            face = patch(img, *stage.project((mid[0], lo[1] + 0.25, hi[2] - 0.005), W, H), 2).mean()
+            top = patch(img, *stage.project((mid[0], 0.0, hi[2] + 0.35), W, H), 2).mean()
+            assert top - face > 8, (name, face, top)
+    finally:
+        stage.show_labels = stage.show_hud = True
+        stage.set_view("table")
