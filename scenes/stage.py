@@ -416,9 +416,14 @@ class Stage:
 
     def labels_json(self) -> list[dict]:
         """The last frame's labels (`render --json`, `run --json`): part, plate box [x, y, w, h], the anchor its
-        leader ends at and the part's screen box [x0, y0, x1, y1], in pixels."""
-        return [{"part": n, "box": [round(v, 1) for v in r], "anchor": [round(v, 1) for v in a],
-                 "part_box": [round(v, 1) for v in b]} for n, r, a, b in self.label_leaders]
+        leader ends at and the part's screen box [x0, y0, x1, y1], in pixels; a cut-away piece's also says which
+        piece ('piece') and its box is the piece's."""
+        parts = [{"part": n, "box": [round(v, 1) for v in r], "anchor": [round(v, 1) for v in a],
+                  "part_box": [round(v, 1) for v in b]} for n, r, a, b in self.label_leaders]
+        # the cut-away's pieces: the read head's, each with the piece it names and that piece's box
+        return parts + [{"part": "readhead", "piece": n, "box": [round(v, 1) for v in r],
+                         "anchor": [round(v, 1) for v in a], "part_box": [round(v, 1) for v in b]}
+                        for n, r, a, b in self.callouts]
 
     def part_rects(self, width: int, height: int) -> dict[str, tuple | None]:
         """Each framed part's projected box now, (x0, y0, x1, y1) pixels (None: behind the eye)."""

@@ -112,3 +112,19 @@ def test_lit_counters_glow_and_dark_ones_do_not(batch, shooter):
         assert warm_wheels == [lane < lit for lane in range(N_LANES)], warm_wheels
     finally:
         st.release()
+
+
+def test_render_json_reports_the_cutaways_pieces(tmp_path, capsys):
+    """`render --json` lists each piece plate of the cut-away beside the part plates: the read head's, which piece,
+    its plate, its anchor on the piece and the piece's screen box."""
+    import json
+
+    from app.cli import main
+    assert main(["render", "--view", "cutaway", "--size", "1280x720", "--msaa", "0", "--out", str(tmp_path / "c.png"),
+                 "--json", "--lang", "en"]) == 0
+    labels = json.loads(capsys.readouterr().out)["labels"]
+    pieces = [lab for lab in labels if "piece" in lab]
+    assert [lab["piece"] for lab in pieces] == [k for k, _, _ in CUTAWAY_PIECES]
+    for lab in pieces:
+        (ax, ay), (x0, y0, x1, y1) = lab["anchor"], lab["part_box"]
+        assert lab["part"] == "readhead" and x0 - 0.5 <= ax <= x1 + 0.5 and y0 - 0.5 <= ay <= y1 + 0.5
