@@ -9,6 +9,7 @@ from app.cli_numbers import SEED, number, whole, whole_list
 from app.cli_progress import Progress
 from corpus import jsonio
 from corpus.errors import InputError
+from models.acceptance import MAX_GAMMA
 
 
 # ---- shared helpers ------------------------------------------------------------------------------
@@ -55,7 +56,7 @@ def _add_shaping_args(p) -> None:
 
 
 def _add_sampling_args(p, seed_default: int = 1) -> None:
-    p.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per target pass (1..64, default 4)")
+    p.add_argument("--gamma", type=whole(1, MAX_GAMMA), default=4, help=f"guesses per target pass (1..{MAX_GAMMA}, default 4)")
     _add_shaping_args(p)
     p.add_argument("--seed", type=SEED, default=seed_default,
                    help=f"random seed: the same seed, the same run (default {seed_default})")
@@ -65,32 +66,39 @@ def _add_sampling_args(p, seed_default: int = 1) -> None:
 
 def _add_drafter_args(p) -> None:
     """Who proposes the guesses (models.drafters) and the tree's shape; checked by _drafter()."""
-    p.add_argument("--drafter", choices=("chain", "lookup", "heads", "tree"), default="chain",
+    from models.drafters import BASES, names
+    p.add_argument("--drafter", choices=names(), default="chain",
                    help="chain: the bigram draft (default); lookup: copy from the text; heads: Medusa-style heads "
                         "on the target's features; tree: several candidates per position")
     p.add_argument("--tree-width", dest="tree_width", type=whole(1, 16), default=None,
                    help="tree: children per node at every depth (default 2)")
-    p.add_argument("--tree-depth", dest="tree_depth", type=whole(1, 64), default=None, help="tree: depth (default γ)")
+    p.add_argument("--tree-depth", dest="tree_depth", type=whole(1, MAX_GAMMA), default=None, help="tree: depth (default γ)")
     p.add_argument("--tree-widths", dest="tree_widths", type=whole_list(1, 16, 64), default=None, metavar="K1,K2,...",
                    help="tree: children per node at each depth, e.g. 3,2,1,1 (sets the depth)")
-    p.add_argument("--tree-from", dest="tree_from", choices=("chain", "heads"), default=None,
+    p.add_argument("--tree-from", dest="tree_from", choices=BASES, default=None,
                    help="tree: who proposes the candidates (default chain)")
     p.add_argument("--tree-sampling", dest="tree_sampling", choices=("iid", "distinct"), default=None,
                    help="tree: candidates i.i.d. (SpecInfer, default) or without replacement (corrected q)")
 
 
 def _drafter(args, pair):
-    from models.drafters import make_drafter
+    from models.drafters import kind
+    k = kind(args.drafter)
     tree_opts = {k: getattr(args, k) for k in ("tree_width", "tree_depth", "tree_widths", "tree_from",
                                                "tree_sampling") if getattr(args, k) is not None}
-    if args.drafter != "tree" and tree_opts:
-        raise InputError(f"--{next(iter(tree_opts)).replace('_', '-')} applies to --drafter tree only")
+    foreign = [o for o in tree_opts if o not in k.options]
+    if foreign:
+        raise InputError(f"--{foreign[0].replace('_', '-')} applies to --drafter "
+                         f"{' or '.join(o.name for o in _kinds_reading(foreign[0]))} only")
     if "tree_widths" in tree_opts and ("tree_width" in tree_opts or "tree_depth" in tree_opts):
         raise InputError("give either --tree-widths or --tree-width/--tree-depth, not both")
-    if getattr(pair, "kind", "ngram") == "neural":
-        from models.llm_pair import check_drafter
-        check_drafter(pair, args.drafter)       # heads and trees are n-gram only; chain needs a draft model
-    return make_drafter(args.drafter, pair, **tree_opts)
+    pair.check_drafter(k)        # heads and trees are built on the n-gram counts; a draft model's needs one
+    return k.make(pair, tree_opts)
+
+
+def _kinds_reading(option: str):
+    from models.drafters import kinds
+    return [k for k in kinds() if option in k.options]
 
 
 def _add_pair_args(p, custom: bool = True) -> None:
@@ -107,9 +115,11 @@ def _add_pair_args(p, custom: bool = True) -> None:
 
 def _wants_neural(args) -> bool:
     custom = getattr(args, "target", None) is not None or getattr(args, "draft", None) is not None
-    if getattr(args, "pair", None) == "ngram" and custom:
+    from app import pairs
+    chosen = getattr(args, "pair", None)
+    if chosen is not None and not pairs.is_neural(chosen) and custom:
         raise InputError("--target/--draft name Llama checkpoints: they do not go with --pair ngram")
-    return custom or getattr(args, "pair", None) == "neural"
+    return custom or (chosen is not None and pairs.is_neural(chosen))
 
 
 def _load_neural(args):
@@ -117,7 +127,9 @@ def _load_neural(args):
     if args.table or args.tokens_kind:
         raise InputError("--table and --tokens-kind choose an n-gram table; the neural pair has its own vocabulary")
     target, draft = getattr(args, "target", None), getattr(args, "draft", None)
-    self_drafting = getattr(args, "drafter", "chain") == "lookup"      # copies from the text: no draft model
+    from models.drafters import kind
+    k = kind(getattr(args, "drafter", "chain"))
+    self_drafting = not k.draft_model and not k.needs      # runs on a network alone: e.g. copies from the text
     if target is None and draft is None:
         target, draft = "nahan-target", "nahan-draft"
     elif target is None:
@@ -240,11 +252,9 @@ def _cmd_probs(args) -> int:
     if args.json:
         _emit_json(out)
         return 0
-    if getattr(pair, "kind", "ngram") == "neural":
-        print(f"after 「{args.prefix}」  (target p: {pair.target.config.name}; draft q: {pair.draft.config.name})")
-    else:
-        print(f"after 「{args.prefix}」  (target p: trigram{' — backed off to the bigram' if p_bo else ''}; "
-              f"draft q: bigram{' — backed off to the unigram floor' if q_bo else ''})")
+    target, draft = pair.model_names
+    print(f"after 「{args.prefix}」  (target p: {target}{' — backed off to the bigram' if p_bo else ''}; "
+          f"draft q: {draft}{' — backed off to the unigram floor' if q_bo else ''})")
     order = list(np.argsort(-p, kind="stable")[:args.top])
     for i in np.argsort(-q, kind="stable")[:args.top]:
         if i not in order:
@@ -400,8 +410,9 @@ def _trace_json(pair, t) -> dict:
 
 def _drafter_json(pair, t) -> dict:
     """The drafter's part of a step: where lookup copied from, which head guessed, the tree and its checks."""
+    from models.drafters import COPY, kind_of
     out: dict = {"drafter": t.drafter}
-    if t.drafter == "lookup":
+    if kind_of(t.drafter).look == COPY:
         span = t.source_span
         out["source_span"] = None if span is None else dict(span) | {
             "matched": "".join(pair.display(i) for i in t.context[span["match"][0]:span["match"][1]]),
@@ -441,19 +452,21 @@ def _cmd_step(args) -> int:
     fmt_top = lambda row, n=4: "  ".join(f"{k} {v:.3f}" for k, v in _top(pair, row, n).items())  # noqa: E731
     if not sampler.settings.exact:
         print(w["inexact"])
+    from models.drafters import COPY, HEADS, TREE, kind_of
     for t in traces:
-        if t.drafter == "tree":
+        look = kind_of(t.drafter).look
+        if look == TREE:
             _print_tree_step(pair, t, w, fmt_top, args)
             continue
-        if t.drafter == "lookup":
+        if look == COPY:
             print(w["pass_lookup"].format(k=t.step_index + 1, g=t.gamma, l=t.lanes_lit))
-        elif t.drafter == "heads":
+        elif look == HEADS:
             y = pair.display(t.context[-1]) if t.context else "↵"
             print(w["pass_heads"].format(k=t.step_index + 1, h=t.gamma + 1, y=y, g=t.gamma, l=t.lanes_lit))
         else:
             print(w["pass"].format(k=t.step_index + 1, g=t.gamma, l=t.lanes_lit))
         print(w["ctx"].format(ctx="".join(pair.display(i) for i in t.context[-20:])))
-        if t.drafter == "lookup":
+        if look == COPY:
             span = t.source_span
             if span is None:
                 print(w["lookup_none"])
@@ -488,7 +501,7 @@ def _cmd_step(args) -> int:
         if bp:
             print(w["backoff_p"].format(pos=", ".join(bp)))
         if bq:
-            print(w["backoff_heads" if t.drafter == "heads" else "backoff_q"].format(pos=", ".join(bq)))
+            print(w["backoff_heads" if look == HEADS else "backoff_q"].format(pos=", ".join(bq)))
         n = len(t.tokens_written)
         print(w["wrote"].format(w="".join(pair.display(x) for x in t.tokens_written), n=n, s="" if n == 1 else "s"))
         if args.pause and sys.stdin.isatty() and t is not traces[-1]:
@@ -538,20 +551,19 @@ def _cmd_alpha(args) -> int:
     s = SamplerSettings(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                         seed=args.seed)
     drafter.validate(s.gamma)
-    neural = getattr(pair, "kind", "ngram") == "neural"
-    fast_chain = drafter.name == "chain"
+    from models.drafters import kind
+    fast_chain = kind(drafter.name).formulas       # the chain's own long run (and cache) serves its figures
     chars = args.chars
     if chars is None:
-        # Shaped rows, every drafter but the chain, and the neural pair (two networks every pass) need the sampler
+        # Shaped rows, every drafter but the chain, and a network pair (two networks every pass) need the sampler
         # itself: a shorter default run.
-        chars = (an.LONG_RUN_TOKENS_NEURAL if neural else
-                 an.LONG_RUN_TOKENS_SHAPED if s.shapes_rows or not fast_chain else an.LONG_RUN_TOKENS)
-    if neural and chars > an.MAX_RUN_TOKENS_NEURAL:
-        raise InputError(f"--chars must be at most {an.MAX_RUN_TOKENS_NEURAL} for a neural pair")
+        chars = pair.long_run_tokens(s, sampler=not fast_chain)
+    if pair.max_run_tokens is not None and chars > pair.max_run_tokens:
+        raise InputError(f"--chars must be at most {pair.max_run_tokens} for a neural pair")
     if fast_chain:
         # The same long run (and cache) the program's panels read: the two cannot disagree.
         run = an.pair_facts(pair, args.gamma, s, chars=chars)
-        a_corpus = None if neural else run.alpha_corpus     # a network has no count table to average over
+        a_corpus = None if math.isnan(run.alpha_corpus) else run.alpha_corpus   # a network has no count table
         a, tpp, lanes, expected = run.alpha, run.tokens_per_pass_counted, float(s.gamma + 1), run.alpha_expected
         n_tokens, passes, acc, tested, method = run.tokens, run.passes, run.accepted, run.tested, run.method
         per_position, proposing = a, 1.0
@@ -579,7 +591,7 @@ def _cmd_alpha(args) -> int:
            "lanes_per_pass": lanes, "alpha_per_position": per_position, "proposing_share": proposing,
            "speedup_model": model_fig["speedup_model"], "speedup_model_c0": model_fig["speedup_model_c0"],
            "cost_model": {k: v for k, v in model_fig.items() if k not in ("speedup_model", "speedup_model_c0")}} \
-        | drafter.describe() | {"pair": "neural" if neural else "ngram"}
+        | drafter.describe() | {"pair": pair.kind}
     if args.json:
         out["alpha_generated_expected"] = _finite(expected)
         out["alpha_generated"] = _finite(a)
@@ -589,7 +601,7 @@ def _cmd_alpha(args) -> int:
     cm = out["cost_model"]
     if a_corpus is not None:
         print(f"α over the corpus's own positions   {a_corpus:.4f}   (mean Σ min(p, q); held-in text)")
-    elif neural and fast_chain:
+    elif fast_chain:           # a network pair: no corpus average
         print(f"{pair.name}: α on held-out text: spectable eval --pair neural")
     print(f"α over generated text ({drafter.name})  {a:.4f}   ({acc}/{tested} guesses accepted in "
           f"{n_tokens} tokens, seed {args.seed})")
@@ -695,7 +707,8 @@ def _cmd_eval(args) -> int:
     from models.ngram import NGramPair
     from models.sampler import SamplerSettings
     SamplerSettings(gamma=args.gamma, seed=args.seed)            # γ and seed checked before anything loads
-    if args.pair == "neural" and args.chars is not None and args.chars > 100_000:
+    from app import pairs
+    if pairs.is_neural(args.pair) and args.chars is not None and args.chars > 100_000:
         raise InputError("--chars must be at most 100000 for the neural pair")
     r = evaluate(args.pair, corpus=args.corpus, ngram_pair=NGramPair.load(args.table) if args.table else None,
                  alpha_tokens=args.chars, gamma=args.gamma, seed=args.seed)
@@ -793,7 +806,7 @@ def register(sub) -> None:
     _add_model_args(a, None)
     _add_pair_args(a)
     a.add_argument("--c", type=number(0, 1000), default=0.1, help="draft cost / target cost (default 0.1)")
-    a.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per pass for the formula lines (default 4)")
+    a.add_argument("--gamma", type=whole(1, MAX_GAMMA), default=4, help="guesses per pass for the formula lines (default 4)")
     a.add_argument("--chars", type=whole(1, 2_000_000), default=None,
                    help="length of the generated run (default 200000, at most 2000000; 20000 with "
                         "temperature/top-k/top-p or a drafter other than chain; 4000 for a neural pair, at most 100000)")
@@ -808,7 +821,7 @@ def register(sub) -> None:
 
     dr = sub.add_parser("drafters", help="every drafter's long run: tokens and lanes per pass, speedup on paper")
     _add_model_args(dr, None)
-    dr.add_argument("--gamma", type=whole(1, 64), default=4,
+    dr.add_argument("--gamma", type=whole(1, MAX_GAMMA), default=4,
                     help="guesses per pass: γ of the chain, lookup and heads, the depth of the trees (default 4)")
     dr.add_argument("--chars", type=whole(1, 50_000), default=20_000,
                     help="tokens per drafter (default 20000, at most 50000)")
@@ -848,7 +861,7 @@ def register(sub) -> None:
     ev.add_argument("--table", default=None, help="n-gram count table (.npz); default: the shipped one")
     ev.add_argument("--chars", type=whole(1, 1_000_000), default=None,
                     help="tokens written for α (default 2000 neural, at most 100000; 200000 n-gram, at most 1000000)")
-    ev.add_argument("--gamma", type=whole(1, 64), default=4, help="guesses per pass of the α run (default 4)")
+    ev.add_argument("--gamma", type=whole(1, MAX_GAMMA), default=4, help="guesses per pass of the α run (default 4)")
     ev.add_argument("--seed", type=SEED, default=0, help="seed of the α run (default 0)")
     ev.add_argument("--json", action="store_true", help="print one JSON object")
     ev.set_defaults(func=_cmd_eval)

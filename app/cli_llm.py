@@ -12,6 +12,8 @@ from corpus import jsonio
 from app.cli_numbers import SEED, number, whole, whole_list
 from app.cli_progress import Progress
 from corpus.errors import InputError
+from models.acceptance import MAX_GAMMA
+from models.drafters import LEAN_COPY, LEAN_MODEL, kind, lean_names
 
 
 WEIGHT_CHOICES = ["fp32", "bf16", "fp16", "int8", "int4"]
@@ -38,14 +40,14 @@ def register(sub) -> None:
     g.add_argument("--prompt-ids", metavar="1,2,3", type=whole_list(0, 2**31 - 1, 1 << 20),
                    help="prompt as comma-separated token ids")
     p.add_argument("--tokens", type=whole(1, 100_000), required=True, help="new tokens to write (at most 100000)")
-    p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
+    p.add_argument("--gamma", type=whole(1, MAX_GAMMA), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--temperature", type=number(0, 1000), default=0.0, help="0 = greedy (default); > 0 samples")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the draws (default 0)")
     p.add_argument("--plain", action="store_true", help="plain decoding even when a draft is given")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to run (default cpu)")
     p.add_argument("--dtype", default="fp32", choices=WEIGHT_CHOICES,
                    help="weight format (default fp32; int8/int4: weight-only, packed, CPU kernels)")
-    p.add_argument("--drafter", default=None, choices=["chain", "lookup"],
+    p.add_argument("--drafter", default=None, choices=lean_names(),
                    help="who guesses: chain = the draft model (default when one is given), lookup = copies from the "
                         "text (no draft model)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
@@ -66,10 +68,10 @@ def register(sub) -> None:
     p.add_argument("--dtype", default=None, choices=WEIGHT_CHOICES,
                    help="weight format: default bf16 for the full bench, fp32 for a checkpoint pair; int8/int4 are "
                         "weight-only, packed (CPU kernels)")
-    p.add_argument("--drafter", default="chain", choices=["chain", "lookup"],
+    p.add_argument("--drafter", default="chain", choices=lean_names(),
                    help="pair measurement: chain = the draft model (default), lookup = copies from the text (a "
                         "target alone)")
-    p.add_argument("--gamma", type=whole(1, 64), default=4, help="draft guesses per pass (default 4)")
+    p.add_argument("--gamma", type=whole(1, MAX_GAMMA), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--batch", type=whole_list(1, 1 << 20, 64), default=[1, 4, 16, 64],
                    help="batch sizes of the sweep, comma-separated")
     p.add_argument("--context", type=whole(1, 1 << 24), default=4096, help="KV context of the batch sweep (tokens)")
@@ -165,10 +167,11 @@ def llm_generate(args) -> dict:
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     check_kernels(args.dtype, device)
     drafter = args.drafter or ("chain" if (args.draft_checkpoint or args.draft_random) else None)
-    if drafter == "chain" and not (args.draft_checkpoint or args.draft_random):
-        raise InputError("--drafter chain needs a draft (--draft-checkpoint or --draft-random)")
-    if drafter == "lookup" and (args.draft_checkpoint or args.draft_random):
-        raise InputError("--drafter lookup copies from the text: give no draft model with it")
+    lean = None if drafter is None else kind(drafter).lean
+    if lean == LEAN_MODEL and not (args.draft_checkpoint or args.draft_random):
+        raise InputError(f"--drafter {drafter} needs a draft (--draft-checkpoint or --draft-random)")
+    if lean == LEAN_COPY and (args.draft_checkpoint or args.draft_random):
+        raise InputError(f"--drafter {drafter} copies from the text: give no draft model with it")
     tokenizer = _tokenizer_for(args.checkpoint)
     if args.prompt is not None:
         if tokenizer is None:
@@ -198,7 +201,7 @@ def llm_generate(args) -> dict:
     target.setup_caches(1, seq)
     t0 = time.perf_counter()
     progress = Progress("generating", args.tokens, "tokens")
-    if draft is None and (drafter != "lookup" or args.plain):
+    if draft is None and (lean != LEAN_COPY or args.plain):
         dec = PlainDecoder(target, temperature=args.temperature, seed=args.seed)
         ids = dec.generate(prompt, args.tokens, progress)
         passes, alpha, extra = args.tokens, None, {}
@@ -207,7 +210,7 @@ def llm_generate(args) -> dict:
         if draft is not None:
             draft.setup_caches(1, seq)
         else:
-            from models.llm_pair import lookup_proposer
+            from models.llm_speculative import lookup_proposer
             proposer = lookup_proposer(V)
         dec = SpeculativeDecoder(target, draft, gamma=args.gamma, temperature=args.temperature, seed=args.seed,
                                  proposer=proposer)
@@ -324,7 +327,7 @@ def cmd_bench_pair(args) -> int:
     args.dtype = args.dtype or "fp32"
     device = resolve_device(args.device)
     target, draft = ("nahan-target", "nahan-draft") if args.pair else (args.target, args.draft)
-    if args.drafter == "lookup":
+    if kind(args.drafter).lean == LEAN_COPY:
         draft = None if not args.pair else draft          # the shipped pair's target alone, guessing by copying
     elif draft is None:
         raise InputError("a pair measurement with the chain drafter needs --draft; or --drafter lookup for a "

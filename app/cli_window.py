@@ -97,9 +97,11 @@ def _run(args) -> int:
     if args.chapter is not None:
         settings.chapter = args.chapter - 1
     pair = _choose_pair(args, settings)
-    if pair is not None and args.drafter not in (None, "chain"):   # heads and trees need the n-gram counts
-        from models.llm_pair import check_drafter
-        check_drafter(pair, settings.drafter)
+    if pair is not None and args.drafter is not None:      # heads and trees need the n-gram counts
+        from models.drafters import kind
+        problem = kind(settings.drafter).problem_on(pair)   # (a pair without a draft model copies instead)
+        if problem is not None:
+            raise InputError(problem)
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
         if pair is None:
             from models.ngram import NGramPair
@@ -113,11 +115,13 @@ def _run(args) -> int:
 def _open_lesson(args) -> int:
     """`spectable open LESSON`: the tour as the lesson arranges it (checked in full before a window opens)."""
     from app import lesson as lessons
+    from app import pairs
     from app.settings import load_settings
     lesson = lessons.load_lesson(args.lesson)
     lessons.check_prompts(lesson)
     if args.plan:
-        sys.stdout.write(lessons.plan_markdown(lesson, args.lang or "en"))
+        from app.lesson_plan import plan_markdown
+        sys.stdout.write(plan_markdown(lesson, args.lang or "en"))
         return 0
     if args.check:
         lang = args.lang or "en"
@@ -137,7 +141,7 @@ def _open_lesson(args) -> int:
     settings.language = args.lang or settings.language
     settings.palette = args.palette or settings.palette
     settings.mode = "tour"
-    settings.pair = "ngram"          # each chapter's pair is the lesson's (or the tour's own)
+    settings.pair = pairs.COUNTED    # each chapter's pair is the lesson's (or the tour's own)
     return _open(settings, size=size, frames=args.frames, screenshot=args.screenshot, script_path=args.script,
                  export_dir=args.export_dir, persist=not args.no_save, notice=notice, as_json=args.json,
                  lesson=lesson)
@@ -152,15 +156,15 @@ def _choose_pair(args, settings):
     if args.draft is not None and args.target is None:
         raise InputError("--draft needs a --target (the checkpoint whose distribution the text follows)")
     if args.target is not None:
-        if args.pair == "ngram":
+        if not pairs.is_neural(args.pair):
             raise InputError("--target/--draft name Llama checkpoints: they do not go with --pair ngram")
         pairs.set_custom(args.target, args.draft)
-        settings.pair = "custom"
+        settings.pair = pairs.CUSTOM
     elif args.pair is not None:
         settings.pair = args.pair
     elif settings.pair not in pairs.choices():
-        settings.pair = "ngram"
-    if settings.pair == "ngram":
+        settings.pair = pairs.COUNTED
+    if not pairs.is_neural(settings.pair):
         return None
     return pairs.load(settings.pair)
 

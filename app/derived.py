@@ -100,18 +100,17 @@ def lane_sweep(device: str, model: str, context: int) -> tuple[list[int], list[f
 
 @lru_cache(maxsize=64)
 def demo_seed(pair, prompt: str, gamma: int, temperature: float, top_k: int, top_p: float, events: tuple,
-              start: int, drafter: tuple = ("chain",), heads=None) -> int:
+              start: int, drafter: tuple = ("chain", ()), heads=None) -> int:
     """The first seed >= start whose real run from `prompt` shows `events` in its first passes (models.demo): a
     tour page that describes a kept guess, a replacement or a bonus gets a pass in which it happens. Searched
     once per chapter's settings (a few milliseconds a try); InputError when no seed within the search does.
-    drafter: an app.session drafter key (who proposes in that run); heads: its heads tables when it needs them."""
+    drafter: a models.drafters.choice (who proposes in that run); heads: heads(pair) loads its heads tables (the
+    session's, loaded once) when the drafter reads them."""
     from models.demo import find_demo_seed
-    from models.drafters import make_drafter
+    from models.drafters import make_choice
     from models.sampler import SamplerSettings
     settings = SamplerSettings(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p, seed=start)
-    name, *tree = drafter
-    opts = dict(zip(("tree_width", "tree_depth", "tree_from", "tree_sampling"), tree))
-    make = None if name == "chain" else (lambda: make_drafter(name, pair, heads=heads, **opts))
+    make = lambda: make_choice(drafter, pair, heads=(lambda: heads(pair)) if heads else None)  # noqa: E731
     return find_demo_seed(pair, pair.encode(prompt), settings, tuple(events), start=int(start), drafter=make).seed
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app import derived
+from app import derived, pairs
 
 PREFIX = "慢慢"     # the test-tube prefix of SCIENCE.md chapter 6
 
@@ -304,7 +304,7 @@ def neural_facts(ctl, f: Facts) -> None:
 
     def ngram_alpha():
         from models import analytics
-        pf = analytics.pair_facts(ses.pair_by_key(f"ngram-{s.tokens}"), s.gamma, ses.sampler_settings(), seed=0)
+        pf = analytics.pair_facts(ses.pair_by_key(pairs.key(pairs.COUNTED, s.tokens)), s.gamma, ses.sampler_settings(), seed=0)
         return f"{pf.alpha:.3f}"
     f.lazy["ngram_alpha"] = ngram_alpha
 
@@ -312,17 +312,14 @@ def neural_facts(ctl, f: Facts) -> None:
 def pass_positions(s) -> int:
     """Positions one speculative pass computes per sequence at the settings: γ + 1, a tree's nodes + 1 (lookup: at
     most γ + 1, when it copies γ)."""
-    if s.drafter == "tree":
-        from models.drafters import node_count
-        return node_count([s.tree_width] * s.tree_depth) + 1
-    return s.gamma + 1
+    from models.drafters import choice, kind
+    name, opts = choice(s)
+    return kind(name).positions(dict(opts), s.gamma) + 1
 
 
 def _drafter_cost(ses, s):
     """The drafter's cost per pass at γ (a neural pair's own draft model costs what the chain does)."""
-    from models.drafters import make_drafter
-    d = ses.drafter()
-    return (d if d is not None else make_drafter("chain", ses.pair())).cost(s.gamma)
+    return ses.drafter().cost(s.gamma)
 
 
 def drafter_facts(ctl, f: Facts, put) -> None:

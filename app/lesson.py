@@ -220,7 +220,8 @@ def check_prompts(lesson: Lesson) -> None:
         prompt = c.settings.get("prompt")
         if prompt is None:
             continue
-        pair = pairs.load(c.settings.get("pair", "ngram")) if c.settings.get("pair", "ngram") != "ngram" else None
+        name = c.settings.get("pair", pairs.COUNTED)
+        pair = pairs.load(name) if pairs.is_neural(name) else None
         if pair is None:
             from models.ngram import NGramPair
             pair = NGramPair.load()
@@ -256,40 +257,3 @@ def to_json(lesson: Lesson) -> dict:
 def save_lesson(lesson: Lesson, path: str | Path) -> Path:
     """Write a lesson file atomically (a crash mid-write leaves the old file, never half of one)."""
     return write_text_atomic(Path(path), jsonio.dumps(to_json(lesson), indent=1) + "\n")
-
-
-# ---- the plan on paper ------------------------------------------------------------------------------
-def plan_rows(lesson: Lesson, lang: str) -> list[tuple[str, str, int, str]]:
-    """(minutes, chapter title, page number, note) for every note of the lesson, its {fact} fields filled at that
-    page's settings by the same code as the screen (a Controller walked to the page, no window)."""
-    from app.controller import Controller
-    from app.settings import AppSettings
-    ctl = Controller(AppSettings(language=lang, mode="tour"), persist=False, scripted=True, lesson=lesson).start()
-    rows, t0 = [], 0.0
-    try:
-        for c in lesson.chapters:
-            t1 = t0 + (c.minutes or 0)
-            span = f"{t0:g}–{t1:g}" if c.minutes else ""
-            ctl.tour.goto(c.index)
-            ctl.panel.apply_chapter()
-            title = f"{ctl.tour.position()[0]}. {narration(c.slug).title[lang]}"
-            if not c.notes:
-                rows.append((span, title, 0, ""))
-            for i in sorted(c.notes):
-                ctl.tour.page, ctl.tour.acted = i, False
-                ctl.panel.apply_page()
-                rows.append((span, title, ctl.tour.position()[2], ctl.teacher_note() or ""))
-                span = title = ""
-            t0 = t1
-    finally:
-        ctl.close()
-    return rows
-
-
-def plan_markdown(lesson: Lesson, lang: str = "en") -> str:
-    """The lesson's plan as a Markdown table (docs/TEACHING.md carries the shipped lesson's)."""
-    head = ("| Minutes | Chapter | Page | Teacher's note |" if lang == "en" else "| 分钟 | 章 | 页 | 教师备注 |")
-    out = [head, "|---|---|---|---|"]
-    for span, title, page, note in plan_rows(lesson, lang):
-        out.append(f"| {span} | {title} | {page or ''} | {note.replace('|', '∣')} |")
-    return "\n".join(out) + "\n"

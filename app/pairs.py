@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from corpus.errors import InputError
 
-BUILT_IN = ("ngram", "neural")
+COUNTED, NEURAL, CUSTOM = "ngram", "neural", "custom"
+BUILT_IN = (COUNTED, NEURAL)
 
 
 @dataclass(frozen=True)
@@ -63,18 +64,33 @@ def choices() -> tuple[str, ...]:
 
 
 def is_neural(name: str) -> bool:
-    return name != "ngram"
+    """A pair of networks (torch, its own vocabulary), not the counted n-gram pair."""
+    return name != COUNTED
+
+
+def key(name: str, tokens: str) -> str:
+    """What a loaded pair is cached under: the n-gram pair once per kind of token ('ngram-char'), the others by
+    name."""
+    return f"{COUNTED}-{tokens}" if name == COUNTED else name
+
+
+def open_key(k: str):
+    """The pair a key() names, loaded (the n-gram tables, or the checkpoints through load())."""
+    if k.startswith(COUNTED + "-"):
+        from models.ngram import NGramPair
+        return NGramPair.load(tokens=k[len(COUNTED) + 1:])
+    return load(k)
 
 
 def load(name: str):
     """The models.llm_pair.LlamaPair for `neural` or `custom`, loaded once (configs checked and memory estimated
     before a weight is read; a missing torch, CUDA or checkpoint is one InputError line)."""
-    if name not in ("neural", "custom"):
+    if name not in (NEURAL, CUSTOM):
         raise InputError(f"unknown pair {name!r} (choose from {', '.join(choices())})")
-    if name == "custom" and _custom is None:
+    if name == CUSTOM and _custom is None:
         raise InputError("no checkpoints were given (spectable run --target DIR --draft DIR)")
-    key = (name, _custom if name == "custom" else None, _compute)
-    if key not in _loaded:
+    at = (name, _custom if name == CUSTOM else None, _compute)
+    if at not in _loaded:
         try:
             import torch  # noqa: F401 - the neural pairs need PyTorch; the n-gram pair never imports it
         except ImportError:
@@ -83,16 +99,8 @@ def load(name: str):
         from models.llm_bench import resolve_device
         from models.llm_pair import LlamaPair, one_thread_if_small
         device = resolve_device(_compute.device)
-        target, draft = ("nahan-target", "nahan-draft") if name == "neural" else (_custom.target, _custom.draft)
+        target, draft = ("nahan-target", "nahan-draft") if name == NEURAL else (_custom.target, _custom.draft)
         pair = LlamaPair.load(target, draft, dtype_name=_compute.dtype, device=device)
         one_thread_if_small(pair)          # the window, the workers and a tiny model share the cores
-        _loaded[key] = pair
-    return _loaded[key]
-
-
-def drafter_for(pair):
-    """Who guesses on the table: the pair's draft model, or (a checkpoint without a draft) the lookup drafter."""
-    if getattr(pair, "kind", "ngram") == "neural" and pair.draft is None:
-        from models.drafters import LookupDrafter
-        return LookupDrafter()
-    return None
+        _loaded[at] = pair
+    return _loaded[at]

@@ -204,27 +204,35 @@ def tubes_plot(t, pal, draws, tv_left, tv_right, rule_label: str, size_px=(640, 
 def drafter_label(t, point: dict, gamma: int) -> str:
     """A drafter's name in the current language; a tree says its widths and what proposes its candidates."""
     name = point["drafter"]
-    if name != "tree":
+    if not _shaped(name):
         return t(f"drafter.{name}")
     opts = point.get("options", {})
     if opts.get("tree_widths"):
         widths = ",".join(str(k) for k in opts["tree_widths"])
     else:
         widths = f"{opts.get('tree_width', 2)}×{opts.get('tree_depth') or gamma}"
-    base = opts.get("tree_from", "chain")
-    return t("drafter.tree", widths=widths, base=t(f"drafter.{base}"))
+    from models.drafters import BASES
+    base = opts.get("tree_from", BASES[0])
+    return t(f"drafter.{name}", widths=widths, base=t(f"drafter.{base}"))
 
 
 def drafter_short(t, point: dict, gamma: int) -> str:
     """A drafter's short name for a narrow legend: 链 / chain, or a tree's shape (and 'heads' when it grows from them)."""
     name = point["drafter"]
-    if name != "tree":
+    if not _shaped(name):
         return t(f"lab.drafter_{name}")
     opts = point.get("options", {})
     shape = ",".join(str(k) for k in opts["tree_widths"]) if opts.get("tree_widths") else \
         f"{opts.get('tree_width', 2)}×{opts.get('tree_depth') or gamma}"
-    base = opts.get("tree_from", "chain")
-    return f"{t('lab.drafter_tree')} {shape}" + (f" · {t('lab.tree_from_heads')}" if base == "heads" else "")
+    from models.drafters import BASES
+    base = opts.get("tree_from", BASES[0])        # the first base is the default: named only when another
+    return f"{t(f'lab.drafter_{name}')} {shape}" + (f" · {t(f'lab.tree_from_{base}')}" if base != BASES[0] else "")
+
+
+def _shaped(name: str) -> bool:
+    """A drafter with a shape of its own (a tree's widths): its label says the shape."""
+    from models.drafters import kind_of
+    return "tree_width" in kind_of(name).options
 
 
 def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str | None = None, size_px=(1000, 440),
@@ -232,8 +240,9 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str
     """Tokens per pass against lanes per pass for every drafter on the same prompts (the data:
     models.drafter_analytics.compare_drafters or long_runs): up is what a drafter buys, right what it costs the
     target. `note` says what the points were counted on (a long run, or a short one) under the title."""
+    from models.drafters import kinds
     fig, ax = _figure(pal, size_px, text_px)
-    hues = {"chain": _hex(pal["draft"]), "lookup": "#ffd92f", "heads": _hex(pal["target"]), "tree": _hex(pal["accent"])}
+    hues = {k.name: k.hue if k.hue.startswith("#") else _hex(pal[k.hue]) for k in kinds()}
     markers = ("o", "s", "D", "^", "v", "P", "X")
     ax.plot([1], [1], "o", color=pal["mpl_fg"], ms=9, label=t("plot.target_alone"))
     wide = size_px[0] >= 900 and size_px[0] > 1.6 * size_px[1]      # room for the legend beside the axes

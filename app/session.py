@@ -46,8 +46,8 @@ class Session:
 
     def pair_key(self, tokens: str | None = None) -> str:
         """Which pair the settings name: 'ngram-char', 'ngram-word', 'neural' or 'custom' (app/pairs.py)."""
-        s = self.settings
-        return f"ngram-{tokens or s.tokens}" if s.pair == "ngram" else s.pair
+        from app import pairs
+        return pairs.key(self.settings.pair, tokens or self.settings.tokens)
 
     def pair(self, tokens: str | None = None):
         """The pair the `pair` setting names (the n-gram pair of `tokens` for 'ngram'), loaded once."""
@@ -57,17 +57,14 @@ class Session:
         if key not in self._pairs:
             with self._load_lock:                    # the long-run and tube workers may ask at the same moment
                 if key not in self._pairs:
-                    if key.startswith("ngram-"):
-                        from models.ngram import NGramPair
-                        self._pairs[key] = NGramPair.load(tokens=key[len("ngram-"):])
-                    else:
-                        from app import pairs
-                        self._pairs[key] = pairs.load(key)
+                    from app import pairs
+                    self._pairs[key] = pairs.open_key(key)
         return self._pairs[key]
 
     @property
     def neural(self) -> bool:
-        return self.settings.pair != "ngram"
+        from app import pairs
+        return pairs.is_neural(self.settings.pair)
 
     def heads(self, pair=None):
         """The heads drafter's tables for the pair (loaded once per pair)."""
@@ -78,30 +75,25 @@ class Session:
         return self._heads[pair.tokens]
 
     def drafter_key(self) -> tuple:
-        """The settings the drafter is built from (only those its kind uses)."""
-        s = self.settings
-        if s.drafter == "tree":
-            return (s.drafter, s.tree_width, s.tree_depth, s.tree_from, s.tree_sampling)
-        return (s.drafter,)
+        """The settings the drafter is built from (models.drafters.choice: its name and only the options it reads)."""
+        from models.drafters import choice
+        return choice(self.settings)
 
     def drafter(self, pair=None, key: tuple | None = None):
-        """The drafter the settings (or a drafter_key()) name (models.drafters), with the lab's tree shape."""
-        from models.drafters import make_drafter
-        name, *tree = key or self.drafter_key()
+        """The drafter the settings (or a drafter_key()) name (models.drafters), on the pair: what the pair drafts
+        with where it has its own way (a neural pair's draft model), a one-line InputError where it cannot run it
+        (heads and trees are built on the n-gram counts), never a silent switch."""
+        from models.drafters import kind
+        name, opts = key or self.drafter_key()
         pair = pair or self.pair()
-        if getattr(pair, "kind", "ngram") == "neural":
-            # A neural pair guesses with its draft model (or, without one, lookup); heads and trees are built on
-            # the n-gram counts: a one-line error in the lab, never a silent switch.
-            from app.pairs import drafter_for
-            from models.llm_pair import check_drafter
-            if name == "chain":         # its draft model (the sampler runs it with its KV cache); none: lookup
-                return drafter_for(pair) or make_drafter("chain")
-            check_drafter(pair, name)
-        if name != "tree":
-            return make_drafter(name, pair, heads=self.heads(pair) if name == "heads" else None)
-        width, depth, base, sampling = tree
-        return make_drafter("tree", pair, tree_width=width, tree_depth=depth, tree_from=base, tree_sampling=sampling,
-                            heads=self.heads(pair) if base == "heads" else None)
+        k = kind(name)
+        own = pair.drafter_for(k)
+        if own is not None:
+            return own
+        problem = k.problem_on(pair)
+        if problem is not None:
+            raise InputError(problem)
+        return k.make(pair, dict(opts), lambda: self.heads(pair))     # the heads table loaded once, if read
 
     def sampler_settings(self, gamma: int | None = None):
         from models.sampler import SamplerSettings
@@ -114,7 +106,6 @@ class Session:
         key = self.settings.values(RUN_FIELDS)
         if key == self._run_key:
             return self.run
-        from app.pairs import drafter_for
         from models.sampler import make_sampler
         s = self.settings
         self._run_key = key
@@ -232,23 +223,24 @@ class DrafterWorker(_OneThread):
         from dataclasses import replace
 
         from models import drafter_analytics as da
+        from models.drafters import COUNTS, kind
         pair_key, gamma, temperature, top_k, top_p = key
-        if not pair_key.startswith("ngram-"):
-            # heads and trees are built on the n-gram counts: the drafters are compared on the counted pair only
-            return {"points": [], "source": "none", "chars": 0, "seed": 0}
         pair = self.session.pair_by_key(pair_key)
+        if COUNTS not in pair.offers:
+            # heads and trees are built on the n-gram counts: the drafters are compared on a counted pair only
+            return {"points": [], "source": "none", "chars": 0, "seed": 0}
         settings = replace(self.session.sampler_settings(), gamma=gamma, temperature=temperature, top_k=top_k,
                            top_p=top_p, seed=0)
         doc = da.shipped_long_runs(pair, settings)
         if doc is not None:
             return {"points": doc["points"], "source": "long", "chars": doc["settings"]["chars"],
                     "seed": doc["settings"]["seed"]}
-        from models.drafters import make_drafter
 
         def runs_here(spec) -> bool:          # a tree too big at this γ, or no heads table beside a user's pair
+            k = kind(spec[2])
             try:
-                make_drafter(spec[2], pair, heads=self.session.heads(pair) if "heads" in spec[0] else None,
-                             **spec[3]).validate(gamma)
+                pair.check_drafter(k)
+                k.make(pair, spec[3], lambda: self.session.heads(pair)).validate(gamma)
                 return True
             except InputError:
                 return False
@@ -269,10 +261,12 @@ class DrafterWorker(_OneThread):
             return self._results[key]
         job = self._jobs.get(key)
         if job is None:
+            from models.drafters import COUNTS
             try:                                  # load the tables here, not from two threads at once
-                if key[0].startswith("ngram-"):
-                    self.session.heads(self.session.pair_by_key(key[0]))
-            except InputError:
+                pair = self.session.pair_by_key(key[0])
+                if COUNTS in pair.offers:
+                    self.session.heads(pair)
+            except (InputError, OSError, ValueError):
                 pass                              # no heads table: the runs leave the heads out
             self._jobs[key] = self._submit(self._compute, key)
             return None

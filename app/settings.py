@@ -29,10 +29,8 @@ from corpus.validate import lone_surrogate, read_regular_file
 MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware", "quiz")
 TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only", "typical")
 DECODERS = ("speculative", "target")
-# Who proposes the guesses (models.drafters.DRAFTERS) and the tree's shape in the lab: a tree the table can draw
-# (at most 4 children per node and 4 deep: 340 nodes) and the two ways of drawing siblings.
-DRAFTERS = ("chain", "lookup", "heads", "tree")
-TREE_BASES = ("chain", "heads")
+# The tree's shape in the lab: a tree the table can draw (at most 4 children per node and 4 deep: 340 nodes), the
+# drafters it is built from and the two ways of drawing siblings.
 TREE_SAMPLINGS = ("iid", "distinct")
 # Older settings files may name draft_only 'no_bonus' (a misnomer: it never let the target write at all).
 LEGACY_TUBE_RULES = {"no_bonus": "draft_only"}
@@ -47,6 +45,16 @@ def _devices() -> tuple[str, ...]:
 def _pairs() -> tuple[str, ...]:
     from app import pairs
     return pairs.choices()
+
+
+def _drafters() -> tuple[str, ...]:
+    from models import drafters          # who proposes the guesses: every registered drafter
+    return drafters.names()
+
+
+def _tree_bases() -> tuple[str, ...]:
+    from models import drafters
+    return drafters.BASES
 
 
 def _models() -> tuple[str, ...]:
@@ -71,6 +79,10 @@ class Field:
     run: bool = False
     stage: bool = False
     save_now: bool = False
+
+    def int_range(self) -> tuple[int, int]:
+        """(lo, hi) of a whole-number field: what its slider offers."""
+        return int(self.lo), int(self.hi)
 
     def legal(self) -> tuple | None:
         return self.choices() if callable(self.choices) else self.choices
@@ -106,10 +118,10 @@ FIELDS: dict[str, Field] = {
     "tube_rule": Field(str, choices=TUBE_RULES, lab=True, stage=True),
     "skip_bonus": Field(bool, lab=True, save_now=True),
     "decoder": Field(str, choices=DECODERS, lab=True, run=True, stage=True),
-    "drafter": Field(str, choices=DRAFTERS, lab=True, run=True, stage=True),
+    "drafter": Field(str, choices=_drafters, lab=True, run=True, stage=True),
     "tree_width": Field(int, 1, 4, lab=True, run=True, stage=True),
     "tree_depth": Field(int, 1, 4, lab=True, run=True, stage=True),
-    "tree_from": Field(str, choices=TREE_BASES, lab=True, run=True, stage=True),
+    "tree_from": Field(str, choices=_tree_bases, lab=True, run=True, stage=True),
     "tree_sampling": Field(str, choices=TREE_SAMPLINGS, lab=True, run=True, stage=True),
 }
 LAB_FIELDS = tuple(k for k, f in FIELDS.items() if f.lab)

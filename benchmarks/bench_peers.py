@@ -167,7 +167,7 @@ def ours_plain(model, prompt: list[int], tokens: int, reps: int) -> float:
 
 def ours_lookup(model, prompt: list[int], tokens: int, reps: int, eos: int | None) -> tuple[float, float, float]:
     """(plain tokens/s, lookup tokens/s, speed-up) on the copy prompt, greedy, up to the end of the answer."""
-    from models.llm_pair import lookup_proposer
+    from models.llm_speculative import lookup_proposer
     from models.llm_speculative import PlainDecoder, SpeculativeDecoder
     model.setup_caches(1, len(prompt) + tokens + 32)
     text = PlainDecoder(model).generate(prompt, tokens)

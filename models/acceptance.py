@@ -22,6 +22,8 @@ import numpy as np
 
 from corpus.errors import InputError
 
+MAX_GAMMA = 64          # the most guesses a pass may check: every γ range in the program reads this one
+
 
 def sample_index(row: np.ndarray, u: float) -> int:
     """Inverse-CDF draw from an unnormalised non-negative row with one uniform u in [0, 1).

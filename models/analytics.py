@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from corpus.errors import InputError
+from models.trace import GeneratedRun  # noqa: F401 - a long run's counts (re-exported: callers read it here)
 
 
 # ---- formulas ------------------------------------------------------------------------------------
@@ -145,28 +146,6 @@ def alpha_corpus(pair, settings=None) -> float:
 
 
 # ---- α over generated text -----------------------------------------------------------------------
-@dataclass
-class GeneratedRun:
-    """A seeded long speculative run: acceptance as measured (accepted / tested) and tokens per pass counted."""
-
-    alpha: float               # accepted guesses / tested guesses
-    alpha_expected: float      # mean β over the tested positions (same run, lower variance)
-    tokens: int                # tokens written in completed passes
-    passes: int                # completed target passes
-    accepted: int
-    tested: int
-    gamma: int
-    seed: int
-    method: str                # "vectorised" (unshaped exact rows) | "sampler" (SpeculativeSampler loop)
-    # tested positions whose two-token history never occurs in the book: the target backs off wholly to the
-    # draft there (p = q), so the guess always passes (vectorised run only; -1 on the sampler path)
-    backed_off: int = -1
-
-    @property
-    def tokens_per_pass(self) -> float:
-        return self.tokens / self.passes if self.passes else float("nan")
-
-
 def alpha_generated(pair, settings=None, chars: int = 200_000, chains: int = 64, prefix: str = "\n") -> GeneratedRun:
     """Run speculative decoding for about `chars` tokens (seeded by settings.seed) and measure acceptance.
 
@@ -332,33 +311,15 @@ class PairFacts:
         return extra_arithmetic(self.alpha, self.gamma if gamma is None else gamma, c_hat)
 
 
-_TABLE_KEYS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _PAIR_FACTS: dict = {}
 _PAIR_FACTS_MAX = 64
 _PAIR_FACTS_LOCK = threading.Lock()
 
 
 def table_key(pair) -> str:
-    """A digest of the pair's counts (vocabulary and every count array): two loads of one table share it,
-    two tables with different counts never do."""
-    if getattr(pair, "kind", "ngram") == "neural":
-        return pair.key                  # the checkpoints' files, sizes, dtype and window (models.llm_pair)
-    hit = _TABLE_KEYS.get(pair)
-    if hit is not None:
-        return hit
-    import hashlib
-    t = pair.tables
-    h = hashlib.sha256()
-    h.update("\x00".join(pair.vocab).encode("utf-8"))
-    for name in ("unigram", "bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tri_indices",
-                 "tri_counts"):
-        arr = np.ascontiguousarray(getattr(t, name))
-        h.update(name.encode())
-        h.update(str(arr.dtype).encode())
-        h.update(arr.tobytes())
-    key = h.hexdigest()[:16]
-    _TABLE_KEYS[pair] = key
-    return key
+    """What the pair's figures depend on (models.pair.Pair.key): two loads of one table share it, two tables with
+    different counts (or checkpoints) never do."""
+    return pair.key
 
 
 def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, seed: int | None = None) -> PairFacts:
@@ -370,36 +331,24 @@ def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, se
     _check_gamma(gamma)
     s = settings or SamplerSettings()
     s = replace(s, gamma=int(gamma), seed=s.seed if seed is None else int(seed))
-    neural = getattr(pair, "kind", "ngram") == "neural"
-    if neural and chars is None:
-        # The shipped pair's long run, counted once over tens of thousands of tokens (models.long_runs), when it is
-        # this pair's at these settings: the table cannot count that many while a class waits.
-        from models import long_runs
-        lr = long_runs.shipped_for(pair, s, dtype=getattr(getattr(pair, "target", None), "format_name", "fp32"))
+    if chars is None:
+        # The pair's own long run, counted once over tens of thousands of tokens (models.long_runs), when it was
+        # counted at these settings: a network's cannot be counted while a class waits.
+        lr = pair.shipped_long_run(s)
         if lr is not None:
             return PairFacts(table=table_key(pair), gamma=s.gamma, seed=s.seed, temperature=s.temperature,
                              top_k=s.top_k, top_p=s.top_p, alpha=lr.alpha, alpha_expected=float("nan"),
                              accepted=lr.accepted, tested=lr.tested, tokens=lr.tokens, passes=lr.passes,
                              tokens_per_pass_counted=lr.tokens_per_pass, alpha_corpus=float("nan"),
                              method="shipped long run", alpha_ci95=lr.alpha_ci95, runs=lr.runs)
-    if chars is None:
-        chars = LONG_RUN_TOKENS_NEURAL if neural else LONG_RUN_TOKENS_SHAPED if s.shapes_rows else LONG_RUN_TOKENS
+        chars = pair.long_run_tokens(s)
     key = (table_key(pair), s.gamma, s.temperature, s.top_k, s.top_p, s.lenience, s.seed, int(chars))
     with _PAIR_FACTS_LOCK:
         hit = _PAIR_FACTS.get(key)
     if hit is not None:
         return hit
-    if neural:
-        # The torch rule with KV rollback, from the models' start token; a network has no count table to average
-        # Σ min(p, q) over (held-out text: `spectable eval`), so alpha_corpus is NaN.
-        from models.llm_pair import alpha_generated as neural_run
-        if int(chars) > MAX_RUN_TOKENS_NEURAL:
-            raise InputError(f"a neural pair's long run is at most {MAX_RUN_TOKENS_NEURAL} tokens, not {chars}")
-        run = neural_run(pair, s, tokens=int(chars))
-        a_corpus = float("nan")
-    else:
-        run = alpha_generated(pair, s, chars=chars)
-        a_corpus = alpha_corpus(pair, s)
+    run = pair.generated_run(s, int(chars))
+    a_corpus = pair.alpha_corpus(s)        # NaN for a network: no count table to average Σ min(p, q) over
     out = PairFacts(table=key[0], gamma=s.gamma, seed=s.seed, temperature=s.temperature, top_k=s.top_k,
                     top_p=s.top_p, alpha=run.alpha, alpha_expected=run.alpha_expected, accepted=run.accepted,
                     tested=run.tested, tokens=run.tokens, passes=run.passes,

@@ -52,7 +52,7 @@ def _gamble_rejected(tr) -> bool:
 
 def _copied_kept(tr) -> bool:
     """Lookup copied guesses from earlier text and the target kept at least one."""
-    return tr.drafter == "lookup" and bool(tr.guesses) and tr.n_accepted >= 1
+    return tr.source_span is not None and bool(tr.guesses) and tr.n_accepted >= 1
 
 
 def _later_round_kept(tr) -> bool:

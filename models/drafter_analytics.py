@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from corpus.errors import InputError
+from models.acceptance import MAX_GAMMA
 
 
 @dataclass
@@ -116,13 +117,11 @@ def speedup_model(tokens_per_pass: float, lanes_per_pass: float, cost, device="h
             "cost_note": cost.note}
 
 
-def default_specs(gamma: int, tree_widths=(2, 3)) -> list[tuple[str, str, dict]]:
-    """The drafters compared by default: (label, drafter name, make_drafter options)."""
-    specs = [("chain", "chain", {}), ("lookup", "lookup", {}), ("heads", "heads", {})]
-    for w in tree_widths:
-        specs.append((f"tree {w}×{gamma} (chain)", "tree", {"tree_width": w}))
-    specs.append((f"tree 2×{gamma} (heads)", "tree", {"tree_width": 2, "tree_from": "heads"}))
-    return specs
+def default_specs(gamma: int) -> list[tuple[str, str, dict]]:
+    """The drafters compared by default: (label, drafter name, make_drafter options): every registered drafter's
+    compared variants at γ (models.drafters.registry)."""
+    from models.drafters import kinds
+    return [(label, k.name, opts) for k in kinds() for _key, label, opts in k.compared(gamma)]
 
 
 def compare_drafters(pair, settings, prompts, tokens_per_prompt: int = 400, specs=None, device="h100-sxm",
@@ -166,14 +165,11 @@ LONG_RUN_PREFIX = "\n"          # a run from the start of a paragraph, as `spect
 
 
 def long_run_specs(gamma: int) -> list[tuple[str, str, str, dict]]:
-    """(key, label, drafter, make_drafter options) of the drafters the long runs compare: the three one-per-position
-    drafters, the table's default tree (2 wide, 2 deep) and SpecInfer-sized trees (2 and 3 wide, γ deep, from the
-    chain; 2 wide from the heads)."""
-    return [("chain", "chain", "chain", {}), ("lookup", "lookup", "lookup", {}), ("heads", "heads", "heads", {}),
-            ("tree_2x2", "tree 2×2 (chain)", "tree", {"tree_width": 2, "tree_depth": 2}),
-            (f"tree_2x{gamma}", f"tree 2×{gamma} (chain)", "tree", {"tree_width": 2}),
-            (f"tree_3x{gamma}", f"tree 3×{gamma} (chain)", "tree", {"tree_width": 3}),
-            (f"tree_2x{gamma}_heads", f"tree 2×{gamma} (heads)", "tree", {"tree_width": 2, "tree_from": "heads"})]
+    """(key, label, drafter, make_drafter options) of the drafters the long runs compare: each registered drafter's
+    variants (models.drafters.registry): the three one-per-position drafters, the table's default tree (2 wide,
+    2 deep) and SpecInfer-sized trees (2 and 3 wide, γ deep, from the chain; 2 wide from the heads)."""
+    from models.drafters import kinds
+    return [(key, label, k.name, opts) for k in kinds() for key, label, opts in k.variants(gamma)]
 
 
 _ARRAYS = ("bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tri_indices", "tri_counts")
@@ -254,7 +250,7 @@ def parse_long_runs(text: str | bytes, where: str = "the long-run file") -> dict
     s, files, pts = doc.get("settings"), doc.get("files"), doc.get("points")
     if not isinstance(s, dict) or not isinstance(files, dict) or not isinstance(pts, list) or not pts:
         raise InputError("needs settings, files and points")
-    settings = {"gamma": _number(s, "gamma", 1, 64, True), "temperature": _number(s, "temperature", 0, 100),
+    settings = {"gamma": _number(s, "gamma", 1, MAX_GAMMA, True), "temperature": _number(s, "temperature", 0, 100),
                 "top_k": _number(s, "top_k", 0, 1e9, True), "top_p": _number(s, "top_p", 0, 1),
                 "seed": _number(s, "seed", 0, 2**63, True), "chars": _number(s, "chars", 1, 1e8, True),
                 "prefix": s.get("prefix") if isinstance(s.get("prefix"), str) else ""}

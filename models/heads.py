@@ -17,7 +17,8 @@ import numpy as np
 
 from corpus.errors import InputError
 from corpus.heads import HeadTables, load_heads
-from models.ngram import _row_sums, _RowCache
+from models.rowcache import RowCache as _RowCache
+from models.rowcache import row_sums as _row_sums
 
 
 class HeadModels:

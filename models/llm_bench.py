@@ -539,11 +539,12 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     device, dtype = target.device, target.act_dtype
     if not 1 <= gamma <= 64 or tokens < 2 or reps < 1 or not prompt_ids:
         raise InputError("need 1 <= gamma <= 64, tokens >= 2, reps >= 1 and a prompt of at least one token")
-    if drafter not in ("chain", "lookup"):
-        raise InputError(f"a checkpoint pair runs the chain or the lookup drafter, not {drafter!r}")
-    if drafter == "chain" and draft is None:
+    from models.drafters import LEAN_MODEL, kind, lean_names
+    if drafter not in lean_names():
+        raise InputError(f"a checkpoint pair runs the {' or the '.join(lean_names())} drafter, not {drafter!r}")
+    uses_draft = kind(drafter).lean == LEAN_MODEL
+    if uses_draft and draft is None:
         raise InputError("no draft model: measure the lookup drafter (--drafter lookup), or give a draft")
-    uses_draft = drafter == "chain"
     P = len(prompt_ids)
     seq = -(-(P + tokens + 2 * (gamma + 1)) // 16) * 16
     target.setup_caches(1, seq)
@@ -572,7 +573,7 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     def proposer():
         if uses_draft:
             return ModelProposer(draft, compiled=compiled)
-        from models.llm_pair import lookup_proposer
+        from models.llm_speculative import lookup_proposer
         return lookup_proposer(target.config.vocab_size)
 
     def speculative(k: int) -> SpeculativeDecoder:
@@ -710,7 +711,8 @@ def _shown_source(label):
 
 def pair_summary_lines(r: dict) -> list[str]:
     p, d, run = r["on_paper"], r["device"], r["in_run"]
-    chain = r.get("drafter", "chain") == "chain"
+    from models.drafters import LEAN_MODEL, kind_of
+    chain = kind_of(r.get("drafter", "chain")).lean == LEAN_MODEL     # a draft model ran: its own figures
     lines = [
         f"{r['pair']['name'] if 'pair' in r else ''} on {d['name']} · {r['dtype']} · {d['threads']} threads · "
         f"{r.get('drafter', 'chain')} drafter · torch {d['torch']}",

@@ -28,11 +28,12 @@ import torch
 
 from corpus.errors import InputError
 from models.llama import Transformer
-from models.llm_speculative import (ModelProposer, Proposer, SpeculativeLoop, decode_one_token, prefill,
-                                    shape_probs, verify_on_device)
+from models.llm_speculative import (DrafterProposer, ModelProposer, Proposer, SpeculativeLoop, decode_one_token,
+                                    lookup_proposer, prefill, shape_probs, verify_on_device)  # noqa: F401
 from models.llm_text import TokenText
 from models.sampler import SamplerSettings, checked_prefix
-from models.trace import StepTrace
+from models.drafters import ChainDrafter
+from models.trace import GeneratedRun, StepTrace
 
 MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refill to half the window
 DEFAULT_WINDOW = 1024          # long-context checkpoints: a cache this long (attention over it costs per token)
@@ -42,57 +43,12 @@ def _shaper(s: SamplerSettings):
     return lambda logits: shape_probs(logits, s.temperature, s.top_k, s.top_p)
 
 
-class DrafterProposer:
-    """A models.drafters drafter on the neural pair (lookup: guesses copied from the text, one-hot rows). It reads
-    only the text, never a cache, so prefill and commit have nothing to do. The chain drafter is ModelProposer."""
-
-    def __init__(self, drafter, rows):
-        self.drafter, self.rows = drafter, rows
-        self.last = None                       # the last proposal (its source span goes into the trace)
-
-    def prefill(self, ids: list[int]) -> None:
-        pass
-
-    def propose(self, context, cur, pos, g, u, shape):
-        prop = self.drafter.propose(self.rows, context, g, u.cpu().numpy())
-        self.last = prop
-        dev = cur.device
-        guesses = torch.tensor(prop.guesses, dtype=torch.long, device=dev)
-        V = self.rows.pair.V
-        if self.drafter.deterministic:         # one-hot rows, made where the rule runs (no host copy of k x V)
-            return guesses, torch.zeros(len(prop.guesses), V, device=dev).scatter_(1, guesses.view(-1, 1), 1.0)
-        return guesses, torch.as_tensor(np.asarray(prop.q_rows, dtype=np.float32), device=dev).reshape(-1, V)
-
-    def commit(self, n_accepted: int, g: int) -> None:
-        pass
-
-
-def lookup_proposer(vocab_size: int) -> DrafterProposer:
-    """The lookup drafter as a proposer for a model alone (the CLI, the bench): it reads only the vocabulary size."""
-    from models.drafters import LookupDrafter
-    vocab = type("Vocab", (), {"V": vocab_size})()
-    return DrafterProposer(LookupDrafter(), type("Rows", (), {"pair": vocab})())
-
-
-NEURAL_DRAFTERS = ("chain", "lookup")
-
-
-def check_drafter(pair, name: str) -> None:
-    """The drafters a neural pair runs: chain (its draft model) and lookup (copies from the text). Heads and trees
-    are built on the n-gram counts."""
-    if name not in NEURAL_DRAFTERS:
-        raise InputError(f"the {name} drafter is built on the n-gram counts; a neural pair runs "
-                         f"{' or '.join(NEURAL_DRAFTERS)}")
-    if name == "chain" and pair.draft is None:
-        raise InputError(f"{pair.name} has no draft model: give a draft checkpoint, or use the lookup drafter")
-
-
 # --- the pair ---------------------------------------------------------------------------------------
 class LlamaPair:
     """A target (big drum) and a draft (small drum) over one vocabulary, with its text: what NGramPair is for the
     n-gram models (encode / decode / display / vocab / V / draft_row / target_row), plus the models."""
 
-    kind = "neural"
+    kind = "neural"                       # the --pair word (a label: nothing branches on it)
 
     def __init__(self, target: Transformer, draft: Transformer | None, text: TokenText, *, name: str = "",
                  window: int | None = None, sources: dict | None = None, random_weights: bool = False):
@@ -163,6 +119,60 @@ class LlamaPair:
                     "random": id(self) if self.random_weights or not files else None}
             self._key = "neural-" + hashlib.sha256(json.dumps(desc, sort_keys=True, default=str).encode()).hexdigest()[:16]
         return self._key
+
+    # --- the pair protocol (models.pair.Pair) -----------------------------------------------------------
+    offers = frozenset()                  # no n-gram counts: heads and trees are built on them
+
+    @property
+    def model_names(self) -> tuple[str, str]:
+        return self.target.config.name, self.draft.config.name if self.draft is not None else "—"
+
+    @property
+    def max_run_tokens(self) -> int:
+        from models.analytics import MAX_RUN_TOKENS_NEURAL      # two networks every pass: minutes, not seconds
+        return MAX_RUN_TOKENS_NEURAL
+
+    def drafter_for(self, kind):
+        """A kind that drafts with a draft model, on a checkpoint without one, copies from the text instead (the
+        lookup drafter): the lab still writes. None: the kind's own drafter."""
+        if kind.draft_model and self.draft is None:
+            from models.drafters import LookupDrafter
+            return LookupDrafter()
+        return None
+
+    def check_drafter(self, kind) -> None:
+        """InputError (one line) when this pair cannot draft with `kind`: the n-gram drafters, or a draft model's
+        drafter on a checkpoint without one (the command line says so rather than switching)."""
+        problem = kind.problem_on(self)
+        if problem is not None:
+            raise InputError(problem)
+        if kind.draft_model and self.draft is None:
+            raise InputError(f"{self.name} has no draft model: give a draft checkpoint, or use the lookup drafter")
+
+    def sampler(self, settings: SamplerSettings | None = None, *, drafter=None, target_only: bool = False):
+        """The torch samplers with KV rollback: the target alone, or speculative with `drafter` (None: the draft
+        model)."""
+        if target_only:
+            return LlamaTargetSampler(self, settings)
+        return LlamaSampler(self, settings, drafter=drafter)
+
+    def long_run_tokens(self, settings, sampler: bool = True) -> int:
+        from models.analytics import LONG_RUN_TOKENS_NEURAL
+        return LONG_RUN_TOKENS_NEURAL
+
+    def shipped_long_run(self, settings):
+        """The long run counted once over tens of thousands of tokens and shipped (models.long_runs), when it is
+        this pair's (same weights and dtype) at these settings."""
+        from models import long_runs
+        return long_runs.shipped_for(self, settings, dtype=getattr(self.target, "format_name", "fp32"))
+
+    def generated_run(self, settings, tokens: int):
+        if int(tokens) > self.max_run_tokens:
+            raise InputError(f"a neural pair's long run is at most {self.max_run_tokens} tokens, not {tokens}")
+        return alpha_generated(self, settings, tokens=int(tokens))
+
+    def alpha_corpus(self, settings) -> float:
+        return float("nan")               # a network has no count table to average Σ min(p, q) over
 
     # --- the NGramPair surface ------------------------------------------------------------------------
     @property
@@ -335,8 +345,9 @@ class LlamaSampler(_LlamaBase):
         settings = settings or SamplerSettings()        # one object: the drafter's rows read the sampler's settings
         self.drafter_name = "chain" if drafter is None else drafter.name
         if proposer is None:
-            if drafter is not None and drafter.name != "chain":
-                check_drafter(pair, drafter.name)
+            if drafter is not None and not isinstance(drafter, ChainDrafter):   # the chain is the draft model
+                from models.drafters import kind
+                pair.check_drafter(kind(drafter.name))
                 proposer = DrafterProposer(drafter, _Rows(pair, settings))
             else:
                 if pair.draft is None:
@@ -445,7 +456,6 @@ def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, to
                     prefix_ids=()) -> "GeneratedRun":
     """A seeded speculative run of about `tokens` tokens: α = accepted / tested guesses, tokens per pass counted,
     and α expected = the mean Σ min(p, q) over the tested positions (lower variance, same run)."""
-    from models.analytics import GeneratedRun
     s = settings or SamplerSettings()
     if not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
         raise InputError(f"tokens must be between 1 and 1000000, got {tokens!r}")
@@ -468,16 +478,8 @@ def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, to
 
 
 def sampler_for(pair, settings: SamplerSettings | None = None, target_only: bool = False, drafter=None):
-    """The sampler for either kind of pair (NGramPair or LlamaPair), speculative or the target alone: what the
-    program's session calls, so the table, the step-through and the lab need not know which pair runs."""
-    if getattr(pair, "kind", "ngram") == "neural":
-        if target_only:
-            return LlamaTargetSampler(pair, settings)
-        return LlamaSampler(pair, settings, drafter=drafter)
-    from models.sampler import SpeculativeSampler, TargetSampler
-    if target_only:
-        return TargetSampler(pair, settings)
-    return SpeculativeSampler(pair, settings, drafter=drafter)
+    """The sampler for any pair (models.pair.Pair.sampler)."""
+    return pair.sampler(settings, drafter=drafter, target_only=target_only)
 
 
 class _Rows:

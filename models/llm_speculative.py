@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import numpy as np
 import torch
 
 from corpus.errors import InputError
@@ -543,3 +544,36 @@ class SpeculativeDecoder:
                 progress(len(out))
         self.decode_seconds = time.perf_counter() - t0   # every pass ends in a host read: already synced
         return SpeculativeResult(tokens=out[:n_tokens], passes=len(records) + 1, gamma=self.gamma, records=records)
+
+
+# --- a models.drafters drafter as a proposer ----------------------------------------------------------------
+class DrafterProposer:
+    """A models.drafters drafter on the neural pair (lookup: guesses copied from the text, one-hot rows). It reads
+    only the text, never a cache, so prefill and commit have nothing to do. The chain drafter is ModelProposer."""
+
+    def __init__(self, drafter, rows):
+        self.drafter, self.rows = drafter, rows
+        self.last = None                       # the last proposal (its source span goes into the trace)
+
+    def prefill(self, ids: list[int]) -> None:
+        pass
+
+    def propose(self, context, cur, pos, g, u, shape):
+        prop = self.drafter.propose(self.rows, context, g, u.cpu().numpy())
+        self.last = prop
+        dev = cur.device
+        guesses = torch.tensor(prop.guesses, dtype=torch.long, device=dev)
+        V = self.rows.pair.V
+        if self.drafter.deterministic:         # one-hot rows, made where the rule runs (no host copy of k x V)
+            return guesses, torch.zeros(len(prop.guesses), V, device=dev).scatter_(1, guesses.view(-1, 1), 1.0)
+        return guesses, torch.as_tensor(np.asarray(prop.q_rows, dtype=np.float32), device=dev).reshape(-1, V)
+
+    def commit(self, n_accepted: int, g: int) -> None:
+        pass
+
+
+def lookup_proposer(vocab_size: int) -> DrafterProposer:
+    """The lookup drafter as a proposer for a model alone (the CLI, the bench): it reads only the vocabulary size."""
+    from models.drafters import LookupDrafter
+    vocab = type("Vocab", (), {"V": vocab_size})()
+    return DrafterProposer(LookupDrafter(), type("Rows", (), {"pair": vocab})())

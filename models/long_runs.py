@@ -23,6 +23,7 @@ from pathlib import Path
 
 from corpus.errors import InputError
 from corpus.resources import ASSETS
+from models.acceptance import MAX_GAMMA
 
 SCHEMA = "spectable-long-run/1"
 SHIPPED = ASSETS / "models" / "nahan-long-run.json"
@@ -55,7 +56,7 @@ class LongRun:
                                                                           float(top_p))
 
 
-_INTS = {"gamma": (1, 64), "top_k": (0, 1_000_000), "runs": (1, 10_000), "tokens_each": (1, 1_000_000),
+_INTS = {"gamma": (1, MAX_GAMMA), "top_k": (0, 1_000_000), "runs": (1, 10_000), "tokens_each": (1, 1_000_000),
          "tokens": (1, 10**10), "tested": (1, 10**10), "accepted": (0, 10**10), "passes": (1, 10**10)}
 _FLOATS = {"temperature": (1e-6, 3.0), "top_p": (0.01, 1.0), "alpha": (0.0, 1.0), "alpha_ci95": (0.0, 1.0),
            "tokens_per_pass": (1.0, 65.0)}
@@ -150,11 +151,10 @@ def measure(pair, settings, runs: int, tokens_each: int, dtype: str, date: str, 
     from the spread of the runs' own α (1.96 × their standard deviation / √runs)."""
     from dataclasses import replace
 
-    from models.llm_pair import alpha_generated
     acc = tested = tokens = passes = 0
     alphas = []
     for seed in range(runs):
-        r = alpha_generated(pair, replace(settings, seed=seed), tokens=tokens_each)
+        r = pair.generated_run(replace(settings, seed=seed), tokens_each)
         acc, tested, tokens, passes = acc + r.accepted, tested + r.tested, tokens + r.tokens, passes + r.passes
         alphas.append(r.accepted / max(r.tested, 1))
         if progress is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from corpus.errors import InputError
 from corpus.validate import mapping, number, read_json, text, type_name, whole
+from models.acceptance import MAX_GAMMA
 
 MAX_BYTES = 4 << 20
 
@@ -52,7 +53,7 @@ PAIR_ON_PAPER = ("target_ms", "draft_ms", "c", "verify_ratio", "tokens_per_pass"
                  "speedup_from_measured_costs")
 PAIR_IN_RUN = ("plain_ms_per_token", "draft_ms_per_guess", "verify_ms_per_pass", "rest_ms_per_pass", "c",
                "verify_ratio", "speedup_formula", "measured_over_formula")
-PAIR_SETTINGS = {"gamma": (1, 64), "tokens": (1, 10_000_000), "reps": (1, 100_000), "prompt_tokens": (0, 1 << 24)}
+PAIR_SETTINGS = {"gamma": (1, MAX_GAMMA), "tokens": (1, 10_000_000), "reps": (1, 100_000), "prompt_tokens": (0, 1 << 24)}
 MAX_POINTS = 1000
 DEVICE_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
 

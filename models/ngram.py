@@ -12,7 +12,6 @@ history's sparse followers: the smoothed part is one vector op, the seen followe
 """
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,30 +19,10 @@ import numpy as np
 from corpus.errors import InputError
 from corpus.tables import CountTables, load_tables
 from corpus.tokenizers import NEWLINE
+from models.rowcache import RowCache as _RowCache
+from models.rowcache import row_sums as _row_sums
 
 NEWLINE_GLYPH = "↵"
-
-
-class _RowCache:
-    """A small bounded cache of read-only rows keyed by history (rows repeat a lot while sampling).
-    Locked on writes: the app fills test tubes on a worker thread while the main thread steps."""
-
-    def __init__(self, max_items: int):
-        self.max_items = max(16, max_items)
-        self.items: dict = {}
-        self.lock = threading.Lock()
-
-    def get(self, key):
-        return self.items.get(key)
-
-    def put(self, key, value):
-        with self.lock:
-            if len(self.items) >= self.max_items:
-                # Drop the oldest half (dicts keep insertion order): cheap and good enough for sampling loops.
-                for k in list(self.items)[: self.max_items // 2]:
-                    self.items.pop(k, None)
-            self.items[key] = value
-        return value
 
 
 class NGramPair:
@@ -204,8 +183,60 @@ class NGramPair:
         tok = self.vocab[int(token_id)]
         return tok.replace(NEWLINE, NEWLINE_GLYPH)
 
+    # ---- the pair protocol (models.pair.Pair): what the program asks of any pair --------------------------
+    kind = "ngram"                        # the --pair word (a label: nothing branches on it)
+    offers = frozenset({"counts"})        # heads and trees are built on these counts (models.drafters.COUNTS)
+    model_names = ("trigram", "bigram")   # (target, draft), as the CLI names them
+    max_run_tokens = None                 # a long run of the counted pair has no limit but the machine's
 
-def _row_sums(indptr: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Sum of each CSR row (empty rows give 0), via a cumulative sum."""
-    cs = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
-    return (cs[indptr[1:]] - cs[indptr[:-1]]).astype(np.float64)
+    @property
+    def key(self) -> str:
+        """A digest of the counts (vocabulary and every count array): two loads of one table share it, two tables
+        with different counts never do. Computed once."""
+        if getattr(self, "_key", None) is None:
+            import hashlib
+            t = self.tables
+            h = hashlib.sha256()
+            h.update("\x00".join(self.vocab).encode("utf-8"))
+            for name in ("unigram", "bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tri_indices",
+                         "tri_counts"):
+                arr = np.ascontiguousarray(getattr(t, name))
+                h.update(name.encode())
+                h.update(str(arr.dtype).encode())
+                h.update(arr.tobytes())
+            self._key = h.hexdigest()[:16]
+        return self._key
+
+    def drafter_for(self, kind):
+        """The drafter this pair uses for a kind in its own way (None: the kind's own)."""
+        return None
+
+    def check_drafter(self, kind) -> None:
+        problem = kind.problem_on(self)
+        if problem is not None:
+            raise InputError(problem)
+
+    def sampler(self, settings=None, *, drafter=None, target_only: bool = False):
+        """The sampler on this pair: the big drum alone (target_only) or speculative with `drafter` (default: chain)."""
+        from models.sampler import SpeculativeSampler, TargetSampler
+        if target_only:
+            return TargetSampler(self, settings)
+        return SpeculativeSampler(self, settings, drafter=drafter)
+
+    def long_run_tokens(self, settings, sampler: bool = False) -> int:
+        """A long run's default length: the vectorised run counts 200,000 tokens; shaped rows or a drafter other
+        than the chain need the sampler itself, which counts 20,000 in about as long."""
+        from models import analytics as an
+        return an.LONG_RUN_TOKENS_SHAPED if settings.shapes_rows or sampler else an.LONG_RUN_TOKENS
+
+    def shipped_long_run(self, settings):
+        """A long run counted once and shipped beside the pair (None: the counted pair's is counted on the spot)."""
+        return None
+
+    def generated_run(self, settings, tokens: int):
+        from models.analytics import alpha_generated
+        return alpha_generated(self, settings, chars=tokens)
+
+    def alpha_corpus(self, settings) -> float:
+        from models.analytics import alpha_corpus
+        return alpha_corpus(self, settings)

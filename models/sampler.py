@@ -16,12 +16,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from corpus.errors import InputError
-from models.acceptance import sample_index, verify
+from models.acceptance import MAX_GAMMA, sample_index, verify
 from models.drafters import ChainDrafter, TreeProposal
 from models.multi_candidate import verify_tree
 from models.trace import StepTrace, TreeNode, TreeTrace
 
-MAX_GAMMA = 64
 
 
 @dataclass
@@ -213,7 +212,7 @@ class SpeculativeSampler(_Base):
         if not record:
             return v, written
         extra = {"u_guess": [float(x) for x in u_guess], "u_final": u_final, "sampler": "speculative"}
-        if self.drafter.name != "chain":
+        if not isinstance(self.drafter, ChainDrafter):       # k may be under γ: say what was asked
             extra["gamma_setting"] = s.gamma
         trace = StepTrace(
             step_index=self.step_index, context=list(ctx), gamma=k, guesses=list(guesses),
@@ -296,11 +295,11 @@ class TargetSampler(_Base):
 
 
 def make_sampler(pair, settings: SamplerSettings | None = None, *, drafter=None, target_only: bool = False):
-    """The sampler for either kind of pair: SpeculativeSampler / TargetSampler for the n-gram pair, the torch
-    samplers of models.llm_pair for a neural one (imported only then: the n-gram path never loads torch)."""
-    if getattr(pair, "kind", "ngram") == "neural":
-        from models.llm_pair import sampler_for
-        return sampler_for(pair, settings, target_only=target_only, drafter=drafter)
-    if target_only:
-        return TargetSampler(pair, settings)
-    return SpeculativeSampler(pair, settings, drafter=drafter)
+    """The sampler for any pair (models.pair.Pair.sampler): SpeculativeSampler / TargetSampler for the n-gram pair,
+    the torch samplers of models.llm_pair for a network pair (imported only by it: the n-gram path never loads
+    torch)."""
+    own = getattr(pair, "sampler", None)
+    if own is not None:
+        return own(settings, drafter=drafter, target_only=target_only)
+    # Any other object with rows (draft_row / target_row over V tokens): the samplers here.
+    return TargetSampler(pair, settings) if target_only else SpeculativeSampler(pair, settings, drafter=drafter)

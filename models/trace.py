@@ -94,3 +94,25 @@ class StepTrace:
     @property
     def vocab_size(self) -> int:
         return int(self.p_rows.shape[1])
+
+
+@dataclass
+class GeneratedRun:
+    """A seeded long speculative run: acceptance as measured (accepted / tested) and tokens per pass counted."""
+
+    alpha: float               # accepted guesses / tested guesses
+    alpha_expected: float      # mean β over the tested positions (same run, lower variance)
+    tokens: int                # tokens written in completed passes
+    passes: int                # completed target passes
+    accepted: int
+    tested: int
+    gamma: int
+    seed: int
+    method: str                # "vectorised" (unshaped exact rows) | "sampler" (SpeculativeSampler loop)
+    # tested positions whose two-token history never occurs in the book: the target backs off wholly to the
+    # draft there (p = q), so the guess always passes (vectorised run only; -1 on the sampler path)
+    backed_off: int = -1
+
+    @property
+    def tokens_per_pass(self) -> float:
+        return self.tokens / self.passes if self.passes else float("nan")

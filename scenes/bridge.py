@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from models.drafters import COPY, kind_of
 from scenes.geometry import compose, rot_x, scale, translate
 from scenes.layout import BRIDGE_Z, CELL, EmitContext, cell_x, window
 from scenes.text_atlas import DISC, RING, SOLID
@@ -122,7 +123,7 @@ class MeterBridge:
             fb.add("box", np.stack(lines), pal.red_line)
         if idle:
             fit = (x1 - x0) * 0.9
-            txt = ec.say(*(LOOKUP_IDLE_WORDS if state.drafter == "lookup" else IDLE_WORDS))
+            txt = ec.say(*(LOOKUP_IDLE_WORDS if kind_of(state.drafter).look == COPY else IDLE_WORDS))
             fb.text(txt, (xm, BEAM_Y, BRIDGE_Z + 0.21), RIGHT, np.array([0.0, 1.0, 0.0]),
                     min(VERDICT_SIZE, fit / max(fb.atlas.advance(txt), 1e-6)), pal.label_sub, anchor="center",
                     valign="middle")

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from models.drafters import COPY, HEADS, TREE, kind_of
 from scenes.camera import project
 from scenes.layout import PARTS, EmitContext
 
@@ -34,15 +35,16 @@ TARGET_PHASES = dict(PHASES, **{
 TARGET_MODE = ("大模型单独写 · 一圈一个词元", "target alone · one token per lane per turn")
 TARGET_MODE_NO_LANES = ("大模型单独写 · 一圈一个词元", "target alone · one token per turn")   # before lanes are taught
 DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
-# Who drafted the pass changes what the draft and check phases do (models.drafters; scenes.timeline).
+# How the drafter of the pass drafts (its look, models.drafters) changes what the draft and check phases do
+# (scenes.timeline); a drafter drawn by the small drum (DRUM) does what PHASES says.
 DRAFTER_PHASES = {
-    "lookup": {"draft": ("铅笔车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
-    "lookup_none": {"draft": ("前文里没有可抄的", "nothing earlier to copy"),
+    COPY: {"draft": ("铅笔车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
+    "copy_none": {"draft": ("前文里没有可抄的", "nothing earlier to copy"),
                     "verify": ("大滚筒转一圈，只写一个词元", "one turn of the big drum writes one token"),
                     "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
                     "write": ("打字头印下大模型的词元", "the typing head inks the target's token")},
-    "heads": {"draft": ("预测头一起猜，不用第二个模型", "the heads propose: no second model")},
-    "tree": {"draft": ("画出一棵猜测树", "the draft pencils a tree of guesses"),
+    HEADS: {"draft": ("预测头一起猜，不用第二个模型", "the heads propose: no second model")},
+    TREE: {"draft": ("画出一棵猜测树", "the draft pencils a tree of guesses"),
              "verify": ("大滚筒转一圈，整棵树一起算", "one turn of the big drum computes the whole tree"),
              "check": ("每个位置依次试候选，被拒后换成残差", "each position tries its candidates; after a rejection, the residual"),
              "write": ("留下通过的那一枝", "keep the branch that passed")},
@@ -53,11 +55,11 @@ DRAFTER_PHASES = {
 def phase_words(state) -> tuple[str, str]:
     """(zh, en) of what the table is doing now, for the drafter of this pass."""
     target_only = bool(state.extra.get("target_only"))
-    key = state.drafter
-    if key == "lookup" and target_only:
-        key = "lookup_none"
-    elif key == "tree" and state.extra.get("tree_base") == "heads":
-        words = dict(DRAFTER_PHASES["tree"], **DRAFTER_PHASES["tree_heads"])
+    key = kind_of(state.drafter).look
+    if key == COPY and target_only:
+        key = "copy_none"
+    elif key == TREE and kind_of(state.extra.get("tree_base", "")).look == HEADS:
+        words = dict(DRAFTER_PHASES[TREE], **DRAFTER_PHASES["tree_heads"])
         return words.get(state.phase) or PHASES.get(state.phase, ("", ""))
     own = DRAFTER_PHASES.get(key, {})
     if state.phase in own:
@@ -68,15 +70,16 @@ def phase_words(state) -> tuple[str, str]:
 def drafter_mode(state, ec: EmitContext) -> str | None:
     """The HUD's word on who drafted this pass (None: the chain, said by γ alone)."""
     x = state.extra
-    if state.drafter == "lookup":
+    look = kind_of(state.drafter).look
+    if look == COPY:
         k = int(x.get("copied", 0))
         if not k:
             return ec.say("查找 · 没有可抄的", "lookup · nothing to copy")
         seen = "".join(ec.run.display(i) for i in x.get("matched", ())).replace("\n", "↵")
         return ec.say(f"查找 · “{seen}”前文出现过 · 抄 {k} 个", f"lookup · “{seen}” seen before · {k} copied")
-    if state.drafter == "heads":
+    if look == HEADS:
         return ec.say(f"预测头 · γ = {state.gamma}", f"heads · γ = {state.gamma}")
-    if state.drafter == "tree" and x.get("tree_widths"):
+    if look == TREE and x.get("tree_widths"):
         w = x["tree_widths"]
         shape = f"{w[0]}×{len(w)}" if len(set(w)) == 1 else ",".join(map(str, w))
         n = int(x.get("tree_nodes", 0))

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from models.drafters import COPY, kind_of
 from scenes.bigdrum import pin_locals, pin_pattern
 from scenes.geometry import box_matrix, compose, rot_x, rot_z, scale, translate
 from scenes.layout import (SMALL_DRUM_CENTRE, SMALL_DRUM_LENGTH, SMALL_DRUM_RADIUS, TAPE_X,
@@ -64,7 +65,7 @@ class PencilCart:
         # Rail (fixed) from the window to the small drum.
         rail_y, rail_z = top[1] + 0.14, top[2] - 0.05
         x0, x1 = cell_x(-0.6, state.gamma), SMALL_DRUM_CENTRE[0] - 0.2
-        if state.drafter == "lookup":
+        if kind_of(state.drafter).look == COPY:
             x0 = TAPE_X[0] + 0.2           # the cart rides back over the earlier text it copies from
         fb.add("cyl_lo", compose(translate((x0 + x1) / 2, rail_y, rail_z), rot_z(math.pi / 2),
                                  scale(0.04, x1 - x0, 0.04)), pal.steel)

@@ -13,6 +13,7 @@ from typing import Callable
 
 import numpy as np
 
+from models.drafters import DRUM, kind_of
 from scenes.bigdrum import BigDrum
 from scenes.bridge import MeterBridge
 from scenes.cabinet import KVCabinet
@@ -307,7 +308,7 @@ class Stage:
         from scenes.labels import drafter_mode
         drafted: dict = {}
         for tr in self.traces:
-            if tr.drafter != "chain":
+            if kind_of(tr.drafter).look != DRUM:         # a drum's pass is said by γ alone
                 extra = Timeline._drafter_extra(tr)
                 probe = SimpleNamespace(drafter=tr.drafter, extra=extra, gamma=gamma)
                 n = len(drafter_mode(probe, ec) or "")

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass, field
 
 from models.trace import StepTrace
+from models.drafters import COPY, DRUM, HEADS, kind_of
 from scenes.layout import TAPE_X, tree_margin, window
 
 TICK = 1.0 / 120.0
@@ -222,16 +223,17 @@ class Timeline:
             # Who drafts sets the strokes: the chain's small drum turns once a guess (c x a big turn); a tree
             # pencils one depth a stroke; lookup first shows where it copies from; heads pencil their guesses.
             look, view_back, n_strokes, stroke, drum = None, 0.0, g, small, True
+            way = kind_of(tr.drafter).look
             if tree is not None:
                 n_strokes = len(tree.widths)
-                drum = tree.base == "chain"
+                drum = kind_of(tree.base).look == DRUM
                 stroke = small if drum else T.head
-            elif tr.drafter == "lookup":
+            elif way == COPY:
                 look = (t, t + (T.look if g else 0.5 * T.look))
                 t = look[1]
                 view_back = self.view_back(tr)
                 stroke, drum = T.copy, False
-            elif tr.drafter == "heads":
+            elif way == HEADS:
                 stroke, drum = T.head, False
             strokes = [(t + i * stroke, t + (i + 1) * stroke) for i in range(n_strokes)]
             t += n_strokes * stroke
@@ -409,7 +411,7 @@ class Timeline:
         """What the HUD says about who drafted this pass: a tree's shape and size, what lookup copied."""
         if tr.tree is not None:
             return {"tree_widths": list(tr.tree.widths), "tree_nodes": len(tr.tree.nodes), "tree_base": tr.tree.base}
-        if tr.drafter == "lookup":
+        if kind_of(tr.drafter).look == COPY:
             span = tr.source_span
             return {"copied": len(tr.guesses),
                     "matched": list(tr.context[span["match"][0]:span["match"][1]]) if span else []}
@@ -516,7 +518,7 @@ class Timeline:
         """The heads on the big drum (heads 2..γ+1, a tree of heads: 2..depth+1) and their lamps: bright while a
         head's guesses are pencilled, dim once it has proposed, dark after the big drum's turn."""
         tree = tr.tree
-        if tree is not None and tree.base == "heads":
+        if tree is not None and kind_of(tree.base).look == HEADS:
             heads = [d + 1 for d in range(1, len(tree.widths) + 1)]
         elif tr.heads:
             heads = list(tr.heads)

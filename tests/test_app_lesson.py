@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app import lesson as lessons
+from app import lesson_plan
 from app.controller import Controller
 from app.settings import AppSettings
 from app.tour import CHAPTERS, TourState
@@ -37,7 +38,7 @@ def test_the_shipped_lesson_covers_the_tour_and_the_guide_quotes_it():
     lesson = lessons.load_lesson("45-minutes")
     assert [c.slug for c in lesson.chapters] == [c.slug for c in CHAPTERS]
     assert sum(c.minutes for c in lesson.chapters) <= 45
-    plan = lessons.plan_markdown(lesson, "en")
+    plan = lesson_plan.plan_markdown(lesson, "en")
     doc = (ROOT / "docs" / "TEACHING.md").read_text(encoding="utf-8")
     block = re.search(r"<!-- lesson-plan: [^>]*-->\n(.*?)<!-- /lesson-plan -->", doc, re.S)
     assert block is not None and block.group(1) == plan
@@ -55,7 +56,7 @@ def test_the_plan_quotes_the_same_numbers_as_the_screen_at_that_page():
     f = ctl.facts()
     note = ctl.teacher_note()
     assert f"{f['tps_weights']} tokens/s for the weights alone" in note
-    rows = lessons.plan_rows(lesson, "en")
+    rows = lesson_plan.plan_rows(lesson, "en")
     assert any(note == r[3] for r in rows)
 
 

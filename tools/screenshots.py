@@ -78,7 +78,7 @@ def shoot(out: Path, size, lang: str, palette: str, parts, pair: str = "ngram") 
                     ctl.panel.open_more = False
         if "drafters" in parts:
             # The lab, the step-through and the tubes with each drafter, the lab's plot on the drafters tab.
-            for name in ("chain", "lookup", "heads", "tree"):
+            for name in drafters.names():
                 ctl.set_mode("lab")
                 ctl.update(drafter=name)
                 ctl.panel.plot = "drafters"

@@ -15,9 +15,10 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> int:
     from app import lesson
+    from app.lesson_plan import plan_markdown
     doc = ROOT / "docs" / "TEACHING.md"
     text = doc.read_text(encoding="utf-8")
-    plan = lesson.plan_markdown(lesson.load_lesson("45-minutes"), "en")
+    plan = plan_markdown(lesson.load_lesson("45-minutes"), "en")
     new, n = re.subn(r"(<!-- lesson-plan: [^>]*-->\n)(.*?)(<!-- /lesson-plan -->)",
                      lambda m: m.group(1) + plan + m.group(3), text, flags=re.S)
     if n != 1:

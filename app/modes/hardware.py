@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from imgui_bundle import imgui
 
-from app import derived, ui
+from app import derived, pairs, ui
 from app import facts as hwfacts
 from app.modes.base import Panel
 
@@ -61,7 +61,7 @@ class HardwarePanel(Panel):
         if ctl.session.neural:
             # The models on the table first: measured now on this computer, then their own long-run numbers; the
             # on-paper figures for the lab's device and model follow, under their own heading.
-            custom = s.pair == "custom"            # the user's checkpoints, not the shipped pair
+            custom = s.pair == pairs.CUSTOM            # the user's checkpoints, not the shipped pair
             ui.heading(scr, t("hw.live_custom" if custom else "hw.live"))
             self._draw_live(scr, t, c, muted)
             imgui.spacing()

@@ -7,6 +7,8 @@ from imgui_bundle import imgui
 
 from app import figures, pairs, ui
 from app.modes.base import Panel
+from app.settings import FIELDS
+from models.drafters import BASES, kind, names
 
 
 class LabPanel(Panel):
@@ -65,12 +67,12 @@ class LabPanel(Panel):
                 imgui.same_line()
                 if imgui.radio_button(self.pair_label(name), s.pair == name):
                     new["pair"] = name
-            if s.pair != "ngram":
+            if pairs.is_neural(s.pair):
                 ui.wrapped(self.pair_note(), color=c["muted"])
             _, new["top_k"] = imgui.slider_int(t("lab.top_k"), s.top_k, 0, 50)
             _, top_p = imgui.slider_float(t("lab.top_p"), s.top_p, 0.05, 1.0, "%.2f")
             new["top_p"] = round(top_p, 4)
-            if s.pair == "ngram":          # a neural pair has its own vocabulary
+            if not pairs.is_neural(s.pair):          # a neural pair has its own vocabulary
                 if imgui.radio_button(t("lab.char"), s.tokens == "char"):
                     new["tokens"] = "char"
                 imgui.same_line()
@@ -115,7 +117,8 @@ class LabPanel(Panel):
         self.draw_text(scr)
         imgui.separator()
         f = ctl.facts()
-        if s.drafter == "chain":
+        dk = kind(s.drafter)
+        if dk.formulas:
             rows = [(t("fact.alpha"), f["alpha"]), (t("fact.tpp_counted"), f["tpp_counted"]),
                     (t("fact.tpp_formula"), f["tpp_formula"]), (t("fact.speedup_now"), f["speedup_now"]),
                     (t("fact.best_gamma_speedup"), f"γ = {f['best_gamma']} → {f['best_speedup']}")]
@@ -125,7 +128,7 @@ class LabPanel(Panel):
                     (t("fact.drafter_lanes"), f["drafter_run_lanes"]),
                     (t("fact.drafter_speedup"), f["drafter_run_speedup"])]
         rows += [(t("fact.tokens_per_s"), f["tokens_per_s"]), (t("fact.busy"), f["busy"]),
-                 (t("fact.busy_tree" if s.drafter == "tree" else "fact.busy_spec", lanes=f["spec_lanes"]),
+                 (t("fact.busy_spec" if dk.gamma_knob else "fact.busy_tree", lanes=f["spec_lanes"]),
                   f["busy_spec"])]
         if imgui.begin_table("labfacts", 4, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             # Each value column as wide as its widest value (never cut); the names share the rest and wrap.
@@ -147,7 +150,7 @@ class LabPanel(Panel):
         imgui.end()
 
     def pair_label(self, name: str) -> str:
-        if name == "custom":
+        if name == pairs.CUSTOM:
             cp = pairs.custom()
             return self.ctl.t("lab.pair_custom", name=Path(cp.target).name if cp else "?")
         return self.ctl.t(f"lab.pair_{name}")
@@ -173,7 +176,7 @@ class LabPanel(Panel):
         full = imgui.calc_item_width()
         imgui.push_item_width(full * 0.42)
         if imgui.begin_combo(t("lab.drafter"), t(f"lab.drafter_{s.drafter}")):
-            for name in ("chain", "lookup", "heads", "tree"):
+            for name in names():
                 if imgui.selectable(t(f"lab.drafter_{name}"), s.drafter == name)[0]:
                     new["drafter"] = name
                 imgui.set_item_tooltip(t(f"lab.note.{name}"))
@@ -181,11 +184,12 @@ class LabPanel(Panel):
         imgui.set_item_tooltip(t(f"lab.note.{s.drafter}"))
         imgui.pop_item_width()
         imgui.same_line()
-        if s.drafter != "tree":
+        if kind(s.drafter).gamma_knob:
             imgui.push_item_width(full * 0.4)
-            _, new["gamma"] = imgui.slider_int("γ", s.gamma, 1, 10)
+            _, new["gamma"] = imgui.slider_int("γ", s.gamma, *FIELDS["gamma"].int_range())
             imgui.set_item_tooltip(t("lab.gamma"))
             imgui.pop_item_width()
+        if "tree_width" not in kind(s.drafter).options:
             return
         n = node_count([s.tree_width] * s.tree_depth)
         tip = t("lab.tree_nodes", nodes=n, lanes=n + 1) + "  " + t("lab.gamma_tree")
@@ -201,9 +205,9 @@ class LabPanel(Panel):
         """Under "more": where a tree's candidates come from, how siblings are drawn (and that its depth is γ)."""
         from models.drafters import node_count
         t, s = self.ctl.t, self.ctl.settings
-        if s.drafter != "tree":
+        if "tree_from" not in kind(s.drafter).options:
             return
-        for base in ("chain", "heads"):
+        for base in BASES:
             if imgui.radio_button(t(f"lab.tree_from_{base}"), s.tree_from == base):
                 new["tree_from"] = base
             imgui.same_line()
@@ -219,7 +223,7 @@ class LabPanel(Panel):
     def facts_shown(self) -> dict[str, str]:
         f = self.ctl.facts()
         mine = ("alpha", "tpp_counted", "tpp_formula", "speedup_now", "best_gamma", "best_speedup") \
-            if self.ctl.settings.drafter == "chain" else \
+            if kind(self.ctl.settings.drafter).formulas else \
             ("drafter_run_kept", "drafter_run_tpp", "drafter_run_lanes", "drafter_run_speedup")
         return {k: f[k] for k in mine + ("tokens_per_s", "busy", "busy_spec", "bytes_per_step")}
 

@@ -12,6 +12,7 @@ from imgui_bundle import imgui
 
 from app import ui
 from app.modes.base import Panel
+from models.drafters import COPY, HEADS, TREE, kind_of
 
 RESIDUAL_BARS = 6
 
@@ -34,7 +35,7 @@ def stops(run) -> list[Stop]:
             if tr.final_kind == "bonus":
                 out.append(Stop(k, len(tr.tree.checks), "bonus"))
             continue
-        if tr.drafter == "lookup" and not tr.guesses:
+        if not tr.guesses and tr.extra.get("sampler") != "target":   # a drafter that found nothing to propose
             out.append(Stop(k, 0, "plain"))
             continue
         out.extend(Stop(k, i, "test") for i in range(tr.tested))
@@ -60,9 +61,11 @@ def explain(run, pair, stop: Stop) -> dict:
     them to the trace). A rejection's residual is the trace's own final_row, the row its token was drawn from (a
     tree: the running target after that round, norm(max(0, p_i − q_i)), which the next candidate meets)."""
     tr = run.traces[stop.step]
-    out = {"step": stop.step, "test": stop.test, "kind": stop.kind, "drafter": tr.drafter,
+    dk = kind_of(tr.drafter)
+    out = {"step": stop.step, "test": stop.test, "kind": stop.kind, "drafter": tr.drafter, "look": dk.look,
+           "words": {w: dk.word(w, f"step.{w}") for w in ("guess", "q", "residual")},
            "context": pair.decode(tr.context[-6:]).replace("\n", "↵")}
-    if tr.drafter == "lookup":
+    if dk.look == COPY:
         out.update(_lookup_fields(pair, tr))
     if stop.kind in ("bonus", "plain"):
         out.update(token=pair.display(tr.final_token), token_id=int(tr.final_token),
@@ -217,7 +220,7 @@ class StepPanel(Panel):
         if imgui.button(" ▶ "):
             self.on_key("next")
         imgui.same_line()
-        tree = ex["drafter"] == "tree"
+        tree = ex["look"] == TREE
         if tree and ex["kind"] == "test":
             ui.heading(scr, t("step.tree_title", step=ex["step"] + 1, depth=ex["depth"], round=ex["round"],
                               rounds=ex["rounds"], pos=ex["position"] + 1, of=ex["of"]))
@@ -237,16 +240,16 @@ class StepPanel(Panel):
         if tree:
             self.candidates(scr, ex)
         ui.push_font(scr, 1.35)
-        d = ex["drafter"]
-        if d == "heads" and "head" in ex:
-            imgui.text(t("step.guess_heads", head=ex["head"]))
+        words = ex["words"]
+        if "head" in ex and ex["look"] == HEADS:
+            imgui.text(t(words["guess"], head=ex["head"]))
         else:
-            imgui.text(t({"lookup": "step.guess_lookup", "tree": "step.guess_tree"}.get(d, "step.guess")))
+            imgui.text(t(words["guess"] if ex["look"] != HEADS else "step.guess"))
         imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*c["accent"]), ex["guess"])
         ui.pop_font()
         ui.facts_table(scr, [
-            (t({"lookup": "step.q_lookup", "heads": "step.q_heads"}.get(d, "step.q")),
+            (t(words["q"]),
              num(ex["q"]) + (" *" if ex["draft_backed_off"] else "")),
             (t("step.p_running" if ex.get("target_is_residual") else "step.p"),
              num(ex["p"]) + (" *" if ex["target_backed_off"] else "")),
@@ -271,7 +274,7 @@ class StepPanel(Panel):
             later = ctl.session.run.traces[ex["step"]].gamma - ex["test"] - 1
             if later > 0:
                 ui.wrapped(t("step.discarded", n=later))
-            ui.wrapped(t("step.residual_lookup" if ex["drafter"] == "lookup" else "step.residual",
+            ui.wrapped(t(words["residual"],
                          token=ex["final_token"], guess=ex["guess"]))
             ui.bars(scr, ex["residual"], w, scr.font_size * 1.35 * len(ex["residual"]),
                     highlight=ex["final_token_id"], color=c["target"])
@@ -282,8 +285,8 @@ class StepPanel(Panel):
     def drafter_lines(self, scr, ex) -> None:
         """Who proposed this guess and what that means for the rule (lookup's one-hot q, the head, the tree)."""
         t, c = self.ctl.t, self.ctl.colors
-        d = ex["drafter"]
-        if d == "lookup":
+        look = ex["look"]
+        if look == COPY:
             span = ex.get("source_span")
             if span:
                 a, b = span["match"][0] + 1, span["match"][1]
@@ -291,9 +294,9 @@ class StepPanel(Panel):
                              where=f"{a}" if a == b else f"{a}–{b}", copied=span["copied"]), c["muted"])
                 if ex["kind"] == "test":
                     ui.wrapped(t("step.lookup_rule"), c["muted"])
-        elif d == "heads" and "head" in ex:
+        elif look == HEADS and "head" in ex:
             ui.wrapped(t("step.head", head=ex["head"], features=ex.get("features", "")), c["muted"])
-        elif d == "tree" and "nodes" in ex:
+        elif look == TREE and "nodes" in ex:
             ui.wrapped(t("step.tree_lanes", nodes=ex["nodes"], lanes=ex["lanes_lit"],
                          base=t(f"lab.tree_from_{ex['tree_from']}"), sampling=t(f"lab.sampling_{ex['sampling']}")),
                        c["muted"])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from imgui_bundle import imgui
 
-from app import ui
+from app import pairs, ui
 from app.palette import u32
 from app.facts import fill
 from app.modes.base import Panel
@@ -119,7 +119,7 @@ class TourPanel(Panel):
         before = ctl.session.version
         # The page's pair: the neural pages keep theirs; the others run the lesson's pair for the chapter, if any.
         page_pair = self.state.page_data().pair
-        values["pair"] = page_pair if page_pair != "ngram" else values.get("pair", "ngram")
+        values["pair"] = page_pair if pairs.is_neural(page_pair) else values.get("pair", pairs.COUNTED)
         ctl.update(pair=values["pair"])                  # first: the prompt and the seed are the pair's
         values["prompt"] = self.prompt_for(values.get("prompt", ctl.settings.prompt))
         if events:
@@ -134,16 +134,13 @@ class TourPanel(Panel):
         {story_N} then says what did happen)."""
         from app import derived
         ctl = self.ctl
-        s = {k: values.get(k, getattr(ctl.settings, k)) for k in ("prompt", "gamma", "temperature", "top_k", "top_p",
-                                                                  "seed", "drafter", "tree_width", "tree_depth",
-                                                                  "tree_from", "tree_sampling")}
-        key = (s["drafter"],) + ((s["tree_width"], s["tree_depth"], s["tree_from"], s["tree_sampling"])
-                                 if s["drafter"] == "tree" else ())
+        from app.settings import FIELDS
+        from models.drafters import choice
+        s = {k: values.get(k, getattr(ctl.settings, k)) for k in FIELDS}     # the drafter's options among them
         try:
             pair = ctl.session.pair()
-            heads = ctl.session.heads(pair) if s["drafter"] == "heads" or "heads" in key else None
             return derived.demo_seed(pair, s["prompt"], s["gamma"], s["temperature"], s["top_k"], s["top_p"],
-                                     tuple(events), s["seed"], key, heads)
+                                     tuple(events), s["seed"], choice(s), ctl.session.heads)
         except InputError as exc:
             ctl.notify(str(exc))
             return s["seed"]
@@ -287,7 +284,7 @@ class TourPanel(Panel):
         ui.facts_table(scr, [(t("fact." + k), "?" if k in self.unrevealed(shown) else f[k]) for k in self.panel_facts()])
         if page.panel == "residual":
             self.draw_residual(scr)
-        elif page.pair == "neural":
+        elif pairs.is_neural(page.pair):
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
             # formula at the lab's c would not be this pair's).
             self.draw_neural_measurement(scr)
@@ -395,7 +392,7 @@ class TourPanel(Panel):
         page = self.state.page_data()
         if page.facts:
             return page.facts
-        return NEURAL_FACTS if page.pair == "neural" else self.state.current.facts
+        return NEURAL_FACTS if pairs.is_neural(page.pair) else self.state.current.facts
 
     def draw_neural_measurement(self, scr) -> None:
         from app import facts as hwfacts

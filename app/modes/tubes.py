@@ -12,7 +12,7 @@ from imgui_bundle import imgui
 
 from app import derived, ui
 from app.modes.base import Panel
-from app.settings import TUBE_RULES
+from app.settings import DEFAULTS, TUBE_RULES
 from corpus.errors import InputError
 from scenes.tubes import chosen_characters
 
@@ -76,8 +76,11 @@ class TubesPanel(Panel):
         the exact rule and typical acceptance only (models.tubes.TREE_RULES)."""
         from models.tubes import TREE_RULES
         s = self.ctl.settings
-        tree = s.drafter == "tree" and s.tree_width > 1
-        return tuple(r for r in TUBE_RULES if not tree or r in TREE_RULES)
+        try:
+            several = self.ctl.session.drafter().first_width(s.gamma) > 1
+        except InputError:
+            several = False                   # a drafter this pair cannot run: the lab says why
+        return tuple(r for r in TUBE_RULES if not several or r in TREE_RULES)
 
     def on_key(self, action: str) -> None:
         """Next/previous cycle through the rules: exact first, then each way to break it, then exact without the bonus."""
@@ -182,7 +185,7 @@ class TubesPanel(Panel):
         ui.begin_panel("##tubes", ui.panel_rect(scr))
         ui.heading(scr, t("tubes.title"))
         ui.wrapped(t("tubes.explain"))
-        if s.drafter != "chain":
+        if s.drafter != DEFAULTS.drafter:
             ui.wrapped(t("tubes.drafter", drafter=t(f"lab.drafter_{s.drafter}")), c["muted"])
         imgui.text(t("tubes.break_it"))
         allowed = self.rules()

@@ -16,36 +16,49 @@ from models.drafters.chain import ChainDrafter
 from models.drafters.heads import HeadsDrafter
 from models.drafters.lookup import LookupDrafter
 from models.drafters.tree import BASES, MAX_TREE_NODES, MAX_WIDTH, SAMPLINGS, TreeDrafter, node_count
+from models.drafters.registry import (COPY, COUNTS, DRUM, HEADS, LEAN_COPY, LEAN_MODEL, TREE, DrafterKind, choice, kind, kind_of, kinds,
+                                     lean_names, make_choice, names,
+                                     register, registered)
 
-DRAFTERS = ("chain", "lookup", "heads", "tree")
 
-__all__ = ["DRAFTERS", "BASES", "SAMPLINGS", "MAX_TREE_NODES", "MAX_WIDTH", "ChainProposal", "TreeProposal",
+def _tree(pair, opts, heads) -> TreeDrafter:
+    base = opts.get("tree_from", "chain")
+    if base not in BASES:
+        raise InputError(f"a tree is built from one of: {', '.join(BASES)} (not {base!r})")
+    return TreeDrafter(kind(base).make(pair, heads=heads() if base == "heads" else None),
+                       width=opts.get("tree_width", 2), depth=opts.get("tree_depth"), widths=opts.get("tree_widths"),
+                       sampling=opts.get("tree_sampling", "iid"))
+
+
+def _tree_variants(gamma: int) -> list:
+    return [("tree_2x2", "tree 2×2 (chain)", {"tree_width": 2, "tree_depth": 2}),
+            (f"tree_2x{gamma}", f"tree 2×{gamma} (chain)", {"tree_width": 2}),
+            (f"tree_3x{gamma}", f"tree 3×{gamma} (chain)", {"tree_width": 3}),
+            (f"tree_2x{gamma}_heads", f"tree 2×{gamma} (heads)", {"tree_width": 2, "tree_from": "heads"})]
+
+
+# The four drafters, in the order the lab's menu and the comparisons list them.
+register(DrafterKind("chain", lambda pair, opts, heads: ChainDrafter(), draft_model=True, look=DRUM, formulas=True,
+                     hue="draft", lean=LEAN_MODEL))
+register(DrafterKind("lookup", lambda pair, opts, heads: LookupDrafter(), look=COPY, hue="#ffd92f", lean=LEAN_COPY,
+                     words={"guess": "step.guess_lookup", "q": "step.q_lookup", "residual": "step.residual_lookup"}))
+register(DrafterKind("heads", lambda pair, opts, heads: HeadsDrafter(heads()), look=HEADS, needs=frozenset({COUNTS}),
+                     hue="target", words={"guess": "step.guess_heads", "q": "step.q_heads"}))
+register(DrafterKind("tree", _tree, options=("tree_width", "tree_depth", "tree_widths", "tree_from", "tree_sampling"),
+                     gamma_knob=False, look=TREE, needs=frozenset({COUNTS}), hue="accent",
+                     words={"guess": "step.guess_tree"}, variants=_tree_variants,
+                     compared=lambda gamma: _tree_variants(gamma)[1:],      # SpecInfer-sized trees only
+                     positions=lambda o, gamma: node_count(o.get("tree_widths") or
+                                                           [o.get("tree_width", 2)] * (o.get("tree_depth") or gamma))))
+
+__all__ = ["BASES", "SAMPLINGS", "MAX_TREE_NODES", "MAX_WIDTH", "ChainProposal", "TreeProposal",
            "FirstGuess", "DraftCost", "Drafter", "ChainDrafter", "LookupDrafter", "HeadsDrafter", "TreeDrafter",
-           "make_drafter", "node_count"]
+           "DrafterKind", "LEAN_MODEL", "LEAN_COPY", "lean_names", "choice", "make_choice", "DRUM", "COPY", "HEADS", "TREE", "COUNTS", "kind", "kind_of", "kinds", "names", "register",
+           "registered", "make_drafter", "node_count"]
 
 
-def make_drafter(name: str, pair=None, *, tree_width: int = 2, tree_depth: int | None = None, tree_widths=None,
-                 tree_from: str = "chain", tree_sampling: str = "iid", heads=None) -> Drafter:
-    """A drafter by name. `pair` is needed for the heads (their table sits beside the pair's); `heads` may pass
-    a models.heads.HeadModels already loaded. Tree options: width (children per node at every depth), depth
-    (default: γ), or widths (an explicit (k_1, …, k_D), which sets the depth), the base drafter and the sampling."""
-    if name not in DRAFTERS:
-        raise InputError(f"unknown drafter {name!r} (use one of: {', '.join(DRAFTERS)})")
-    if name == "chain":
-        return ChainDrafter()
-    if name == "lookup":
-        return LookupDrafter()
-
-    def load_heads():
-        if heads is not None:
-            return heads
-        if pair is None:
-            raise InputError("the heads drafter needs the pair (its heads table sits beside the pair's)")
-        from models.heads import HeadModels
-        return HeadModels.for_pair(pair)
-    if name == "heads":
-        return HeadsDrafter(load_heads())
-    if tree_from not in BASES:
-        raise InputError(f"a tree is built from one of: {', '.join(BASES)} (not {tree_from!r})")
-    base = ChainDrafter() if tree_from == "chain" else HeadsDrafter(load_heads())
-    return TreeDrafter(base, width=tree_width, depth=tree_depth, widths=tree_widths, sampling=tree_sampling)
+def make_drafter(name: str, pair=None, *, heads=None, **options) -> Drafter:
+    """A drafter by name (models.drafters.registry). `pair` is needed for the heads (their table sits beside the
+    pair's); `heads` may pass a models.heads.HeadModels already loaded. Options are the kind's own (a tree: its
+    tree_width, tree_depth or tree_widths, tree_from and tree_sampling); others are ignored."""
+    return kind(name).make(pair, options, heads)

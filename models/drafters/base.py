@@ -19,6 +19,7 @@ models.sampler.Rows for the test tubes; both apply the settings' temperature / t
         propose(rows, context, γ, u) -> ChainProposal | TreeProposal
         first_guess(rows, context) -> FirstGuess   the row(s) the first position's candidates come from (tubes)
         cost(γ) -> DraftCost        what proposing costs, for models.analytics.speedup_model
+        first_width(γ) -> int       candidates at the first position (1 but for a tree)
 """
 from __future__ import annotations
 
@@ -99,6 +100,10 @@ class Drafter:
 
     def cost(self, gamma: int) -> DraftCost:
         return DraftCost()
+
+    def first_width(self, gamma: int) -> int:
+        """Candidates proposed at the first position after the context (a tree: its first width)."""
+        return 1
 
     def describe(self) -> dict:
         """The drafter's settings, for JSON output."""

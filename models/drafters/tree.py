@@ -92,6 +92,9 @@ class TreeDrafter(Drafter):
             return list(self.fixed_widths)
         return [self.width] * int(self.depth if self.depth is not None else gamma)
 
+    def first_width(self, gamma: int) -> int:
+        return self.widths_for(gamma)[0]
+
     def guess_uniforms(self, gamma: int) -> int:
         return node_count(self.widths_for(gamma))
 
