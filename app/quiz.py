@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from app.i18n import Strings
+from app.tour import chapter_index
 from app.facts import fmt_ops_count
 
 LETTERS = "ABCD"
@@ -35,7 +36,7 @@ class ShowMe:
 @dataclass(frozen=True)
 class Question:
     id: str
-    chapter: int                     # 0-based, as app.tour.CHAPTERS
+    chapter: int                     # 0-based, as app.tour.CHAPTERS (the builders name it by slug)
     computed: bool                   # its numbers come from the models / the run / the hardware model now
     prompt: str
     options: tuple[str, ...]         # four, in the order shown (A-D)
@@ -142,7 +143,7 @@ def q_one_token(t, snap):
     f = dict(model=r["model_label"], gb=_gb(r["weight_bytes"]), bw=f"{r['bandwidth_Bps'] / 1e12:.2f} TB/s",
              ms=f"{r['ms_per_token']:.2f}", ops=fmt_ops_count(r["ops_per_step"], t.lang),
              arith_ms=f"{r['arithmetic_ms_per_step']:.3f}", busy=_pct(r["arithmetic_busy"]), device=r["device_label"])
-    return _idea(t, "one_token", 0, ShowMe("tour", chapter=0), f, values=r)
+    return _idea(t, "one_token", "01-one-token", _tour("01-one-token"), f, values=r)
 
 
 def q_b1_tokens(t, snap):
@@ -151,12 +152,12 @@ def q_b1_tokens(t, snap):
     arith = r1["flops"] / r1["ops_per_step"]              # as if the arithmetic were the limit
     fp32 = r1["bandwidth_Bps"] / (2 * r1["weight_bytes"])  # 32-bit weights: twice the bytes
     fmt = lambda v: t("quiz.tokens_per_s", n=f"{v:,.0f}")  # noqa: E731
-    return dict(chapter=0, computed=True,
+    return dict(chapter="01-one-token", computed=True,
                 prompt=t("quiz.b1_tokens.q", device=r1["device_label"], model=r1["model_label"]),
                 right=fmt(right), wrong=[fmt(arith), fmt(r64["tokens_per_s"]), fmt(fp32)],
                 why=t("quiz.b1_tokens.why", gb=_gb(r1["weight_bytes"]), bw=f"{r1['bandwidth_Bps'] / 1e12:.2f} TB/s",
                       right=f"{right:,.0f}", arith=fmt(arith), b64=fmt(r64["tokens_per_s"]), fp32=fmt(fp32)),
-                show=ShowMe("tour", chapter=0),
+                show=_tour("01-one-token"),
                 values={"right": right, "arithmetic_bound": arith, "batch64": r64["tokens_per_s"], "fp32": fp32})
 
 
@@ -164,7 +165,7 @@ def q_batching(t, snap):
     r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 0)
     f = dict(gb=_gb(r64["weight_bytes"]), busy64=_pct(r64["arithmetic_busy"]),
              tps64=f"{r64['tokens_per_s']:,.0f}", tps1=f"{r1['tokens_per_s']:,.0f}")
-    return _idea(t, "batching", 1, ShowMe("tour", chapter=1), f)
+    return _idea(t, "batching", "02-batching", _tour("02-batching"), f)
 
 
 def q_batch_kv(t, snap):
@@ -173,13 +174,13 @@ def q_batch_kv(t, snap):
     no_kv, one = _roof(snap, 64, 0)["tokens_per_s"], _roof(snap, 1, ctx)["tokens_per_s"]
     kv_only = 64 * r["bandwidth_Bps"] / r["kv_bytes_per_step"]
     fmt = lambda v: t("quiz.tokens_per_s", n=f"{v:,.0f}")  # noqa: E731
-    return dict(chapter=1, computed=True,
+    return dict(chapter="02-batching", computed=True,
                 prompt=t("quiz.batch_kv.q", device=r["device_label"], context=f"{ctx:,}"),
                 right=fmt(r["tokens_per_s"]), wrong=[fmt(no_kv), fmt(kv_only), fmt(one)],
                 why=t("quiz.batch_kv.why", gb=_gb(r["weight_bytes"]), kv=_gb(r["kv_bytes_per_step"]),
                       total=_gb(r["bytes_per_step"]), right=f"{r['tokens_per_s']:,.0f}", no_kv=fmt(no_kv),
                       kv_only=fmt(kv_only), one=fmt(one)),
-                show=ShowMe("tour", chapter=1),
+                show=_tour("02-batching"),
                 values={"right": r["tokens_per_s"], "no_kv": no_kv, "kv_only": kv_only, "one": one})
 
 
@@ -187,7 +188,7 @@ def q_kv_cache(t, snap):
     ctx = 4096
     r = _roof(snap, 64, ctx)
     f = dict(context=f"{ctx:,}", kv_seq=_gb(r["kv_bytes_per_step"] / 64), busy=_pct(r["arithmetic_busy"]))
-    return _idea(t, "kv_cache", 1, ShowMe("tour", chapter=1), f)
+    return _idea(t, "kv_cache", "02-batching", _tour("02-batching"), f)
 
 
 def q_check_cost(t, snap):
@@ -195,16 +196,16 @@ def q_check_cost(t, snap):
     r1, rs = _roof(snap, 1, 1), _roof(snap, g + 1, 1)
     f = dict(gamma=g, lanes=g + 1, busy1=_pct(r1["arithmetic_busy"]), busy_spec=_pct(rs["arithmetic_busy"]),
              device=r1["device_label"])
-    return _idea(t, "check_cost", 2, ShowMe("tour", chapter=2), f)
+    return _idea(t, "check_cost", "03-guess-first", _tour("03-guess-first"), f)
 
 
 def q_first_reject(t, snap):
     pair, run = snap.pair, snap.run
     hit = next(((k, i, tr) for k, i, tr in _tested(run) if not tr.accepted[i]), None)
     if hit is None:
-        return _idea(t, "first_reject", 3, ShowMe("tour", chapter=3), {})
+        return _idea(t, "first_reject", "04-keep-replace", _tour("04-keep-replace"), {})
     k, i, tr = hit
-    q = _idea(t, "first_reject", 3, ShowMe("step", stop=(k, i, "test")), {})
+    q = _idea(t, "first_reject", "04-keep-replace", ShowMe("step", stop=(k, i, "test")), {})
     q["why"] += " " + t("quiz.first_reject.why_run", k=k + 1, guess=pair.display(int(tr.guesses[i])),
                         final=pair.display(int(tr.final_token)), discarded=tr.gamma - i - 1)
     return q
@@ -215,9 +216,9 @@ def q_bonus(t, snap):
     run = snap.run
     hit = next(((k, tr) for k, tr in enumerate(run.traces if run else ()) if tr.gamma and tr.n_accepted == tr.gamma),
                None)
-    show = ShowMe("step", stop=(hit[0], hit[1].gamma, "bonus")) if hit else ShowMe("tour", chapter=3)
+    show = ShowMe("step", stop=(hit[0], hit[1].gamma, "bonus")) if hit else _tour("04-keep-replace")
     cands = [g, 1, 2 * g, g + 2, max(g - 1, 0)]
-    return dict(chapter=3, computed=False, prompt=t("quiz.bonus.q", gamma=g), right=f"{g + 1}",
+    return dict(chapter="04-keep-replace", computed=False, prompt=t("quiz.bonus.q", gamma=g), right=f"{g + 1}",
                 wrong=[f"{v}" for v in cands], why=t("quiz.bonus.why", g1=g + 1), show=show,
                 values={"right": g + 1})
 
@@ -242,7 +243,7 @@ def q_keep_prob(t, snap):
     p, q = float(tr.p_rows[i][g]), float(tr.q_rows[i][g])
     ratio = p / q
     right, wrong, d = _numbers(ratio, [p, 1 - ratio, q - p, q, 1 - p, p * q])
-    return dict(chapter=4, computed=True,
+    return dict(chapter="05-acceptance-rule", computed=True,
                 prompt=t("quiz.keep_prob.q", guess=snap.pair.display(g), q=f"{q:.4f}", p=f"{p:.4f}"),
                 right=right, wrong=wrong,
                 why=t("quiz.keep_prob.why", p=f"{p:.4f}", q=f"{q:.4f}", right=right, pp=_num(p, d),
@@ -257,7 +258,7 @@ def q_keep_sure(t, snap):
     k, i, tr = hit
     g = int(tr.guesses[i])
     p, q = float(tr.p_rows[i][g]), float(tr.q_rows[i][g])
-    return dict(chapter=4, computed=True,
+    return dict(chapter="05-acceptance-rule", computed=True,
                 prompt=t("quiz.keep_prob.q", guess=snap.pair.display(g), q=f"{q:.4f}", p=f"{p:.4f}"),
                 right=t("quiz.always"), wrong=_numbers(1.0, [q / p, p, 1 - q / p, q])[1],
                 why=t("quiz.keep_sure.why", ratio=_num(p / q), qp=_numbers(1.0, [q / p, p, 1 - q / p, q])[1][0]),
@@ -283,7 +284,7 @@ def q_residual_top(t, snap):
     sep = "、" if t.lang == "zh" else ", "
     shares = sep.join(f"“{pair.display(j)}” {share[j]:.2f}" for j in shown if j != g)
     context = pair.decode(tr.context[-4:]).replace("\n", "↵")
-    return dict(chapter=4, computed=True,
+    return dict(chapter="05-acceptance-rule", computed=True,
                 prompt=t("quiz.residual_top.q", context=context, guess=pair.display(g),
                          q=f"{float(tr.q_rows[i][g]):.4f}", p=f"{float(tr.p_rows[i][g]):.4f}"),
                 right=f"“{pair.display(best)}”", wrong=[f"“{pair.display(j)}”" for j in shown[1:]],
@@ -303,7 +304,7 @@ def _pick_ids(ids, n):
 
 
 def q_same_dist(t, snap):
-    return _idea(t, "same_dist", 5, ShowMe("tubes", rule="exact"), {})
+    return _idea(t, "same_dist", "06-same-as-target", ShowMe("tubes", rule="exact"), {})
 
 
 def q_wrong_rule(t, snap):
@@ -313,7 +314,7 @@ def q_wrong_rule(t, snap):
     mn = float(min(p[o], q[o]))
     right = mn + (1 - alpha) * float(p[o])       # models.tubes: resample_from_p -> min(p, q) + (1 - α) p
     tok = snap.pair.display(o)
-    return dict(chapter=5, computed=True,
+    return dict(chapter="06-same-as-target", computed=True,
                 prompt=t("quiz.wrong_rule.q", tok=tok, q=_num(q[o], 3), p=_num(p[o], 3)),
                 right=_num(right, 3), wrong=[_num(p[o], 3), _num(q[o], 3), _num(mn / alpha, 3), _num(mn, 3)],
                 why=t("quiz.wrong_rule.why", mn=_num(mn, 3), alpha=_num(alpha, 3), right=_num(right, 3),
@@ -326,7 +327,7 @@ def q_overlap(t, snap):
     p, q = _row(snap.pair, PREFIX)
     right = float(np.minimum(p, q).sum())
     pq, top, tv = float((p * q).sum()), float(p.max()), 1.0 - right
-    return dict(chapter=6, computed=True, prompt=t("quiz.overlap.q"), right=_num(right, 3),
+    return dict(chapter="07-alpha", computed=True, prompt=t("quiz.overlap.q"), right=_num(right, 3),
                 wrong=[_num(pq, 3), _num(top, 3), _num(tv, 3)],
                 why=t("quiz.overlap.why", right=_num(right, 3), pq=_num(pq, 3), top=_num(top, 3), tv=_num(tv, 3)),
                 show=ShowMe("tubes", rule="exact"), values={"right": right, "pq": pq, "top": top, "tv": tv})
@@ -342,11 +343,11 @@ def q_tokens_per_pass(t, snap):
     a, g = _alpha(snap), int(snap.lab["gamma"])
     right = float(analytics.tokens_per_pass_formula(a, g))
     nobonus, naive, inf = right - a ** g, g * a + 1, 1 / (1 - a)
-    return dict(chapter=6, computed=True, prompt=t("quiz.tokens_per_pass.q", alpha=_num(a, 3), gamma=g),
+    return dict(chapter="07-alpha", computed=True, prompt=t("quiz.tokens_per_pass.q", alpha=_num(a, 3), gamma=g),
                 right=_num(right), wrong=[_num(nobonus), _num(naive), _num(inf), _num(right - 1)],
                 why=t("quiz.tokens_per_pass.why", right=_num(right), nobonus=_num(nobonus), naive=_num(naive),
                       inf=_num(inf)),
-                show=ShowMe("tour", chapter=6),
+                show=_tour("07-alpha"),
                 values={"alpha": a, "gamma": g, "right": right, "no_bonus": nobonus, "naive": naive, "unlimited": inf})
 
 
@@ -354,7 +355,7 @@ def q_speedup_driver(t, snap):
     from app import derived
     a, c = _alpha(snap), float(snap.lab["c"])
     best, sp = derived.best_gamma(a, c)
-    return _idea(t, "speedup_driver", 7, ShowMe("tour", chapter=7),
+    return _idea(t, "speedup_driver", "08-how-much-faster", _tour("08-how-much-faster"),
                  dict(alpha=_num(a, 3), c=f"{c:g}", best=best, speedup=f"{sp:.2f}×"))
 
 
@@ -367,26 +368,26 @@ def q_best_gamma(t, snap):
     shown = sorted([best] + wrong)
     sep = "；" if t.lang == "zh" else "; "
     lst = sep.join(f"γ = {g}: {float(analytics.speedup(a, g, c)):.2f}×" for g in shown)
-    return dict(chapter=7, computed=True, prompt=t("quiz.best_gamma.q", alpha=_num(a, 3), c=f"{c:g}"),
+    return dict(chapter="08-how-much-faster", computed=True, prompt=t("quiz.best_gamma.q", alpha=_num(a, 3), c=f"{c:g}"),
                 right=f"γ = {best}", wrong=[f"γ = {g}" for g in wrong],
-                why=t("quiz.best_gamma.why", list=lst, right=best), show=ShowMe("tour", chapter=7),
+                why=t("quiz.best_gamma.why", list=lst, right=best), show=_tour("08-how-much-faster"),
                 values={"alpha": a, "c": c, "right": best, "speedups": {g: float(analytics.speedup(a, g, c))
                                                                         for g in shown}})
 
 
 def q_idle_spend(t, snap):
     r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 1)
-    return _idea(t, "idle_spend", 8, ShowMe("tour", chapter=8),
+    return _idea(t, "idle_spend", "09-idle-arithmetic", _tour("09-idle-arithmetic"),
                  dict(busy64=_pct(r64["arithmetic_busy"]), busy1=_pct(r1["arithmetic_busy"])))
 
 
 def q_self_draft(t, snap):
-    return _idea(t, "self_draft", 9, ShowMe("tour", chapter=9), {})
+    return _idea(t, "self_draft", "10-no-second-model", _tour("10-no-second-model"), {})
 
 
 def q_busy_lanes(t, snap):
     r9, r1, r64 = _roof(snap, 9, 1), _roof(snap, 1, 1), _roof(snap, 64, 1)
-    return dict(chapter=10, computed=True, prompt=t("quiz.busy_lanes.q", device=r9["device_label"],
+    return dict(chapter="11-inside-read-head", computed=True, prompt=t("quiz.busy_lanes.q", device=r9["device_label"],
                                                    model=r9["model_label"]),
                 right=_pct(r9["arithmetic_busy"]),
                 # Common mistakes: one lane's share, the batch of 64's, and "every lane lit = full".
@@ -394,20 +395,26 @@ def q_busy_lanes(t, snap):
                 why=t("quiz.busy_lanes.why", device=r9["device_label"], opb=f"{r9['device_ops_per_byte']:.0f}",
                       right=_pct(r9["arithmetic_busy"]), one=_pct(r1["arithmetic_busy"]),
                       b64=_pct(r64["arithmetic_busy"]), sat=f"{r9['lanes_to_saturate']:.0f}"),
-                show=ShowMe("tour", chapter=10), values={"right": r9["arithmetic_busy"],
+                show=_tour("11-inside-read-head"), values={"right": r9["arithmetic_busy"],
                                                          "one": r1["arithmetic_busy"], "b64": r64["arithmetic_busy"]})
 
 
 def q_parts(t, snap):
     """Chapter 12: the table's parts by what they stand for."""
-    return _idea(t, "parts", 11, ShowMe("exploded"), {})
+    return _idea(t, "parts", "12-taken-apart", ShowMe("exploded"), {})
 
 
 def q_lane(t, snap):
-    return _idea(t, "lane", 10, ShowMe("tour", chapter=10), dict(lanes=int(snap.lab["gamma"]) + 1))
+    return _idea(t, "lane", "11-inside-read-head", _tour("11-inside-read-head"), dict(lanes=int(snap.lab["gamma"]) + 1))
 
 
-def _idea(t, qid: str, chapter: int, show: ShowMe, fields: dict, values: dict | None = None) -> dict:
+def _tour(slug: str) -> ShowMe:
+    """The answer is seen in the tour's chapter `slug` (app.tour.CHAPTERS: by name, so a chapter inserted before
+    it moves no question)."""
+    return ShowMe("tour", chapter=chapter_index(slug))
+
+
+def _idea(t, qid: str, chapter: str, show: ShowMe, fields: dict, values: dict | None = None) -> dict:
     """A question about an idea: its prompt, right answer, three wrong ones and the explanation are words in
     the catalogs (quiz.<id>.q / .a / .w1-.w3 / .why), the explanation's numbers filled from `fields`."""
     return dict(chapter=chapter, computed=False, prompt=t(f"quiz.{qid}.q", **fields), right=t(f"quiz.{qid}.a"),
@@ -455,6 +462,6 @@ def build(snap: Snapshot, lang: str) -> list[Question]:
         options = [""] * 4
         for src, dst in enumerate(slots):
             options[dst] = texts[src]
-        out.append(Question(qid, spec["chapter"], spec["computed"], spec["prompt"], tuple(options), slots[0],
+        out.append(Question(qid, chapter_index(spec["chapter"]), spec["computed"], spec["prompt"], tuple(options), slots[0],
                             spec["why"], spec["show"], spec["values"]))
     return out

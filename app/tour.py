@@ -132,6 +132,14 @@ CHAPTERS: tuple[Chapter, ...] = (
 )
 
 
+def chapter_index(slug: str) -> int:
+    """Where the chapter `slug` stands in the tour (0-based): what refers to a chapter names it, this counts."""
+    for i, c in enumerate(CHAPTERS):
+        if c.slug == slug:
+            return i
+    raise KeyError(f"no chapter {slug!r}")
+
+
 @lru_cache(maxsize=None)
 def narration(slug: str) -> Narration:
     """The chapter's narration, checked against the schema (InputError naming the file and page)."""
