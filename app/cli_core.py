@@ -710,7 +710,7 @@ def _cmd_eval(args) -> int:
     from app import pairs
     if pairs.is_neural(args.pair) and args.chars is not None and args.chars > 100_000:
         raise InputError("--chars must be at most 100000 for the neural pair")
-    r = evaluate(args.pair, corpus=args.corpus, ngram_pair=NGramPair.load(args.table) if args.table else None,
+    r = evaluate(pairs.is_neural(args.pair), corpus=args.corpus, ngram_pair=NGramPair.load(args.table) if args.table else None,
                  alpha_tokens=args.chars, gamma=args.gamma, seed=args.seed)
     if args.json:
         _emit_json(r)

@@ -82,14 +82,12 @@ def score_ngram(pair, text: str) -> dict[str, np.ndarray]:
     return {"logp": logp, "logq": logq, "overlap": ov}
 
 
-def evaluate(kind: str, *, corpus=None, ngram_pair=None, neural_pair=None, alpha_tokens: int | None = None,
+def evaluate(neural: bool, *, corpus=None, ngram_pair=None, neural_pair=None, alpha_tokens: int | None = None,
              gamma: int = 4, seed: int = 0) -> dict:
-    """The `spectable eval` figures for one pair ('neural' or 'ngram'); both pairs' vocabularies are read to apply
-    the one unknown-character policy."""
+    """The `spectable eval` figures for one pair (the shipped neural pair, or the n-gram pair); both pairs'
+    vocabularies are read to apply the one unknown-character policy."""
     from models.ngram import NGramPair
     from models.sampler import SamplerSettings
-    if kind not in ("neural", "ngram"):
-        raise InputError(f"unknown pair {kind!r} (neural or ngram)")
     ngram = ngram_pair or NGramPair.load()
     from models.llm_checkpoint import MODELS_DIR
     expected = _heldout_sha(MODELS_DIR / "nahan-target" / "training.json")
@@ -100,7 +98,7 @@ def evaluate(kind: str, *, corpus=None, ngram_pair=None, neural_pair=None, alpha
         MODELS_DIR / "nahan-target" / "tokenizer.json", 1 << 30)
     mask, oov_neural, oov_ngram = scored_mask(text, _neural_known(vocab), _ngram_known(ngram))
     s = SamplerSettings(gamma=gamma, temperature=1.0, seed=seed)
-    if kind == "neural":
+    if neural:
         from models.llm_pair import LlamaPair, alpha_generated
         pair = neural_pair or LlamaPair.shipped()
         ids = pair.encode("\n" + text, strict=False)
@@ -117,7 +115,7 @@ def evaluate(kind: str, *, corpus=None, ngram_pair=None, neural_pair=None, alpha
                   "V": ngram.V, "N": ngram.N}
     k = int(mask.sum())
     out = {
-        "pair": kind, "heldout": info, "positions": len(text), "scored_positions": k,
+        "pair": "neural" if neural else "ngram", "heldout": info, "positions": len(text), "scored_positions": k,
         "oov_positions": int(len(text) - k), "oov_neural_vocabulary": oov_neural, "oov_ngram_vocabulary": oov_ngram,
         "perplexity_target": math.exp(-float(sc["logp"][mask].mean())),
         "perplexity_draft": math.exp(-float(sc["logq"][mask].mean())),

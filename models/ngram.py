@@ -19,13 +19,14 @@ import numpy as np
 from corpus.errors import InputError
 from corpus.tables import CountTables, load_tables
 from corpus.tokenizers import NEWLINE
+from models.pair import RowsPair
 from models.rowcache import RowCache as _RowCache
 from models.rowcache import row_sums as _row_sums
 
 NEWLINE_GLYPH = "↵"
 
 
-class NGramPair:
+class NGramPair(RowsPair):
     """The draft q (bigram, small drum) and the target p (trigram, big drum) over one vocabulary."""
 
     def __init__(self, tables: CountTables, tokens: str | None = None, path: Path | None = None):
@@ -123,20 +124,6 @@ class NGramPair:
             return int(t.tri_counts[lo + j]) if j < hi - lo and t.tri_indices[lo + j] == ids[2] else 0
         raise ValueError("count takes 1 to 3 token ids")
 
-    def history_stats(self, context_ids) -> dict:
-        """c(h·) and T(h) of the draft and target histories of a context (for the step-through text)."""
-        out = {"draft_total": 0, "draft_T": 0, "target_total": 0, "target_T": 0}
-        t = self.tables
-        if len(context_ids) >= 1:
-            b = int(context_ids[-1])
-            out["draft_total"], out["draft_T"] = int(self._bi_total[b]), int(self._bi_T[b])
-        if len(context_ids) >= 2:
-            key = int(context_ids[-2]) * self.V + int(context_ids[-1])
-            h = int(np.searchsorted(t.tri_keys, key))
-            if h < len(t.tri_keys) and t.tri_keys[h] == key:
-                out["target_total"], out["target_T"] = int(self._tri_total[h]), int(self._tri_T[h])
-        return out
-
     # ---- text <-> ids --------------------------------------------------------------------------
     def encode(self, text: str) -> list[int]:
         """Token ids of a text; '↵' stands for the newline token. Unknown characters are an InputError."""
@@ -207,31 +194,11 @@ class NGramPair:
             self._key = h.hexdigest()[:16]
         return self._key
 
-    def drafter_for(self, kind):
-        """The drafter this pair uses for a kind in its own way (None: the kind's own)."""
-        return None
-
-    def check_drafter(self, kind) -> None:
-        problem = kind.problem_on(self)
-        if problem is not None:
-            raise InputError(problem)
-
-    def sampler(self, settings=None, *, drafter=None, target_only: bool = False):
-        """The sampler on this pair: the big drum alone (target_only) or speculative with `drafter` (default: chain)."""
-        from models.sampler import SpeculativeSampler, TargetSampler
-        if target_only:
-            return TargetSampler(self, settings)
-        return SpeculativeSampler(self, settings, drafter=drafter)
-
     def long_run_tokens(self, settings, sampler: bool = False) -> int:
         """A long run's default length: the vectorised run counts 200,000 tokens; shaped rows or a drafter other
         than the chain need the sampler itself, which counts 20,000 in about as long."""
         from models import analytics as an
         return an.LONG_RUN_TOKENS_SHAPED if settings.shapes_rows or sampler else an.LONG_RUN_TOKENS
-
-    def shipped_long_run(self, settings):
-        """A long run counted once and shipped beside the pair (None: the counted pair's is counted on the spot)."""
-        return None
 
     def generated_run(self, settings, tokens: int):
         from models.analytics import alpha_generated

@@ -1,6 +1,6 @@
 """A fifth drafter, written and registered here only (no product file knows it), runs everywhere a drafter runs: the
 sampler (exact by enumeration), the settings and the command line, the lab's run and facts, the step-through, the
-test tubes, the drafters' comparison and the table (rendered offscreen: its small drum turns). It is what the
+test tubes, the drafters' comparison and the window (the table: tests/test_scene_drafter_plugin.py). It is what the
 registry promises: adding a drafter is its module, its registration and its tests.
 
 The drafter: greedy drafting, the draft model's most likely token at each position. Its proposal is a function of
@@ -135,38 +135,6 @@ def test_the_comparison_counts_it_beside_the_others(greedy):
     points = compare_drafters(NGramPair.load(), SamplerSettings(gamma=3, seed=2), ["孔乙"], 60)
     mine = [p for p in points if p["drafter"] == "greedy"]
     assert len(mine) == 1 and mine[0]["lanes_per_pass"] == 4.0 and mine[0]["tokens_per_pass"] >= 1.0
-
-
-# ------------------------------------------------------------------ the table
-def test_the_table_draws_it_with_the_small_drum_turning(greedy):
-    from models.drafters import make_drafter
-    from models.sampler import SamplerSettings, SpeculativeSampler
-    from scenes.stage import Stage
-    from tests.scene_helpers import Shooter, gl_context, pair
-    p = pair()
-    s = SpeculativeSampler(p, SamplerSettings(gamma=4), drafter=make_drafter("greedy", p))
-    s.reset(p.encode(REPEAT))
-    traces = [s.step() for _ in range(2)]
-    st = Stage(gl_context())
-    sh = Shooter(480, 270)
-    try:
-        st.set_run(p, traces)
-        st.camera_transition_s = 0.0
-        st.set_view("smalldrum")
-        d = st.timeline.steps[0].draft
-        frames = []
-        for f in (0.55, 0.95):
-            st.timeline.seek(d[0] + f * (d[1] - d[0]))
-            frames.append(sh.shoot(st))
-        from scenes.layout import SMALL_DRUM_CENTRE
-        from tests.scene_helpers import patch
-        x, y = st.project(SMALL_DRUM_CENTRE, 480, 270)
-        moved = np.abs(patch(frames[0], x, y, 10) - patch(frames[1], x, y, 10)).mean()
-        assert moved > 0.5                          # a draft model runs: the small drum turns
-        assert 5 <= sh.last_stats.draw_calls < 60
-    finally:
-        sh.release()
-        st.release()
 
 
 @pytest.mark.parametrize("mode", ["lab", "step", "tubes"])
