@@ -60,9 +60,10 @@ class Controller:
         # Set while the quiz's "show me" has jumped elsewhere: where to come back to (back_to_quiz).
         self.quiz_return: dict | None = None
         self.revision = 0                    # bumps on every change of a setting
-        self.listeners: list[Callable[[frozenset], None]] = []
+        self.listeners: list[Callable[[frozenset], None]] = [self.session.changed]   # the run first
         self._font_file = None
         self._facts_key = self._facts = None
+        self._facts_said: set[str] = set()
         if notice:
             self.notify(notice)
         self.driver = TableDriver(self)
@@ -345,6 +346,10 @@ class Controller:
                else True)
         if key != self._facts_key:
             self._facts_key, self._facts = key, facts(self)
+            for cause in self._facts.errors.values():     # a number shown as '—' says why, once
+                if cause not in self._facts_said:
+                    self._facts_said.add(cause)
+                    self.notify(cause)
         return self._facts
 
     def state(self, scr=None) -> dict:

@@ -21,10 +21,12 @@ LANE_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 def alpha_corpus(pair, temperature: float | None = None) -> float:
     """α over the book's contexts (held-in text); with both rows shaped to a temperature when given (T = 0:
     greedy one-hot rows, so a guess passes only where the two models' top tokens agree). About 0.4 s."""
-    from models import analytics
     from models.sampler import SamplerSettings
     settings = None if temperature is None else SamplerSettings(temperature=float(temperature))
-    return float(analytics.alpha_corpus(pair, settings))
+    a = float(pair.alpha_corpus(settings))
+    if a != a:
+        raise ValueError("this pair has no count table to average Σ min(p, q) over (α is counted on its long run)")
+    return a
 
 
 @lru_cache(maxsize=256)

@@ -13,6 +13,7 @@ from app.settings import RUN_FIELDS, STAGE_FIELDS
 # What the table shows besides the run itself: a change of one of these re-hands the run (the run's own
 # fields are covered by the session's version).
 TABLE_ONLY_FIELDS = tuple(k for k in STAGE_FIELDS if k not in RUN_FIELDS)
+_TABLE_ONLY = frozenset(TABLE_ONLY_FIELDS)
 
 
 class TableDriver:
@@ -26,6 +27,7 @@ class TableDriver:
         self.stage_stats = None
         self.shown_version = None             # the session's run version the table shows
         self.read_screen = None               # () -> the window's picture (h, w, 3); set by the window
+        self._restage = True                  # a field the table shows (not the run's) changed: hand it again
         self._stage_key = None
         self._fb = None                       # (size, framebuffer, colour texture, depth) the table renders into
         self.stage_uv = (1.0, 1.0)            # the part of that texture the last render drew (lower left)
@@ -35,6 +37,7 @@ class TableDriver:
         """Show the table (the window builds it on its GL context)."""
         s = self.ctl.settings
         self.stage = stage
+        self._restage = True                  # a new stage has no run yet
         stage.reduced_motion = s.reduced_motion
         stage.language = s.language
         stage.set_palette(s.palette)
@@ -45,6 +48,8 @@ class TableDriver:
         self.stage = None
 
     def _on_change(self, changed: frozenset) -> None:
+        if changed & _TABLE_ONLY:
+            self._restage = True
         st = self.stage
         if st is None:
             return
@@ -135,10 +140,12 @@ class TableDriver:
             tubes = ctl.tubes()
         except Exception:  # noqa: BLE001 - a broken tube model leaves the tubes empty, not the table
             tubes = None
-        key = (ctl.session.version, s.values(TABLE_ONLY_FIELDS), tubes is not None)
-        if key == self._stage_key:
+        # The run's version (the session's), a change of a field the table shows (pushed by update()), or the
+        # tubes' experiment arriving from its thread.
+        key = (ctl.session.version, tubes is not None)
+        if key == self._stage_key and not self._restage:
             return False
-        self._stage_key = key
+        self._stage_key, self._restage = key, False
         try:
             # batch_lanes is the number of sequences; the table lights batch × (γ + 1) lanes for a speculative
             # pass and batch × 1 for the target alone (its traces say lanes_lit = 1).
@@ -146,7 +153,7 @@ class TableDriver:
                                batch_lanes=s.lanes, context=s.context, cost_ratio=s.c)
             self.shown_version = ctl.session.version
             ctl.panel.restage()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the outermost edge of the table: the lesson goes on, on panels
             self.fail(f"scene could not take the run: {type(exc).__name__}: {exc}")
         return True
 

@@ -11,24 +11,38 @@ from __future__ import annotations
 import numpy as np
 
 from app import derived, pairs
+from corpus.errors import InputError
 
 PREFIX = "慢慢"     # the test-tube prefix of SCIENCE.md chapter 6
 
 
+# What computing a live number may meet that is not a bug: a model or file that cannot load (InputError,
+# OSError), a number out of a model's range (ValueError, ArithmeticError), a figure the measurement does not
+# hold (LookupError). The number shows '—' and its cause goes to Facts.errors, which the status line says
+# (Controller.facts); anything else is a bug and is raised.
+UNAVAILABLE = (InputError, OSError, ValueError, ArithmeticError, LookupError)
+
+
 class Facts(dict):
-    """name -> formatted number. Costly numbers (`lazy`) are computed the first time a page asks for them."""
+    """name -> formatted number. Costly numbers (`lazy`) are computed the first time a page asks for them.
+    errors: name -> why it shows '—' (one line)."""
 
     def __init__(self):
         super().__init__()
         self.lazy: dict = {}
+        self.errors: dict[str, str] = {}
+
+    def failed(self, name: str, exc: Exception) -> None:
+        self.errors[name] = f"{name}: {exc}" if str(exc) else f"{name}: {type(exc).__name__}"
 
     def __missing__(self, key):
         fn = self.lazy.get(key)
         if fn is not None:
             try:
                 value = fn()
-            except Exception:  # noqa: BLE001 - a model that cannot be computed shows '—', not a crash
+            except UNAVAILABLE as exc:
                 self.lazy.pop(key, None)
+                self.failed(key, exc)
                 return "—"
             if value is None:            # still computing on a worker thread: asked again next frame
                 return "…"
@@ -106,8 +120,8 @@ def facts(ctl) -> Facts:
     def put(name, fn):
         try:
             f[name] = fn()
-        except Exception:  # noqa: BLE001 - a model still landing shows '—', not a crash
-            pass
+        except UNAVAILABLE as exc:
+            f.failed(name, exc)
 
     from models import analytics
     put("lanes", lambda: f"{s.lanes}")
@@ -119,8 +133,8 @@ def facts(ctl) -> Facts:
     roof = {}
     try:
         roof = derived.roofline(s.device, s.model, s.lanes, s.context)
-    except Exception:  # noqa: BLE001
-        pass
+    except UNAVAILABLE as exc:
+        f.failed("roofline", exc)
     if roof:
         put("bytes_per_step", lambda: f"{roof['bytes_per_step'] / 1e9:.2f} GB")
         put("ms_per_token", lambda: f"{roof['ms_per_token']:.2f} ms")
@@ -219,24 +233,26 @@ def facts(ctl) -> Facts:
         f["under_char"] = f"{uc}  (p {up:.3f} > q {uq:.3f})"
         f["over_char"] = f"{oc}  (q {oq:.3f} > p {op:.3f})"
         f["under"], f["over"] = uc, oc
-    except Exception:  # noqa: BLE001
-        pass
+    except UNAVAILABLE as exc:
+        f.failed("under_char", exc)
     neural_facts(ctl, f)
     drafter_facts(ctl, f, put)
     try:
+        res = ctl.tubes()                # None while the experiment runs on its thread: asked again next frame
+    except UNAVAILABLE as exc:
+        res = None
+        f.failed("tv_left", exc)
+    if res is not None:
         from app.figures import tube_tv_curves
         from models.tubes import tv_noise
-        tv_l, tv_r = tube_tv_curves(ctl.tubes())
+        tv_l, tv_r = tube_tv_curves(res)
         f["tv_left"] = f"{tv_l[-1]:.4f}"
         f["tv_right"] = f"{tv_r[-1]:.4f}"
-        res = ctl.tubes()
         f["tube_draws"] = f"{res.rounds * res.draws:,}"
         # A perfect sampler's noise (400 simulated tubes, ~70 ms): computed only when a page asks for it, once.
         noise = lambda: tv_noise(res.target_p, res.rounds * res.draws)  # noqa: E731
         f.lazy["tv_noise"] = lambda: f"{noise()[0]:.4f}"
         f.lazy["tv_noise_range"] = lambda: "{1:.4f}–{2:.4f}".format(*noise())
-    except Exception:  # noqa: BLE001
-        pass
     return f
 
 
@@ -342,11 +358,12 @@ def drafter_facts(ctl, f: Facts, put) -> None:
         lanes = counted.lanes_per_pass
         put("drafter_run_lanes", lambda: f"{lanes:.0f}" if float(lanes).is_integer() else f"{lanes:.1f}")
         put("drafter_run_speedup", lambda: f"{speedup_model(counted.tokens_per_pass, counted.lanes_per_pass, _drafter_cost(ses, s), s.device, s.model, s.context, s.c)['speedup_model']:.2f}×")  # noqa: E501
+    from app.figures import drafter_points
     try:
-        from app.figures import drafter_points
-        fig = drafter_points(ctl)
-    except Exception:  # noqa: BLE001 - counts still landing show '—'
+        fig = drafter_points(ctl)        # None while they are counted on their thread
+    except UNAVAILABLE as exc:
         fig = None
+        f.failed("drafters", exc)
     if fig is None:
         return
     f["drafters_source"] = fig["source"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from app.settings import RUN_FIELDS, AppSettings
 from corpus.errors import InputError
 
+_RUN = frozenset(RUN_FIELDS)
 TUBE_PREFIX = "慢慢"      # the test-tube prefix of the lesson (chapter 6)
 
 
@@ -38,11 +39,17 @@ class Session:
         self._pairs: dict = {}
         self._load_lock = threading.Lock()
         self._heads: dict = {}
-        self._run_key = None
+        self._stale = True                 # a field the run reads changed since it was made (changed() says so)
         self.run: Run | None = None
         self._run_pair: str | None = None   # the pair_key() of the pair that wrote self.run
         self.error: str | None = None      # the last bad input (shown in the lab, never fatal)
         self.version = 0
+
+    def changed(self, names: frozenset) -> None:
+        """The controller's update() names the fields that changed (pushed, not polled): a field the run reads
+        (app.settings.RUN_FIELDS) makes the run stale; ensure() remakes it when it is next asked for."""
+        if names & _RUN:
+            self._stale = True
 
     def pair_key(self, tokens: str | None = None) -> str:
         """Which pair the settings name: 'ngram-char', 'ngram-word', 'neural' or 'custom' (app/pairs.py)."""
@@ -102,13 +109,13 @@ class Session:
                                seed=s.seed)
 
     def ensure(self) -> Run | None:
-        """Recompute the run if a field it depends on changed. A bad prompt keeps the previous run and sets .error."""
-        key = self.settings.values(RUN_FIELDS)
-        if key == self._run_key:
+        """Remake the run if a field it depends on changed (changed()). A bad prompt keeps the previous run and
+        sets .error."""
+        if not self._stale:
             return self.run
         from models.sampler import make_sampler
         s = self.settings
-        self._run_key = key
+        self._stale = False
         try:
             pair = self.pair()
             prompt_ids = pair.encode(s.prompt)

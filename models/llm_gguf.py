@@ -126,7 +126,7 @@ def _field(r, key, default=None):
         return default
     try:
         return f.contents()
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - gguf's reader raises what its parser meets on a foreign field: use the default
         return default
 
 

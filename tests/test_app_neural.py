@@ -256,3 +256,17 @@ def test_the_drafters_plot_belongs_to_the_counted_pair_and_follows_a_pair_switch
     assert not any("drafters" in p.name for p in export_plots(ctl, names=None))
     ctl.update(pair="ngram", prompt="慢慢")
     assert ctl.drafter_figures(wait=True) == counted
+
+
+def test_starting_on_the_neural_pair_the_drafters_figures_are_none_and_every_fact_says_why_it_is_missing():
+    """Started on the network pair (not switched to it): the drafters' figures are none (heads and trees are built
+    on the n-gram counts), never an AttributeError; a number the pair cannot give shows '—' and the status line
+    names its cause."""
+    from app.controller import Controller
+    ctl = Controller(AppSettings(language="en", mode="lab", pair="neural", prompt="孔乙"), persist=False,
+                     scripted=True).start()
+    assert ctl.drafter_figures(wait=True) == {"points": [], "source": "none", "chars": 0, "seed": 0}
+    f = ctl.facts()
+    assert f["alpha_corpus"] == "—" and "alpha_corpus" in f.errors
+    assert any("no count table" in m for m in ctl.recent_messages())
+    assert f["drafters_source"] == "none"

@@ -6,6 +6,7 @@ from imgui_bundle import imgui
 from app import derived, pairs, ui
 from app import facts as hwfacts
 from app.modes.base import Panel
+from corpus.errors import InputError
 
 
 def load_measurements() -> list[dict]:
@@ -71,8 +72,8 @@ class HardwarePanel(Panel):
         ui.heading(scr, t("hw.paper", device=s.device, model=s.model), 1.1 if ctl.session.neural else 1.0)
         try:
             ui.facts_table(scr, [(t(f"fact.{k}"), v) for k, v in self.paper_rows().items()])
-        except Exception as exc:  # noqa: BLE001
-            ui.wrapped(f"{type(exc).__name__}: {exc}")
+        except InputError as exc:        # a device or model the hardware model does not know: say which
+            ui.wrapped(str(exc))
         imgui.spacing()
         ui.heading(scr, t("hw.measured"), 1.1)
         self._draw_measurement(scr, t, s, c, muted)

@@ -244,11 +244,8 @@ class LabPanel(Panel):
             imgui.end_combo()
 
     def devices(self) -> list[str]:
-        try:
-            from models import hardware
-            return list(hardware.DEVICES)
-        except Exception:  # noqa: BLE001
-            return []
+        from models import hardware
+        return list(hardware.DEVICES)
 
     def draw_text(self, scr) -> None:
         """The written text: prompt muted, accepted guesses copper, target-written tokens blue."""
