@@ -21,13 +21,6 @@ from models.llama import Transformer
 
 
 # --- turning logits into the rows the rule reads --------------------------------------------------
-def probs_from_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """fp32 probabilities; temperature 0 is greedy: a one-hot row on the argmax (the rule then accepts
-    a guess iff it is the target's argmax and replaces it with the argmax: plain greedy decoding). shape_probs
-    without top-k / top-p."""
-    return shape_probs(logits, temperature if temperature > 0 else 0)
-
-
 def sample_index(rows: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Mirror of acceptance.sample_index: inverse-CDF draw with uniform u from unnormalised rows (..., V).
 
@@ -256,14 +249,15 @@ def sync(device) -> None:
 class PlainDecoder:
     """One target pass per token."""
 
-    def __init__(self, target: Transformer, *, temperature: float = 0.0, seed: int = 0, graphs: bool = False):
+    def __init__(self, target: Transformer, *, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0,
+                 seed: int = 0, graphs: bool = False):
         self.target, self.temperature = target, temperature
         self.device = target.device
         self.gen = torch.Generator(device=self.device).manual_seed(seed)
-        t = temperature
+        shape = self.shape = lambda logits: shape_probs(logits, temperature, top_k, top_p)
 
         def step(token, pos, u):
-            probs = probs_from_logits(decode_one_token(target, token, pos), t)[0]
+            probs = shape(decode_one_token(target, token, pos))[0]
             return sample_index(probs, u)[None, None]
         self.step_fn = StepRunner(torch.no_grad()(step), graphs)
         self.decode_seconds = 0.0
@@ -274,7 +268,7 @@ class PlainDecoder:
         progress(tokens written so far), if given, after each pass."""
         dev = self.device
         prompt = torch.tensor([prompt_ids], device=dev)
-        probs = probs_from_logits(prefill(self.target, prompt), self.temperature)[0]
+        probs = self.shape(prefill(self.target, prompt))[0]
         u = torch.rand(n_tokens, dtype=torch.float64, generator=self.gen, device=dev)
         tok = sample_index(probs, u[0])[None, None]
         out = [tok]
@@ -293,7 +287,9 @@ class PlainDecoder:
 
 # --- the speculative pass: one loop for the table, the CLI and the bench --------------------------------
 def shape_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> torch.Tensor:
-    """fp32 rows (..., V) from logits. Temperature 0: one-hot on the most likely token (the lowest id on ties);
+    """The torch backend's one row shaper (the numpy one is models.sampler.shape_row, with the same knobs): every
+    decoder, the pair's samplers and the bench read rows through it.
+    fp32 rows (..., V) from logits. Temperature 0: one-hot on the most likely token (the lowest id on ties);
     then top-k keeps the k most likely, top-p the smallest most-likely set with mass >= top_p (ties by lower
     id), renormalised, as models.sampler.shape_row does on numpy rows. With temperature 1 and no top-k/top-p:
     the model's softmax."""
@@ -471,7 +467,8 @@ class SpeculativeDecoder:
     """
 
     def __init__(self, target: Transformer, draft: Transformer | None, *, gamma: int = 4, temperature: float = 0.0,
-                 seed: int = 0, graphs: bool = False, lenience: float = 1.0, proposer: Proposer | None = None):
+                 top_k: int = 0, top_p: float = 1.0, seed: int = 0, graphs: bool = False, lenience: float = 1.0,
+                 proposer: Proposer | None = None):
         if draft is not None and target.config.vocab_size != draft.config.vocab_size:
             raise ValueError("draft and target must share a vocabulary")
         if gamma < 1:
@@ -485,7 +482,7 @@ class SpeculativeDecoder:
         self.device = target.device
         self.gen = torch.Generator(device=self.device).manual_seed(seed)
         self.loop = SpeculativeLoop(target, proposer, graphs)
-        self.shape = lambda logits: shape_probs(logits, temperature)
+        self.shape = lambda logits: shape_probs(logits, temperature, top_k, top_p)    # the one row shaper
         self.graphs = graphs
         self.decode_seconds = 0.0
         self.draft_seconds = self.verify_seconds = 0.0
@@ -500,7 +497,7 @@ class SpeculativeDecoder:
         """Prefill both models with the prompt; the target's last row gives the first token (one pass)."""
         dev = self.device
         prompt = torch.tensor([prompt_ids], device=dev)
-        p = probs_from_logits(prefill(self.target, prompt), self.temperature)[0]
+        p = self.shape(prefill(self.target, prompt))[0]
         self.proposer.prefill(list(prompt_ids))
         u = torch.rand(1, dtype=torch.float64, generator=self.gen, device=dev)
         self.cur = sample_index(p, u[0])[None, None]

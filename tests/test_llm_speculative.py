@@ -7,7 +7,7 @@ import torch
 
 from models import acceptance
 from models.llama import CONFIGS, build_random
-from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, probs_from_logits, sample_index,
+from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, sample_index, shape_probs,
                                     verify_on_device)
 from tests.llm_helpers import fresh_cache_copy, one_thread
 
@@ -78,8 +78,8 @@ def test_sample_index_mirrors_numpy_at_the_edges():
 
 def test_greedy_rows_are_one_hot_and_sampling_rows_fp32():
     logits = torch.tensor([[1.0, 3.0, 2.0]], dtype=torch.bfloat16)
-    assert probs_from_logits(logits, 0.0).tolist() == [[0.0, 1.0, 0.0]]
-    p = probs_from_logits(logits, 0.5)
+    assert shape_probs(logits, 0.0).tolist() == [[0.0, 1.0, 0.0]]
+    p = shape_probs(logits, 0.5)
     assert p.dtype == torch.float32 and abs(float(p.sum()) - 1) < 1e-6
 
 

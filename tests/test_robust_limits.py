@@ -251,15 +251,15 @@ def test_rows_from_bf16_logits_of_a_large_vocabulary_are_fp32_distributions():
     path of ours softmaxes in fp32, on the GPU too (the same functions)."""
     from models.acceptance import ROW_SUM_TOLERANCE
     from models.llm_pair import shape_probs
-    from models.llm_speculative import probs_from_logits, verify_on_device
+    from models.llm_speculative import verify_on_device
     gen = torch.Generator().manual_seed(0)
     logits = (torch.randn(5, 128256, generator=gen) * 3).bfloat16()
-    for rows in (probs_from_logits(logits, 1.0), probs_from_logits(logits, 0.7), shape_probs(logits, 1.0),
+    for rows in (shape_probs(logits, 1.0), shape_probs(logits, 0.7), shape_probs(logits, 1.0),
                  shape_probs(logits, 0.8, top_k=50), shape_probs(logits, 1.0, top_p=0.9)):
         assert rows.dtype == torch.float32
         assert float((rows.double().sum(-1) - 1).abs().max()) < 1e-4 < ROW_SUM_TOLERANCE
-    p = probs_from_logits(logits, 1.0)
-    q = probs_from_logits(logits.roll(1, dims=-1), 1.0)[:4]
+    p = shape_probs(logits, 1.0)
+    q = shape_probs(logits.roll(1, dims=-1), 1.0)[:4]
     guesses = q.argmax(-1)
     v = verify_on_device(guesses, q, p, torch.rand(4, dtype=torch.float64, generator=gen),
                          torch.rand((), dtype=torch.float64, generator=gen), check=True)
