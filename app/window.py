@@ -9,12 +9,12 @@ InputError: one line, exit 2.
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from app import exports, keys, ui
 from app.controller import Controller
+from app.display import Display
 from app.cli_progress import Progress
 from app.imgui_renderer import feed_imgui, imgui_key_map
 from app.palette import apply_style
@@ -32,7 +32,8 @@ class App:
         self._quiet_frames = 0
         self.legibility: dict = {}       # the last frame's text sizes and overlaps (ui.measure_frame)
         s = ctl.settings
-        self._init_display(size or (s.window_w, s.window_h))
+        self.display = Display(s, size or (s.window_w, s.window_h), ctl.notify)
+        self.pg, self.ctx = self.display.pg, self.display.ctx
         self._init_imgui()
         self._init_stage()
         ctl.listeners.append(self._on_change)
@@ -40,76 +41,6 @@ class App:
         ctl.start()
 
     # ---- set-up ------------------------------------------------------------------------------------
-    def _init_display(self, size) -> None:
-        import pygame
-        self.pg = pygame
-        drv = os.environ.get("SDL_VIDEODRIVER", "")
-        if drv == "dummy":
-            raise InputError("no OpenGL display: SDL_VIDEODRIVER=dummy has no GL (use a display, or SDL_VIDEODRIVER=offscreen)")
-        if os.name != "nt" and not drv and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") \
-                and os.uname().sysname != "Darwin":
-            raise InputError("no display: DISPLAY is not set (for a headless run use SDL_VIDEODRIVER=offscreen)")
-        os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
-        self.offscreen = drv == "offscreen"
-        try:
-            pygame.display.init()
-            for attr, value in ((pygame.GL_CONTEXT_MAJOR_VERSION, 3), (pygame.GL_CONTEXT_MINOR_VERSION, 3),
-                                (pygame.GL_CONTEXT_PROFILE_MASK, pygame.GL_CONTEXT_PROFILE_CORE),
-                                (pygame.GL_CONTEXT_FORWARD_COMPATIBLE_FLAG, 1), (pygame.GL_DOUBLEBUFFER, 1)):
-                pygame.display.gl_set_attribute(attr, value)
-            pygame.display.set_caption("铸铁台 · spectable")
-            try:
-                from app.paths import ASSETS
-                pygame.display.set_icon(pygame.image.load(str(ASSETS / "icon.png")))
-            except (pygame.error, OSError, FileNotFoundError):
-                pass        # no icon is no reason not to teach
-            desk = self.desktop_size(pygame)
-            size = (min(size[0], desk[0]), min(size[1], desk[1]))     # a size saved on a larger screen
-            self.windowed_size = tuple(size)
-            self.windowed_pos = None
-            self._restoring = 0
-            self.vsync = not self.offscreen
-            flags = pygame.OPENGL | pygame.DOUBLEBUF | pygame.RESIZABLE
-            if self.ctl.settings.fullscreen and not self.offscreen:
-                flags |= pygame.FULLSCREEN
-                size = (0, 0)
-            try:
-                pygame.display.set_mode(size, flags, vsync=int(self.vsync))
-            except pygame.error:
-                # Some drivers (Xvfb, remote X, some VMs) cannot sync to the refresh: run unsynced, capped below.
-                pygame.display.set_mode(size, flags, vsync=0)
-                self.vsync = False
-        except pygame.error as exc:
-            raise InputError(f"cannot open an OpenGL 3.3 window: {exc}") from None
-        import moderngl
-        try:
-            # init_context() builds a fresh context each time: moderngl keeps a process-wide default, and a stale
-            # one from an earlier window (tests open many) would make create_context() probe GLX instead.
-            moderngl.init_context()
-            self.ctx = moderngl.get_context()
-            if self.ctx.version_code < 330:
-                v = self.ctx.version_code
-                raise RuntimeError(f"OpenGL {v // 100}.{v % 100 // 10} found, 3.3 needed")
-        except Exception as exc:  # noqa: BLE001 - moderngl raises plain Exception for a missing GL
-            raise InputError(f"OpenGL 3.3 is not available: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-        self._set_size(pygame.display.get_window_size())
-
-    def desktop_size(self, pg) -> tuple[int, int]:
-        """The display the window is on (the first one): no window is opened or saved larger than it. SDL's
-        offscreen driver has no display (it reports a nominal 1024x768): any size goes there."""
-        if os.environ.get("SDL_VIDEODRIVER", "") == "offscreen":
-            return (8192, 8192)
-        try:
-            sizes = pg.display.get_desktop_sizes()
-        except pg.error:
-            sizes = []
-        return tuple(sizes[0]) if sizes and sizes[0][0] > 0 and sizes[0][1] > 0 else (8192, 8192)
-
-    def _set_size(self, size) -> None:
-        """The framebuffer size, from the size we asked for or a resize event (right after set_mode some X
-        servers still report the old size). pygame asks SDL for no high-DPI drawable, so it is the window's."""
-        self.fb_w, self.fb_h = int(size[0]), int(size[1])
-
     def _init_imgui(self) -> None:
         from imgui_bundle import imgui
 
@@ -146,45 +77,22 @@ class App:
         if "palette" in changed:
             apply_style(self.ctl.settings.palette)
 
+    @property
+    def fb_w(self) -> int:
+        return self.display.fb_w
+
+    @property
+    def fb_h(self) -> int:
+        return self.display.fb_h
+
     def screen(self) -> ui.Screen:
         """What panels draw with this frame; text size follows the framebuffer height (HiDPI, projectors)."""
         return ui.screen_for(self.ctl, self.fb_w, self.fb_h, self.renderer)
 
     # ---- window-only actions -------------------------------------------------------------------------
     def toggle_fullscreen(self) -> None:
-        """F11. set_mode on the existing OpenGL window keeps the GL context (pygame 2) and, unlike
-        toggle_fullscreen(), resizes the GL drawable on X11 too."""
-        pg, full = self.pg, not self.ctl.settings.fullscreen
-        if not self.offscreen:      # offscreen: nothing to fill; the state still round-trips
-            base = pg.OPENGL | pg.DOUBLEBUF
-            try:
-                if full:
-                    # Where the window was, to come back to: a window manager otherwise keeps the fullscreen
-                    # size (and where it put it) for the restored window.
-                    self.windowed_size = (self.fb_w, self.fb_h)
-                    self.windowed_pos = pg.display.get_window_position()
-                    pg.display.set_mode((0, 0), base | pg.FULLSCREEN, vsync=int(self.vsync))
-                    self._set_size(pg.display.get_desktop_sizes()[0])
-                else:
-                    pg.display.set_mode(self.windowed_size, base | pg.RESIZABLE, vsync=int(self.vsync))
-                    if self.windowed_pos is not None:
-                        pg.display.set_window_position(self.windowed_pos)
-                    self._set_size(self.windowed_size)
-                    self._restoring = 30       # frames in which a late resize to the fullscreen size is undone
-            except pg.error as exc:
-                self.ctl.notify(f"fullscreen: {exc}")
-                return
-        self.ctl.update(fullscreen=full)
-
-    def _undo_late_resize(self) -> None:
-        pg = self.pg
-        try:
-            pg.display.set_mode(self.windowed_size, pg.OPENGL | pg.DOUBLEBUF | pg.RESIZABLE, vsync=int(self.vsync))
-            if self.windowed_pos is not None:
-                pg.display.set_window_position(self.windowed_pos)
-        except pg.error as exc:
-            self.ctl.notify(f"fullscreen: {exc}")
-        self._set_size(self.windowed_size)
+        if self.display.toggle_fullscreen():
+            self.ctl.update(fullscreen=not self.ctl.settings.fullscreen)
 
     def _take(self, request: str) -> int:
         """How often the controller asked for this window-only action (fullscreen, screenshot) since last asked."""
@@ -199,16 +107,10 @@ class App:
             ctl.quit = True
         elif ev.type in (pg.VIDEORESIZE, pg.WINDOWSIZECHANGED):
             size = (ev.w, ev.h) if ev.type == pg.VIDEORESIZE else (ev.x, ev.y)
-            if self._restoring and not ctl.settings.fullscreen and tuple(size) != tuple(self.windowed_size) \
-                    and tuple(size) == self.desktop_size(pg):
-                # Just back from fullscreen, the window manager reports the fullscreen size once more: put the
-                # window back as it was before fullscreen instead of keeping (and saving) that.
-                self._restoring = 0
-                self._undo_late_resize()
+            if not self.display.resized(size):
                 return
-            self._set_size(size)
             if not ctl.settings.fullscreen:
-                desk = self.desktop_size(pg)
+                desk = self.display.desktop_size(pg)
                 ctl.adjust(window_w=min(self.fb_w, desk[0]), window_h=min(self.fb_h, desk[1]))
         typing = feed_imgui(self.imgui, pg, ev, self._key_map)     # True while a text field has the keys
         if ev.type == pg.KEYDOWN and not typing:
@@ -231,7 +133,7 @@ class App:
         scr = self.screen()
         full = (0, 0, self.fb_w, self.fb_h)
         if ctl.blank:
-            self._use_screen()
+            self.display.use_screen()
             self.ctx.clear(0, 0, 0, 1, viewport=full)
             imgui.new_frame()
             imgui.render()
@@ -240,7 +142,7 @@ class App:
         # A mode that gives the table no room (the quiz's class mode) draws none.
         tex = drv.render(rect[2], rect[3], text_height=self.fb_h) if rect[2] >= 1 and rect[3] >= 1 else None
         self.renderer.textures.pop(STAGE_TEXTURE_ID, None)
-        self._use_screen()
+        self.display.use_screen()
         self.ctx.clear(*ctl.colors["clear"], viewport=full)
         imgui.get_style().font_size_base = scr.font_size
         imgui.new_frame()
@@ -262,17 +164,8 @@ class App:
         imgui.render()
         self.renderer.render(imgui.get_draw_data(), self.fb_w, self.fb_h)
 
-    def _use_screen(self) -> None:
-        """Bind the window's framebuffer at its current size. moderngl records the default framebuffer's size
-        when the context is made; after a resize or F11 that record is stale, so the viewport is set here."""
-        self.ctx.screen.use()
-        self.ctx.viewport = (0, 0, self.fb_w, self.fb_h)
-
     def read_frame(self):
-        """The framebuffer as an (h, w, 3) uint8 array, top row first."""
-        import numpy as np
-        data = self.ctx.screen.read(viewport=(0, 0, self.fb_w, self.fb_h), components=3)
-        return np.frombuffer(data, dtype=np.uint8).reshape(self.fb_h, self.fb_w, 3)[::-1]
+        return self.display.read_frame()
 
     def run(self, frames: int | None = None, script: list | None = None, screenshot: Path | None = None) -> None:
         """The loop. With `frames`: exactly that many frames at FIXED_DT, the script's entries delivered one per
@@ -296,7 +189,7 @@ class App:
             events = pg.event.get()
             for ev in events:
                 self.handle_event(ev)
-            self._restoring = max(0, self._restoring - 1)
+            self.display.tick()
             for _ in range(self._take("fullscreen")):
                 self.toggle_fullscreen()
             if frames is None and self._idle(bool(events)):
@@ -318,7 +211,7 @@ class App:
             if final:
                 break
             if frames is None:
-                clock.tick(0 if self.vsync else 60)   # vsync paces the interactive loop; else cap at 60/s
+                clock.tick(0 if self.display.vsync else 60)   # vsync paces the interactive loop; else cap at 60/s
         self._finish_exports()
 
     def _finish_exports(self) -> None:

@@ -109,8 +109,8 @@ def test_a_late_resize_to_the_fullscreen_size_is_undone_and_never_saved():
     app = App(ctl, size=(800, 450))
     try:
         desk = (1920, 1080)
-        app.desktop_size = lambda pg: desk
-        app.windowed_size, app._restoring = (800, 450), 30
+        app.display.desktop_size = lambda pg: desk
+        app.display.windowed_size, app.display._restoring = (800, 450), 30
         app.handle_event(pygame.event.Event(pygame.VIDEORESIZE, w=1920, h=1080, size=(1920, 1080)))
         assert (app.fb_w, app.fb_h) == (800, 450) and (ctl.settings.window_w, ctl.settings.window_h) == (800, 450)
         # A resize the user makes is kept; one past the display is saved at the display's size.
