@@ -47,13 +47,6 @@ def set_compute(dtype: str = "fp32", device: str = "cpu") -> None:
     _compute = Compute(dtype, device)
 
 
-def reset() -> None:
-    """Forget the custom pair, the compute options and the loaded pairs (tests)."""
-    global _custom, _compute
-    _custom, _compute = None, Compute()
-    _loaded.clear()
-
-
 def custom() -> CustomPair | None:
     return _custom
 

@@ -19,7 +19,7 @@ up one row of the untied input embedding (1.05 GB) instead of streaming it, so i
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from corpus.errors import InputError
@@ -245,7 +245,3 @@ def pass_time(device, model, lanes: int, context: int = 0, extra_params: int = 0
     arith_s = ops / d.flops
     return {"read_ms": read_s * 1e3, "arithmetic_ms": arith_s * 1e3, "ms": max(read_s, arith_s) * 1e3,
             "bytes": read_bytes, "ops": ops, "bound": "memory" if read_s >= arith_s else "arithmetic"}
-
-
-def device_table() -> list[dict]:
-    return [asdict(d) | {"ops_per_byte": d.ops_per_byte} for d in DEVICES.values()]

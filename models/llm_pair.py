@@ -29,7 +29,7 @@ import torch
 from corpus.errors import InputError
 from models.llama import Transformer
 from models.llm_speculative import (DrafterProposer, ModelProposer, Proposer, SpeculativeLoop, decode_one_token,
-                                    lookup_proposer, prefill, shape_probs, verify_on_device)  # noqa: F401
+                                    prefill, shape_probs, verify_on_device)
 from models.llm_text import TokenText
 from models.sampler import SamplerSettings, checked_prefix
 from models.drafters import ChainDrafter
@@ -475,11 +475,6 @@ def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, to
         passes += 1
     return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=len(sampler.written),
                         passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="decoder")
-
-
-def sampler_for(pair, settings: SamplerSettings | None = None, target_only: bool = False, drafter=None):
-    """The sampler for any pair (models.pair.Pair.sampler)."""
-    return pair.sampler(settings, drafter=drafter, target_only=target_only)
 
 
 class _Rows:

@@ -132,11 +132,6 @@ class Camera:
     def proj_matrix(self, aspect: float) -> np.ndarray:
         return projection(self.pose, aspect)
 
-    @property
-    def target_pose(self) -> CameraPose:
-        """Where the camera is going (its pose once the flight is over)."""
-        return self._to
-
     def viewproj(self, aspect: float) -> np.ndarray:
         self.aspect = aspect
         return self.proj_matrix(aspect) @ self.view_matrix()

@@ -13,10 +13,6 @@ import numpy as np
 
 # ---------------------------------------------------------------- transforms
 
-def identity() -> np.ndarray:
-    return np.eye(4, dtype=np.float64)
-
-
 def translate(x: float, y: float, z: float) -> np.ndarray:
     m = np.eye(4)
     m[:3, 3] = (x, y, z)
@@ -33,13 +29,6 @@ def rot_x(a: float) -> np.ndarray:
     c, s = math.cos(a), math.sin(a)
     m = np.eye(4)
     m[1, 1], m[1, 2], m[2, 1], m[2, 2] = c, -s, s, c
-    return m
-
-
-def rot_y(a: float) -> np.ndarray:
-    c, s = math.cos(a), math.sin(a)
-    m = np.eye(4)
-    m[0, 0], m[0, 2], m[2, 0], m[2, 2] = c, s, -s, c
     return m
 
 
@@ -75,11 +64,6 @@ def boxes(centres: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     m[:, :3, 3] = centres
     m[:, 3, 3] = 1.0
     return m
-
-
-def transform_point(m: np.ndarray, p) -> np.ndarray:
-    v = m @ np.array([p[0], p[1], p[2], 1.0])
-    return v[:3]
 
 
 # ---------------------------------------------------------------- meshes

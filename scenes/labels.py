@@ -130,10 +130,6 @@ _MOVES = sorted(((dx, dy) for dx in range(-60, 61) for dy in range(-60, 61)),
 _MOVES_ARRAY = np.asarray(_MOVES, dtype=np.float64)      # (made once: converting the list costs ~5 ms a call)
 
 
-def _overlaps(a, b, pad: float) -> bool:
-    return a[0] < b[0] + b[2] + pad and b[0] < a[0] + a[2] + pad and a[1] < b[1] + b[3] + pad and b[1] < a[1] + a[3] + pad
-
-
 def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[tuple[float, float]]:
     """Top-left corners for plates wanted at [(x, y, w, h)] (in priority order) so that no two overlap and
     none covers a keep-out rectangle (the HUD): each plate takes the nearest free spot, trying small moves

@@ -83,16 +83,6 @@ class TestTubes:
         freq = [float(cum[i]) / total for i in idx] + [float(cum.sum() - cum[idx].sum()) / total]
         return now, copper, freq
 
-    def bead_positions(self, rack: int, rnd: int):
-        """World centres of this round's beads per tube (all fallen), and which are red (replacements)."""
-        now, copper, _ = self.counts(rack, rnd)
-        out = []
-        for j, (n, c) in enumerate(zip(now, copper)):
-            x = self.tube_x(rack, j)
-            pts = [(x + bead_slot(b)[0], bead_slot(b)[1], TUBES_CENTRE[2]) for b in range(n)]
-            out.append((pts, [b >= c for b in range(n)]))
-        return out
-
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
         z = TUBES_CENTRE[2]

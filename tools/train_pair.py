@@ -19,7 +19,6 @@ beside it, then renamed over the old one.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -271,10 +270,6 @@ def write_checkpoint(model: Transformer, vocab: list[str], out: Path, storage: s
         if tmp.exists():
             shutil.rmtree(tmp)
     return out
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def main(argv=None) -> int:
