@@ -254,3 +254,23 @@ def test_the_handout_and_the_lesson_plan_quote_the_programs_numbers():
     for text in (f["gb"] + " GB", f["ms"] + " ms", f"at most {f['tps1']} tokens/s", f"{f['tps64']} tokens/s",
                  f"best γ = {f['best']} at c = 0.1: {f['best_speedup']}"):
         assert text in plan, text
+
+
+def test_a_chapter_inserted_mid_tour_moves_no_question(monkeypatch):
+    """Questions name their chapter by slug (the recipe "add a chapter" in docs/ARCHITECTURE.md): with a chapter
+    inserted before the third, every question still points at the chapter it pointed at, one place further on."""
+    from dataclasses import replace
+
+    from app import tour
+    _, snap = _snap()
+    before = {q.id: (q.chapter, CHAPTERS[q.chapter].slug, q.show) for q in quiz.build(snap, "en")}
+    extra = replace(CHAPTERS[2], slug="03-an-inserted-chapter")
+    monkeypatch.setattr(tour, "CHAPTERS", CHAPTERS[:2] + (extra,) + CHAPTERS[2:])
+    after = {q.id: q for q in quiz.build(snap, "en")}
+    assert set(after) == set(before)
+    for qid, (index, slug, show) in before.items():
+        q = after[qid]
+        assert tour.CHAPTERS[q.chapter].slug == slug
+        assert q.chapter == index + (index >= 2)
+        if show.mode == "tour":
+            assert tour.CHAPTERS[q.show.chapter].slug == CHAPTERS[show.chapter].slug
