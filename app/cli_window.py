@@ -63,6 +63,12 @@ def register(sub) -> None:
     o.add_argument("--export-dir", type=Path, default=None, help="where screenshots and saved lessons go")
     o.add_argument("--no-save", action="store_true", help="do not write the settings file on exit")
     o.add_argument("--json", action="store_true", help="print the final state as one JSON object")
+    notes = o.add_mutually_exclusive_group()
+    notes.add_argument("--notes-window", dest="notes_window", action="store_const", const=True, default=None,
+                       help="the teacher's notes in a window of their own (it opens by itself on a second display; "
+                        "this opens it on one display too, to be dragged where the class does not look)")
+    notes.add_argument("--no-notes-window", dest="notes_window", action="store_const", const=False,
+                       help="keep the notes in the help overlay (H) even with a second display")
     o.set_defaults(func=_open_lesson)
 
 
@@ -144,7 +150,7 @@ def _open_lesson(args) -> int:
     settings.pair = pairs.COUNTED    # each chapter's pair is the lesson's (or the tour's own)
     return _open(settings, size=size, frames=args.frames, screenshot=args.screenshot, script_path=args.script,
                  export_dir=args.export_dir, persist=not args.no_save, notice=notice, as_json=args.json,
-                 lesson=lesson)
+                 lesson=lesson, notes_window=args.notes_window)
 
 
 def _choose_pair(args, settings):
@@ -170,7 +176,7 @@ def _choose_pair(args, settings):
 
 
 def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None, export_dir=None, persist=True,
-          notice=None, as_json=False, gif=None, lesson=None) -> int:
+          notice=None, as_json=False, gif=None, lesson=None, notes_window=None) -> int:
     from app.controller import Controller
     from app.window import App
     script = None
@@ -179,7 +185,7 @@ def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None
         script = parse_script(script_path)
     ctl = Controller(settings, export_dir=export_dir, persist=persist, notice=notice, scripted=frames is not None,
                      gif_options=gif, lesson=lesson)
-    app = App(ctl, size=size)
+    app = App(ctl, size=size, notes_window=notes_window)
     try:
         app.run(frames=frames, script=script, screenshot=screenshot)
         state = app.state()

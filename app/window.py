@@ -15,6 +15,7 @@ from pathlib import Path
 from app import exports, keys, ui
 from app.controller import Controller
 from app.display import Display
+from app.notes_window import NotesWindow
 from app.cli_progress import Progress
 from app.imgui_renderer import feed_imgui, imgui_key_map
 from app.palette import apply_style
@@ -26,7 +27,9 @@ FIXED_DT = 1.0 / 30.0     # the scripted loop's clock: frames are reproducible, 
 
 
 class App:
-    def __init__(self, ctl: Controller, *, size: tuple[int, int] | None = None):
+    def __init__(self, ctl: Controller, *, size: tuple[int, int] | None = None, notes_window: bool | None = None):
+        """notes_window: the teacher's notes in a window of their own (app/notes_window.py); None: when the
+        computer has a second display."""
         self.ctl = ctl
         self.frame = 0
         self._quiet_frames = 0
@@ -36,6 +39,8 @@ class App:
         self.pg, self.ctx = self.display.pg, self.display.ctx
         self._init_imgui()
         self._init_stage()
+        self.notes = None if notes_window is False else NotesWindow.for_display(
+            self.pg, resolve_font(), lambda key: self.ctl.t(key), force=bool(notes_window))
         ctl.listeners.append(self._on_change)
         ctl.driver.read_screen = self.read_frame
         ctl.start()
@@ -103,7 +108,10 @@ class App:
     # ---- the loop ----------------------------------------------------------------------------------
     def handle_event(self, ev) -> None:
         pg, ctl = self.pg, self.ctl
-        if ev.type == pg.QUIT:
+        if self.notes is not None and self.notes.owns(ev):
+            self.notes.handle(ev)                # its own close and size; its keys turn the pages below
+            return
+        if ev.type == pg.QUIT or (ev.type == pg.WINDOWCLOSE and self.notes is not None):
             ctl.quit = True
         elif ev.type in (pg.VIDEORESIZE, pg.WINDOWSIZECHANGED):
             size = (ev.w, ev.h) if ev.type == pg.VIDEORESIZE else (ev.x, ev.y)
@@ -155,14 +163,25 @@ class App:
         ui.top_bar(scr)
         ctl.panel.draw(scr)
         ui.status_line(scr)
+        notes_open = self.notes is not None and not self.notes.closed
+        if notes_open:
+            self.notes.show(self.notes_title(), ctl.teacher_note())
         if ctl.help:
-            ui.help_overlay(scr, ctl.teacher_note())
+            # The class sees the help overlay: with the notes on the teacher's screen, the note stays there.
+            ui.help_overlay(scr, None if notes_open else ctl.teacher_note())
         if ctl.gif_job is not None:
             ui.progress_overlay(scr, ctl.gif_job)
         self.legibility = ui.measure_frame(scr, rect if tex is not None else None,
                                            drv.stage.legibility if tex is not None else None)
         imgui.render()
         self.renderer.render(imgui.get_draw_data(), self.fb_w, self.fb_h)
+
+    def notes_title(self) -> str:
+        ctl = self.ctl
+        if ctl.mode != "tour":
+            return ctl.t("notes.not_tour")
+        ch, chapters, page, pages = ctl.tour.position()
+        return ctl.t("tour.where", chapter=ch, chapters=chapters, page=page, pages=pages)
 
     def read_frame(self):
         return self.display.read_frame()
@@ -250,12 +269,16 @@ class App:
             pos = list(self.pg.display.get_window_position())
         except self.pg.error:
             pos = None
+        notes = None if self.notes is None or self.notes.closed else \
+            {"title": self.notes.shown[0], "note": self.notes.shown[1]} if self.notes.shown else {}
         return {"frames": self.frame, **self.ctl.state(self.screen()), "framebuffer": [self.fb_w, self.fb_h],
-                "window_position": pos, **self.legibility}
+                "window_position": pos, "notes_window": notes, **self.legibility}
 
     def close(self) -> None:
         self.ctl.close()
         try:
+            if self.notes is not None:
+                self.notes.close()
             self.renderer.textures.pop(STAGE_TEXTURE_ID, None)
             self.ctl.driver.release()
             self.renderer.release()

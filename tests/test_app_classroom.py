@@ -247,3 +247,79 @@ def test_readme_has_the_new_json_keys_and_the_quiz():
                 "`tube_speed`", "`window_position`", "`quiz_return`"):
         assert key in text, key
     assert "docs/TEACHING.md" in text
+
+
+# ---- the teacher's notes on a screen of their own --------------------------------------------------------
+def _notes_app(notes_window):
+    from app import lesson as lessons
+    from app.controller import Controller
+    from app.settings import AppSettings
+    from app.window import App
+    ctl = Controller(AppSettings(language="en", mode="tour"), persist=False, scripted=True,
+                     lesson=lessons.load_lesson("45-minutes"))
+    return ctl, App(ctl, size=(960, 540), notes_window=notes_window)
+
+
+def _ink(app) -> int:
+    """Pixels of the notes window drawn in the note's own colour (its text, not the title or the page line)."""
+    import pygame
+
+    from app.notes_window import INK
+    arr = pygame.surfarray.pixels3d(app.notes.window.get_surface())
+    return int((np.abs(arr.astype(int) - np.array(INK)).sum(-1) < 60).sum())
+
+
+def test_the_notes_window_shows_each_pages_note_and_the_help_overlay_then_leaves_it_out(monkeypatch):
+    """With a notes window (a second display opens it by itself; --notes-window here, where there is one), the
+    teacher's note of the page the class sees is drawn there and follows the pages; the help overlay, which the
+    class sees, leaves it out; closing the notes window closes only it, and the overlay has the note again."""
+    import pygame
+
+    from app import ui
+    from app.window import FIXED_DT
+    shown = []
+    monkeypatch.setattr(ui, "help_overlay", lambda scr, note=None: shown.append(note))
+    ctl, app = _notes_app(True)
+    try:
+        seen = []
+        for _ in range(6):
+            app.draw_frame(FIXED_DT)
+            seen.append((app.notes.shown[1], _ink(app)))
+            ctl.do("next")
+        notes = [(n, ink) for n, ink in seen if n]
+        blank = [(n, ink) for n, ink in seen if not n]
+        assert notes and blank
+        assert all(ink > 2000 for _, ink in notes) and all(ink < 200 for _, ink in blank)   # the note is drawn
+        while ctl.teacher_note() is None:
+            ctl.do("next")
+        app.draw_frame(FIXED_DT)
+        assert app.notes.shown[1] == ctl.teacher_note() and app.state()["notes_window"]["note"] == ctl.teacher_note()
+        ctl.help = True
+        app.draw_frame(FIXED_DT)
+        assert shown[-1] is None                     # the class's overlay does not show the teacher's note
+        app.handle_event(pygame.event.Event(pygame.WINDOWCLOSE, window=app.notes.window))
+        assert app.notes.closed and not ctl.quit
+        app.draw_frame(FIXED_DT)
+        assert shown[-1] == ctl.teacher_note()       # no notes window: the note is in the overlay (H) again
+        assert app.state()["notes_window"] is None
+    finally:
+        app.close()
+
+
+def test_without_a_second_display_the_notes_stay_in_the_help_overlay(capsys, tmp_path):
+    ctl, app = _notes_app(None)                      # the offscreen driver has one display
+    try:
+        assert app.notes is None
+    finally:
+        app.close()
+    st = run_app(capsys, tmp_path, "--no-save")     # `run` has no lesson: no notes window either
+    assert st["notes_window"] is None
+
+
+def test_open_with_the_notes_window_reports_what_it_shows(capsys, tmp_path):
+    from app.cli import main
+    capsys.readouterr()
+    rc = main(["open", "45-minutes", "--notes-window", "--frames", "3", "--json", "--no-save", "--size", "480x270",
+               "--export-dir", str(tmp_path), "--lang", "en"])
+    st = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and st["notes_window"]["title"] == "chapter 1 of 12 · page 1 of 4"
