@@ -731,7 +731,7 @@ def _cmd_eval(args) -> int:
 # ---- roofline ------------------------------------------------------------------------------------
 def _cmd_roofline(args) -> int:
     from models.hardware import busy_fraction, roofline
-    r = roofline(args.device, args.model, args.batch, args.context, args.positions)
+    r = roofline(args.device, args.model, args.batch, args.context, args.positions).as_dict()   # printed as is
     if args.lanes is not None:
         r["lanes"] = args.lanes
         r["lanes_busy"] = busy_fraction(args.device, args.model, args.lanes)

@@ -83,7 +83,8 @@ def extra_arithmetic(alpha: float, gamma: int) -> float:
     return float(analytics.extra_arithmetic(alpha, gamma))
 
 
-def roofline(device: str, model: str, lanes: int, context: int, positions: int = 1) -> dict:
+def roofline(device: str, model: str, lanes: int, context: int, positions: int = 1):
+    """models.hardware.roofline (a Roofline), cached."""
     from models import hardware
     return hardware.roofline(device, model, lanes, context, positions)
 
@@ -97,7 +98,7 @@ def pass_busy(device: str, model: str, sequences: int, positions: int, context: 
 
 def lane_sweep(device: str, model: str, context: int) -> tuple[list[int], list[float], list[float]]:
     rows = [roofline(device, model, n, context) for n in LANE_SWEEP]
-    return list(LANE_SWEEP), [float(r["tokens_per_s"]) for r in rows], [float(r["arithmetic_busy"]) for r in rows]
+    return list(LANE_SWEEP), [float(r.tokens_per_s) for r in rows], [float(r.arithmetic_busy) for r in rows]
 
 
 @lru_cache(maxsize=64)

@@ -130,30 +130,30 @@ def facts(ctl) -> Facts:
     put("context", lambda: f"{s.context:,}")
     put("device", lambda: s.device)
     put("vocab", lambda: f"{ses.pair().V:,}")
-    roof = {}
+    roof = None
     try:
         roof = derived.roofline(s.device, s.model, s.lanes, s.context)
     except UNAVAILABLE as exc:
         f.failed("roofline", exc)
-    if roof:
-        put("bytes_per_step", lambda: f"{roof['bytes_per_step'] / 1e9:.2f} GB")
-        put("ms_per_token", lambda: f"{roof['ms_per_token']:.2f} ms")
-        put("tokens_per_s", lambda: f"{roof['tokens_per_s']:,.0f}")
-        put("busy", lambda: f"{100 * roof['arithmetic_busy']:.1f}%")
-        put("lanes_to_saturate", lambda: f"{roof['lanes_to_saturate']:.0f}")
-        put("weights_gb", lambda: f"{roof['weight_bytes'] / 1e9:.2f} GB")
-        put("bandwidth", lambda: fmt_bandwidth(roof["bandwidth_Bps"]))
-        put("device_ops_per_byte", lambda: f"{roof['device_ops_per_byte']:.0f}")
-        put("kv_per_token", lambda: f"{roof['kv_bytes_per_token']:,}")
-        put("kv_gb", lambda: f"{roof['kv_bytes_per_step'] / 1e9:.1f} GB")
-        put("arith_ms", lambda: f"{roof['arithmetic_ms_per_step']:.3f} ms")
-        ops = roof["ops_per_step"]
+    if roof is not None:
+        put("bytes_per_step", lambda: f"{roof.bytes_per_step / 1e9:.2f} GB")
+        put("ms_per_token", lambda: f"{roof.ms_per_token:.2f} ms")
+        put("tokens_per_s", lambda: f"{roof.tokens_per_s:,.0f}")
+        put("busy", lambda: f"{100 * roof.arithmetic_busy:.1f}%")
+        put("lanes_to_saturate", lambda: f"{roof.lanes_to_saturate:.0f}")
+        put("weights_gb", lambda: f"{roof.weight_bytes / 1e9:.2f} GB")
+        put("bandwidth", lambda: fmt_bandwidth(roof.bandwidth_Bps))
+        put("device_ops_per_byte", lambda: f"{roof.device_ops_per_byte:.0f}")
+        put("kv_per_token", lambda: f"{roof.kv_bytes_per_token:,}")
+        put("kv_gb", lambda: f"{roof.kv_bytes_per_step / 1e9:.1f} GB")
+        put("arith_ms", lambda: f"{roof.arithmetic_ms_per_step:.3f} ms")
+        ops = roof.ops_per_step
         put("ops_per_step", lambda: fmt_ops_count(ops, s.language))
     # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
     weights_only = lambda lanes=s.lanes: derived.roofline(s.device, s.model, lanes, 0)  # noqa: E731
-    put("tps_weights", lambda: f"{weights_only()['tokens_per_s']:,.0f}")
-    put("busy_weights", lambda: f"{100 * weights_only()['arithmetic_busy']:.1f}%")
-    gain = lambda: weights_only()["tokens_per_s"] / weights_only(1)["tokens_per_s"]  # noqa: E731
+    put("tps_weights", lambda: f"{weights_only().tokens_per_s:,.0f}")
+    put("busy_weights", lambda: f"{100 * weights_only().arithmetic_busy:.1f}%")
+    gain = lambda: weights_only().tokens_per_s / weights_only(1).tokens_per_s  # noqa: E731
     put("batch_gain", lambda: f"{gain():.0f} 倍" if s.language == "zh" else f"{gain():.0f}×")
     # A speculative pass computes γ + 1 positions of each sequence at once (a tree: its nodes + 1); they read its KV
     # cache once.

@@ -37,10 +37,10 @@ def facts(snap) -> dict:
     p, q = quiz._row(snap.pair, quiz.PREFIX)
     return {"alpha": f"{alpha:.3f}", "gamma": g, "c": f"{c:g}",
             "tpp": f"{float(analytics.tokens_per_pass_formula(alpha, g)):.2f}",
-            "best": best, "best_speedup": f"{best_sp:.2f}×", "device": r1["device_label"], "model": r1["model_label"],
-            "gb": f"{r1['weight_bytes'] / 1e9:.2f}", "ms": f"{r1['ms_per_token']:.2f}",
-            "tps1": f"{r1['tokens_per_s']:,.0f}", "busy1": f"{100 * r1['arithmetic_busy']:.1f}%",
-            "tps64": f"{r64['tokens_per_s']:,.0f}", "busy64": f"{100 * r64['arithmetic_busy']:.1f}%",
+            "best": best, "best_speedup": f"{best_sp:.2f}×", "device": r1.device_label, "model": r1.model_label,
+            "gb": f"{r1.weight_bytes / 1e9:.2f}", "ms": f"{r1.ms_per_token:.2f}",
+            "tps1": f"{r1.tokens_per_s:,.0f}", "busy1": f"{100 * r1.arithmetic_busy:.1f}%",
+            "tps64": f"{r64.tokens_per_s:,.0f}", "busy64": f"{100 * r64.arithmetic_busy:.1f}%",
             "overlap": f"{float(np.minimum(p, q).sum()):.3f}"}
 
 

@@ -81,7 +81,7 @@ def snapshot(ctl) -> Snapshot:
 
 
 # ---- helpers -----------------------------------------------------------------------------------
-def _roof(snap: Snapshot, lanes: int, context: int) -> dict:
+def _roof(snap: Snapshot, lanes: int, context: int):
     from app import derived
     return derived.roofline(snap.lab["device"], snap.lab["model"], lanes, context)
 
@@ -140,62 +140,62 @@ def _row(pair, text: str):
 
 def q_one_token(t, snap):
     r = _roof(snap, 1, 1)
-    f = dict(model=r["model_label"], gb=_gb(r["weight_bytes"]), bw=f"{r['bandwidth_Bps'] / 1e12:.2f} TB/s",
-             ms=f"{r['ms_per_token']:.2f}", ops=fmt_ops_count(r["ops_per_step"], t.lang),
-             arith_ms=f"{r['arithmetic_ms_per_step']:.3f}", busy=_pct(r["arithmetic_busy"]), device=r["device_label"])
-    return _idea(t, "one_token", "01-one-token", _tour("01-one-token"), f, values=r)
+    f = dict(model=r.model_label, gb=_gb(r.weight_bytes), bw=f"{r.bandwidth_Bps / 1e12:.2f} TB/s",
+             ms=f"{r.ms_per_token:.2f}", ops=fmt_ops_count(r.ops_per_step, t.lang),
+             arith_ms=f"{r.arithmetic_ms_per_step:.3f}", busy=_pct(r.arithmetic_busy), device=r.device_label)
+    return _idea(t, "one_token", "01-one-token", _tour("01-one-token"), f, values=r.as_dict())
 
 
 def q_b1_tokens(t, snap):
     r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 0)
-    right = r1["tokens_per_s"]
-    arith = r1["flops"] / r1["ops_per_step"]              # as if the arithmetic were the limit
-    fp32 = r1["bandwidth_Bps"] / (2 * r1["weight_bytes"])  # 32-bit weights: twice the bytes
+    right = r1.tokens_per_s
+    arith = r1.flops / r1.ops_per_step              # as if the arithmetic were the limit
+    fp32 = r1.bandwidth_Bps / (2 * r1.weight_bytes)  # 32-bit weights: twice the bytes
     fmt = lambda v: t("quiz.tokens_per_s", n=f"{v:,.0f}")  # noqa: E731
     return dict(chapter="01-one-token", computed=True,
-                prompt=t("quiz.b1_tokens.q", device=r1["device_label"], model=r1["model_label"]),
-                right=fmt(right), wrong=[fmt(arith), fmt(r64["tokens_per_s"]), fmt(fp32)],
-                why=t("quiz.b1_tokens.why", gb=_gb(r1["weight_bytes"]), bw=f"{r1['bandwidth_Bps'] / 1e12:.2f} TB/s",
-                      right=f"{right:,.0f}", arith=fmt(arith), b64=fmt(r64["tokens_per_s"]), fp32=fmt(fp32)),
+                prompt=t("quiz.b1_tokens.q", device=r1.device_label, model=r1.model_label),
+                right=fmt(right), wrong=[fmt(arith), fmt(r64.tokens_per_s), fmt(fp32)],
+                why=t("quiz.b1_tokens.why", gb=_gb(r1.weight_bytes), bw=f"{r1.bandwidth_Bps / 1e12:.2f} TB/s",
+                      right=f"{right:,.0f}", arith=fmt(arith), b64=fmt(r64.tokens_per_s), fp32=fmt(fp32)),
                 show=_tour("01-one-token"),
-                values={"right": right, "arithmetic_bound": arith, "batch64": r64["tokens_per_s"], "fp32": fp32})
+                values={"right": right, "arithmetic_bound": arith, "batch64": r64.tokens_per_s, "fp32": fp32})
 
 
 def q_batching(t, snap):
     r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 0)
-    f = dict(gb=_gb(r64["weight_bytes"]), busy64=_pct(r64["arithmetic_busy"]),
-             tps64=f"{r64['tokens_per_s']:,.0f}", tps1=f"{r1['tokens_per_s']:,.0f}")
+    f = dict(gb=_gb(r64.weight_bytes), busy64=_pct(r64.arithmetic_busy),
+             tps64=f"{r64.tokens_per_s:,.0f}", tps1=f"{r1.tokens_per_s:,.0f}")
     return _idea(t, "batching", "02-batching", _tour("02-batching"), f)
 
 
 def q_batch_kv(t, snap):
     ctx = 4096
     r = _roof(snap, 64, ctx)
-    no_kv, one = _roof(snap, 64, 0)["tokens_per_s"], _roof(snap, 1, ctx)["tokens_per_s"]
-    kv_only = 64 * r["bandwidth_Bps"] / r["kv_bytes_per_step"]
+    no_kv, one = _roof(snap, 64, 0).tokens_per_s, _roof(snap, 1, ctx).tokens_per_s
+    kv_only = 64 * r.bandwidth_Bps / r.kv_bytes_per_step
     fmt = lambda v: t("quiz.tokens_per_s", n=f"{v:,.0f}")  # noqa: E731
     return dict(chapter="02-batching", computed=True,
-                prompt=t("quiz.batch_kv.q", device=r["device_label"], context=f"{ctx:,}"),
-                right=fmt(r["tokens_per_s"]), wrong=[fmt(no_kv), fmt(kv_only), fmt(one)],
-                why=t("quiz.batch_kv.why", gb=_gb(r["weight_bytes"]), kv=_gb(r["kv_bytes_per_step"]),
-                      total=_gb(r["bytes_per_step"]), right=f"{r['tokens_per_s']:,.0f}", no_kv=fmt(no_kv),
+                prompt=t("quiz.batch_kv.q", device=r.device_label, context=f"{ctx:,}"),
+                right=fmt(r.tokens_per_s), wrong=[fmt(no_kv), fmt(kv_only), fmt(one)],
+                why=t("quiz.batch_kv.why", gb=_gb(r.weight_bytes), kv=_gb(r.kv_bytes_per_step),
+                      total=_gb(r.bytes_per_step), right=f"{r.tokens_per_s:,.0f}", no_kv=fmt(no_kv),
                       kv_only=fmt(kv_only), one=fmt(one)),
                 show=_tour("02-batching"),
-                values={"right": r["tokens_per_s"], "no_kv": no_kv, "kv_only": kv_only, "one": one})
+                values={"right": r.tokens_per_s, "no_kv": no_kv, "kv_only": kv_only, "one": one})
 
 
 def q_kv_cache(t, snap):
     ctx = 4096
     r = _roof(snap, 64, ctx)
-    f = dict(context=f"{ctx:,}", kv_seq=_gb(r["kv_bytes_per_step"] / 64), busy=_pct(r["arithmetic_busy"]))
+    f = dict(context=f"{ctx:,}", kv_seq=_gb(r.kv_bytes_per_step / 64), busy=_pct(r.arithmetic_busy))
     return _idea(t, "kv_cache", "02-batching", _tour("02-batching"), f)
 
 
 def q_check_cost(t, snap):
     g = int(snap.lab["gamma"])
     r1, rs = _roof(snap, 1, 1), _roof(snap, g + 1, 1)
-    f = dict(gamma=g, lanes=g + 1, busy1=_pct(r1["arithmetic_busy"]), busy_spec=_pct(rs["arithmetic_busy"]),
-             device=r1["device_label"])
+    f = dict(gamma=g, lanes=g + 1, busy1=_pct(r1.arithmetic_busy), busy_spec=_pct(rs.arithmetic_busy),
+             device=r1.device_label)
     return _idea(t, "check_cost", "03-guess-first", _tour("03-guess-first"), f)
 
 
@@ -378,7 +378,7 @@ def q_best_gamma(t, snap):
 def q_idle_spend(t, snap):
     r1, r64 = _roof(snap, 1, 1), _roof(snap, 64, 1)
     return _idea(t, "idle_spend", "09-idle-arithmetic", _tour("09-idle-arithmetic"),
-                 dict(busy64=_pct(r64["arithmetic_busy"]), busy1=_pct(r1["arithmetic_busy"])))
+                 dict(busy64=_pct(r64.arithmetic_busy), busy1=_pct(r1.arithmetic_busy)))
 
 
 def q_self_draft(t, snap):
@@ -387,16 +387,16 @@ def q_self_draft(t, snap):
 
 def q_busy_lanes(t, snap):
     r9, r1, r64 = _roof(snap, 9, 1), _roof(snap, 1, 1), _roof(snap, 64, 1)
-    return dict(chapter="11-inside-read-head", computed=True, prompt=t("quiz.busy_lanes.q", device=r9["device_label"],
-                                                   model=r9["model_label"]),
-                right=_pct(r9["arithmetic_busy"]),
+    return dict(chapter="11-inside-read-head", computed=True, prompt=t("quiz.busy_lanes.q", device=r9.device_label,
+                                                   model=r9.model_label),
+                right=_pct(r9.arithmetic_busy),
                 # Common mistakes: one lane's share, the batch of 64's, and "every lane lit = full".
-                wrong=[_pct(r1["arithmetic_busy"]), _pct(r64["arithmetic_busy"]), _pct(1.0)],
-                why=t("quiz.busy_lanes.why", device=r9["device_label"], opb=f"{r9['device_ops_per_byte']:.0f}",
-                      right=_pct(r9["arithmetic_busy"]), one=_pct(r1["arithmetic_busy"]),
-                      b64=_pct(r64["arithmetic_busy"]), sat=f"{r9['lanes_to_saturate']:.0f}"),
-                show=_tour("11-inside-read-head"), values={"right": r9["arithmetic_busy"],
-                                                         "one": r1["arithmetic_busy"], "b64": r64["arithmetic_busy"]})
+                wrong=[_pct(r1.arithmetic_busy), _pct(r64.arithmetic_busy), _pct(1.0)],
+                why=t("quiz.busy_lanes.why", device=r9.device_label, opb=f"{r9.device_ops_per_byte:.0f}",
+                      right=_pct(r9.arithmetic_busy), one=_pct(r1.arithmetic_busy),
+                      b64=_pct(r64.arithmetic_busy), sat=f"{r9.lanes_to_saturate:.0f}"),
+                show=_tour("11-inside-read-head"), values={"right": r9.arithmetic_busy,
+                                                         "one": r1.arithmetic_busy, "b64": r64.arithmetic_busy})
 
 
 def q_parts(t, snap):

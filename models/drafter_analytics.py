@@ -101,7 +101,7 @@ def speedup_model(tokens_per_pass: float, lanes_per_pass: float, cost, device="h
     if not (np.isfinite(tokens_per_pass) and np.isfinite(lanes_per_pass)):
         raise InputError("tokens and lanes per pass must be finite (no passes were run)")
     m = get_model(model)
-    step_ms = roofline(device, model, 1, context)["ms_per_step"]
+    step_ms = roofline(device, model, 1, context).ms_per_step
     head_params = cost.heads * m.medusa_head_params
     # Each head runs once a pass, on the hidden state of the last position kept: its weights are read and used once.
     target = pass_time(device, model, lanes_per_pass, context, extra_params=head_params, extra_ops=2.0 * head_params)

@@ -19,7 +19,7 @@ up one row of the untied input embedding (1.05 GB) instead of streaming it, so i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from corpus.errors import InputError
@@ -193,10 +193,49 @@ def busy_fraction(device, model, lanes: int) -> float:
 def pass_busy(device, model, sequences: int = 1, positions: int = 1, context: int = 0) -> float:
     """Arithmetic busy share of one pass: `sequences` sequences of `context` tokens, each computing `positions`
     tokens (γ + 1 while checking guesses). The mill turns at this rate."""
-    return float(roofline(device, model, sequences, context, positions)["arithmetic_busy"])
+    return float(roofline(device, model, sequences, context, positions).arithmetic_busy)
 
 
-def roofline(device, model, batch: int = 1, context: int = 0, positions: int = 1) -> dict:
+@dataclass(frozen=True)
+class Roofline:
+    """On-paper figures of one pass (roofline()): what the panels, the quiz, the handout and `spectable roofline`
+    read, by name. as_dict() is the --json form."""
+
+    device: str
+    device_label: str
+    measured_device: bool
+    model: str
+    model_label: str
+    batch: int                         # sequences in the pass
+    context: int                       # KV tokens each sequence holds
+    positions: int                     # tokens each sequence computes (γ + 1 when checking)
+    params: int
+    weight_bytes: int
+    kv_bytes_per_token: int
+    kv_bytes_per_step: int
+    bytes_per_step: int                # weights + every sequence's KV cache, read once a pass
+    bandwidth_Bps: float
+    flops: float
+    ms_per_step: float
+    ms_per_token: float                # a plain pass writes one token per sequence
+    tokens_per_s: float
+    tokens_per_s_per_sequence: float
+    ops_per_step: float
+    arithmetic_ms_per_step: float
+    arithmetic_busy: float             # arithmetic time / pass time
+    arithmetic_idle: float
+    device_ops_per_byte: float
+    model_ops_per_byte_per_lane: float
+    lanes_to_saturate: float
+    fits_in_memory: bool
+    memory_bytes: int
+    bound: str                         # 'memory' | 'arithmetic'
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def roofline(device, model, batch: int = 1, context: int = 0, positions: int = 1) -> Roofline:
     """On-paper figures of one pass over `batch` sequences, each holding `context` tokens of KV cache and
     computing `positions` tokens at once (γ + 1 when the target checks γ guesses; 1 for plain decoding).
     The KV cache of a sequence is read once per pass whatever `positions` is."""
@@ -213,23 +252,22 @@ def roofline(device, model, batch: int = 1, context: int = 0, positions: int = 1
     ops_step = 2.0 * m.params * batch * positions
     arith_s = ops_step / d.flops
     step_s = max(read_s, arith_s)
-    return {
-        "device": d.id, "device_label": d.label, "measured_device": d.measured, "model": m.id,
-        "model_label": m.label, "batch": batch, "context": context, "positions": positions,
-        "params": m.params, "weight_bytes": m.weight_bytes, "kv_bytes_per_token": m.kv_bytes_per_token,
-        "kv_bytes_per_step": kv_step, "bytes_per_step": bytes_step,
-        "bandwidth_Bps": d.bandwidth_Bps, "flops": d.flops,
+    return Roofline(
+        device=d.id, device_label=d.label, measured_device=d.measured, model=m.id,
+        model_label=m.label, batch=batch, context=context, positions=positions,
+        params=m.params, weight_bytes=m.weight_bytes, kv_bytes_per_token=m.kv_bytes_per_token,
+        kv_bytes_per_step=kv_step, bytes_per_step=bytes_step,
+        bandwidth_Bps=d.bandwidth_Bps, flops=d.flops,
         # A plain pass writes one token per sequence; a checking pass writes 1..positions of them (that depends
         # on the acceptance rate, models.analytics), so tokens/s here is per pass written at one token each.
-        "ms_per_step": step_s * 1e3, "ms_per_token": step_s * 1e3,
-        "tokens_per_s": batch / step_s, "tokens_per_s_per_sequence": 1.0 / step_s,
-        "ops_per_step": ops_step, "arithmetic_ms_per_step": arith_s * 1e3,
-        "arithmetic_busy": arith_s / step_s, "arithmetic_idle": 1.0 - arith_s / step_s,
-        "device_ops_per_byte": d.ops_per_byte, "model_ops_per_byte_per_lane": m.ops_per_byte,
-        "lanes_to_saturate": d.ops_per_byte / m.ops_per_byte,
-        "fits_in_memory": (d.memory_bytes == 0) or bytes_step <= d.memory_bytes,
-        "memory_bytes": d.memory_bytes, "bound": "memory" if read_s >= arith_s else "arithmetic",
-    }
+        ms_per_step=step_s * 1e3, ms_per_token=step_s * 1e3,
+        tokens_per_s=batch / step_s, tokens_per_s_per_sequence=1.0 / step_s,
+        ops_per_step=ops_step, arithmetic_ms_per_step=arith_s * 1e3,
+        arithmetic_busy=arith_s / step_s, arithmetic_idle=1.0 - arith_s / step_s,
+        device_ops_per_byte=d.ops_per_byte, model_ops_per_byte_per_lane=m.ops_per_byte,
+        lanes_to_saturate=d.ops_per_byte / m.ops_per_byte,
+        fits_in_memory=(d.memory_bytes == 0) or bytes_step <= d.memory_bytes,
+        memory_bytes=d.memory_bytes, bound="memory" if read_s >= arith_s else "arithmetic")
 
 
 def pass_time(device, model, lanes: int, context: int = 0, extra_params: int = 0, extra_ops: float = 0.0) -> dict:

@@ -284,7 +284,7 @@ def _hardware_roofline(device_label: str, model_name: str, batch: int, context: 
         return None
     try:
         r = hardware.roofline(key, model_name, batch, context)
-        return {"device": key, **{k: v for k, v in dict(r).items() if isinstance(v, (int, float, str))}}
+        return {"device": key, **{k: v for k, v in r.as_dict().items() if isinstance(v, (int, float, str))}}
     except InputError:               # a context or batch the roofline refuses: no figure on paper
         return None
 

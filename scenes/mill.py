@@ -81,7 +81,7 @@ def hardware_parts(state, ec: EmitContext) -> list[str]:
 
 def busy_words(state) -> tuple[str, str]:
     """(zh, en) of the arithmetic busy fraction of the current pass (from the hardware model)."""
-    # One decimal, as the app's facts panel prints roofline()['arithmetic_busy'].
+    # One decimal, as the app's facts panel prints roofline().arithmetic_busy.
     txt = f"{state.extra.get('pass_busy', state.mill_busy) * 100:.1f}%"
     return "算术忙 " + txt, "busy " + txt
 

@@ -79,11 +79,11 @@ def test_computed_answers_are_the_models_numbers():
     q = qs["best_gamma"]
     assert q.options[q.right] == f"γ = {analytics.best_gamma(a, lab['c'])}"
     q = qs["batch_kv"]
-    tps = hardware.roofline(lab["device"], lab["model"], 64, 4096)["tokens_per_s"]
+    tps = hardware.roofline(lab["device"], lab["model"], 64, 4096).tokens_per_s
     assert q.options[q.right] == f"{tps:,.0f} tokens/s"
-    assert f"{hardware.roofline(lab['device'], lab['model'], 64, 0)['tokens_per_s']:,.0f} tokens/s" in q.options
+    assert f"{hardware.roofline(lab['device'], lab['model'], 64, 0).tokens_per_s:,.0f} tokens/s" in q.options
     q = qs["busy_lanes"]
-    assert q.options[q.right] == f"{100 * hardware.roofline(lab['device'], lab['model'], 9, 1)['arithmetic_busy']:.1f}%"
+    assert q.options[q.right] == f"{100 * hardware.roofline(lab['device'], lab['model'], 9, 1).arithmetic_busy:.1f}%"
     q = qs["overlap"]
     p_row, q_row = quiz._row(pair, quiz.PREFIX)
     assert q.options[q.right] == f"{np.minimum(p_row, q_row).sum():.3f}"

@@ -141,19 +141,19 @@ def test_tubes_exact_converges_and_wrong_rules_are_visibly_biased(pair):
 
 def test_hardware_reproduces_science_figures():
     r1 = roofline("h100-sxm", "llama-3.1-8b", 1, 0)
-    assert round(r1["ms_per_token"], 2) == 4.79
-    assert round(r1["tokens_per_s"]) == 209
-    assert round(100 * r1["arithmetic_idle"], 1) == 99.7
-    assert round(r1["device_ops_per_byte"]) == 295 and round(r1["lanes_to_saturate"]) == 295
-    assert r1["weight_bytes"] == 16_060_522_496
+    assert round(r1.ms_per_token, 2) == 4.79
+    assert round(r1.tokens_per_s) == 209
+    assert round(100 * r1.arithmetic_idle, 1) == 99.7
+    assert round(r1.device_ops_per_byte) == 295 and round(r1.lanes_to_saturate) == 295
+    assert r1.weight_bytes == 16_060_522_496
     r64 = roofline("h100-sxm", "llama-3.1-8b", 64, 0)
-    assert round(r64["tokens_per_s"], -1) == 13_350
-    assert round(100 * r64["arithmetic_busy"]) == 22
+    assert round(r64.tokens_per_s, -1) == 13_350
+    assert round(100 * r64.arithmetic_busy) == 22
     kv = roofline("h100-sxm", "llama-3.1-8b", 64, 4096)
-    assert kv["kv_bytes_per_token"] == 131_072
-    assert round(kv["kv_bytes_per_step"] / 1e9, 1) == 34.4
-    assert round(kv["bytes_per_step"] / 1e9, 1) == 50.4
-    assert round(kv["tokens_per_s"], -1) == 4_250
+    assert kv.kv_bytes_per_token == 131_072
+    assert round(kv.kv_bytes_per_step / 1e9, 1) == 34.4
+    assert round(kv.bytes_per_step / 1e9, 1) == 50.4
+    assert round(kv.tokens_per_s, -1) == 4_250
     assert round(DEVICES["h200"].ops_per_byte) == 206
     assert round(100 * busy_fraction("h100-sxm", "llama-3.1-8b", 9)) == 3
     assert MODELS["llama-3.2-1b"].kv_bytes_per_token == 16 * 8 * 64 * 2 * 2
@@ -175,4 +175,4 @@ def test_measurements_folder(tmp_path):
     d = found["measured-h200-run"]
     assert d.measured and d.bandwidth_Bps == 4.3e12 and d.flops == 790e12
     r = roofline(d, "llama-3.1-8b", 1, 0)
-    assert abs(r["ms_per_token"] - 16.060522496e9 / 4.3e12 * 1e3) < 1e-9
+    assert abs(r.ms_per_token - 16.060522496e9 / 4.3e12 * 1e3) < 1e-9

@@ -70,18 +70,18 @@ def test_checking_positions_belong_to_one_sequence():
     one = roofline("h100-sxm", "llama-3.1-8b", 1, 4096)
     check = roofline("h100-sxm", "llama-3.1-8b", 1, 4096, positions=5)
     as_batch = roofline("h100-sxm", "llama-3.1-8b", 5, 4096)             # the old, wrong model of a check
-    assert check["bytes_per_step"] == one["bytes_per_step"]                 # the KV cache is read once
-    assert check["ops_per_step"] == 5 * one["ops_per_step"]
-    assert check["arithmetic_busy"] == pytest.approx(5 * one["arithmetic_busy"])   # still memory-bound
-    assert as_batch["bytes_per_step"] > check["bytes_per_step"]
-    assert check["arithmetic_busy"] > as_batch["arithmetic_busy"]
+    assert check.bytes_per_step == one.bytes_per_step                 # the KV cache is read once
+    assert check.ops_per_step == 5 * one.ops_per_step
+    assert check.arithmetic_busy == pytest.approx(5 * one.arithmetic_busy)   # still memory-bound
+    assert as_batch.bytes_per_step > check.bytes_per_step
+    assert check.arithmetic_busy > as_batch.arithmetic_busy
     # 64 sequences at 4,096 tokens checking γ + 1 = 5 positions each: 34.5% busy, not 6.9% × anything batch-like.
     b = pass_busy("h100-sxm", "llama-3.1-8b", 64, 5, 4096)
     assert f"{100 * b:.1f}%" == "34.5%"
     assert f"{100 * pass_busy('h100-sxm', 'llama-3.1-8b', 64, 1, 4096):.1f}%" == "6.9%"
     # The batch figures SCIENCE.md teaches are unchanged.
     r = roofline("h100-sxm", "llama-3.1-8b", 64, 0)
-    assert round(r["tokens_per_s"], -1) == 13350 and f"{100 * r['arithmetic_busy']:.0f}%" == "22%"
+    assert round(r.tokens_per_s, -1) == 13350 and f"{100 * r.arithmetic_busy:.0f}%" == "22%"
     for bad in (0, -1, 1.5, True):
         with pytest.raises(InputError):
             roofline("h100-sxm", "llama-3.1-8b", 1, 0, positions=bad)

@@ -73,7 +73,7 @@ def test_any_measurement_file_is_listed_or_reported_never_a_crash(files):
         assert 1e6 <= dev.bandwidth_Bps <= 1e16 and 1e6 <= dev.flops <= 1e19
         for batch, context in ((1, 0), (64, 4096)):
             r = hardware.roofline(dev, "llama-3.1-8b", batch, context)
-            assert all(abs(v) < float("inf") for v in r.values() if isinstance(v, float))
+            assert all(abs(v) < float("inf") for v in r.as_dict().values() if isinstance(v, float))
         assert 0 <= hardware.busy_fraction(dev, "llama-3.1-8b", 9) <= 1
     for e in entries:
         for paper in ("h200", "h100-sxm", *devices):

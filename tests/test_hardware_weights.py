@@ -15,11 +15,11 @@ def test_quantised_weights_move_the_roofline_not_the_arithmetic(base):
         m = hardware.get_model(model)
         assert m.weights == fmt and m.base == base and hardware.with_weights(model, "bf16") == base
         r = hardware.roofline("h100-sxm", model, 1, 4096)
-        assert r["weight_bytes"] == int(m.params * quant.BITS_PER_WEIGHT[fmt] / 8)
-        assert r["kv_bytes_per_token"] == bf16["kv_bytes_per_token"]           # the cache is not quantised
-        assert r["ops_per_step"] == bf16["ops_per_step"]
-        ratio = bf16["ms_per_step"] / r["ms_per_step"]
-        weights_share = bf16["weight_bytes"] / bf16["bytes_per_step"]
+        assert r.weight_bytes == int(m.params * quant.BITS_PER_WEIGHT[fmt] / 8)
+        assert r.kv_bytes_per_token == bf16.kv_bytes_per_token           # the cache is not quantised
+        assert r.ops_per_step == bf16.ops_per_step
+        ratio = bf16.ms_per_step / r.ms_per_step
+        weights_share = bf16.weight_bytes / bf16.bytes_per_step
         expected = 1 / (weights_share * quant.BITS_PER_WEIGHT[fmt] / 16 + (1 - weights_share))
         assert ratio == pytest.approx(expected, rel=1e-6)
         assert hardware.get_model(model).ops_per_byte == pytest.approx(16 / quant.BITS_PER_WEIGHT[fmt])

@@ -67,7 +67,7 @@ def test_a_bad_measurement_file_is_skipped_with_its_reason(tmp_path, case):
     assert view["error"].startswith("bad.json could not be read") and view["rows"] == []
     for d in devices.values():                                           # what is listed computes finitely
         r = hardware.roofline(d, "llama-3.1-8b", 64, 4096)
-        assert all(v == v and abs(v) < float("inf") for v in r.values() if isinstance(v, float))
+        assert all(v == v and abs(v) < float("inf") for v in r.as_dict().values() if isinstance(v, float))
         hardware.busy_fraction(d, "llama-3.1-8b", 9)
     assert sorted(p.name for p in folder.iterdir()) == before            # reading writes nothing
 

@@ -174,7 +174,7 @@ def test_bridge_stands_idle_no_columns_no_red_lines(shooter, said):
 # ------------------------------------------------------------------ the mill follows roofline(lanes, context)
 def _roof_busy(lanes, context, device="h100-sxm", model="llama-3.1-8b"):
     from models.hardware import roofline
-    return roofline(device, model, lanes, context)["arithmetic_busy"]
+    return roofline(device, model, lanes, context).arithmetic_busy
 
 
 @pytest.mark.parametrize("kw, want_ctx", [
@@ -201,7 +201,7 @@ def test_mill_busy_is_roofline_with_lanes_and_context(kw, want_ctx):
 
 
 def test_mill_64_lanes_at_4096_reads_the_panel_figure(said, shooter):
-    """The number on the mill is the facts panel's: f"{100 * roofline(...)['arithmetic_busy']:.1f}%" (≈ 6.9%)."""
+    """The number on the mill is the facts panel's: f"{100 * roofline(...).arithmetic_busy:.1f}%" (≈ 6.9%)."""
     st = target_stage(batch_lanes=64, context=4096)
     st.show_hud = False
     try:

@@ -160,13 +160,13 @@ class HardwarePanel(Panel):
         s = self.ctl.settings
         r = derived.roofline(s.device, s.model, s.lanes, s.context)
         return {"lanes": f"{s.lanes}", "context": f"{s.context:,}",
-                "bytes_per_step": f"{r['bytes_per_step'] / 1e9:.2f} GB",
-                "ms_per_token": f"{r['ms_per_token']:.3f} ms",
-                "tokens_per_s": f"{r['tokens_per_s']:,.0f}",
-                "busy": f"{100 * r['arithmetic_busy']:.1f}%",
+                "bytes_per_step": f"{r.bytes_per_step / 1e9:.2f} GB",
+                "ms_per_token": f"{r.ms_per_token:.3f} ms",
+                "tokens_per_s": f"{r.tokens_per_s:,.0f}",
+                "busy": f"{100 * r.arithmetic_busy:.1f}%",
                 # what the mill shows while the big drum checks γ + 1 positions per sequence
                 "busy_spec": self.ctl.facts()["busy_spec"],
-                "lanes_to_saturate": f"{r['lanes_to_saturate']:.0f}"}
+                "lanes_to_saturate": f"{r.lanes_to_saturate:.0f}"}
 
     def facts_shown(self) -> dict[str, str]:
         f = self.ctl.facts()
