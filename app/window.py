@@ -63,7 +63,7 @@ class App:
         io.fonts.tex_desired_format = imgui.ImTextureFormat.alpha8
         try:
             font = io.fonts.add_font_from_file_ttf(str(font_file), 20.0)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - ImGui raises plain Exception for a font it cannot read
             raise InputError(f"cannot load font {font_file}: {exc}") from None
         if font is None:
             raise InputError(f"cannot load font {font_file}")

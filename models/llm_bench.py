@@ -273,7 +273,7 @@ def _hardware_roofline(device_label: str, model_name: str, batch: int, context: 
     """The spec-sheet roofline from models.hardware, where that module knows this device and model."""
     try:
         from models import hardware
-    except Exception:  # noqa: BLE001 - the hardware model is optional here
+    except ImportError:              # the hardware model is optional here
         return None
     key = None
     low = device_label.lower()
