@@ -32,7 +32,7 @@ from models.llm_speculative import (DrafterProposer, ModelProposer, Proposer, Sp
                                     prefill, shape_probs, verify_on_device)
 from models.llm_text import TokenText
 from models.sampler import SamplerSettings, checked_prefix
-from models.drafters import ChainDrafter
+from models.drafters import ChainDrafter, kind
 from models.trace import GeneratedRun, StepTrace
 
 MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refill to half the window
@@ -346,7 +346,6 @@ class LlamaSampler(_LlamaBase):
         self.drafter_name = "chain" if drafter is None else drafter.name
         if proposer is None:
             if drafter is not None and not isinstance(drafter, ChainDrafter):   # the chain is the draft model
-                from models.drafters import kind
                 pair.check_drafter(kind(drafter.name))
                 proposer = DrafterProposer(drafter, _Rows(pair, settings))
             else:

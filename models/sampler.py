@@ -298,8 +298,7 @@ def make_sampler(pair, settings: SamplerSettings | None = None, *, drafter=None,
     """The sampler for any pair (models.pair.Pair.sampler): SpeculativeSampler / TargetSampler for the n-gram pair,
     the torch samplers of models.llm_pair for a network pair (imported only by it: the n-gram path never loads
     torch)."""
-    own = getattr(pair, "sampler", None)
-    if own is not None:
-        return own(settings, drafter=drafter, target_only=target_only)
-    # Any other object with rows (draft_row / target_row over V tokens): the samplers here.
-    return TargetSampler(pair, settings) if target_only else SpeculativeSampler(pair, settings, drafter=drafter)
+    from models.pair import RowsPair
+    # Any other object with rows (draft_row / target_row over V tokens) gets a rows pair's samplers.
+    build = getattr(pair, "sampler", None) or (lambda *a, **k: RowsPair.sampler(pair, *a, **k))
+    return build(settings, drafter=drafter, target_only=target_only)
