@@ -33,7 +33,8 @@ DIRECTIONS: dict[str, tuple[float, float]] = {
     "cabinet": (-12.0, 30.0),
     "tubes": (0.0, 20.0),
 }
-CUTAWAY_DIRECTION = (40.0, 38.0)       # the read head cut open: from the right front, where its end plate was
+CUTAWAY_DIRECTION = (70.0, 14.0)       # the read head cut open: from the right, low, where its end plate was, as
+# the cut-away view stands: the lanes' counters and numbers in a row under the push rods
 # Where a part's writing faces (for the readability check: the view must not graze it).
 TEXT_NORMALS: dict[str, tuple[float, float, float]] = {
     "tape": (0.0, math.cos(math.radians(52)), math.sin(math.radians(52))),

@@ -239,3 +239,35 @@ def test_the_overviews_frame_the_table_across_most_of_the_view(lang):
     finally:
         ctl.driver.stage.release()
         ctl.close()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_cutaway_page_shows_every_piece_its_sentence_names(lang):
+    """Ch. 11's first page names teeth, push rods, lane axles and counters and counts nine lit lanes: in the frame
+    the tour really gives the table, each piece carries its named plate, the nine lanes' numbers are drawn at
+    least the legibility minimum (a class counts them) and every lane's counter is inside the frame."""
+    from app import tour
+    from scenes.legibility import min_text_px
+    from scenes.readhead import CUTAWAY_PIECES
+    from tests.scene_helpers import Shooter
+    ctl, scr = _tour(lang)
+    try:
+        ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("11-inside-read-head"))
+        ctl.panel.apply_chapter()
+        w, h = _settle(ctl, scr)
+        stage = ctl.driver.stage
+        assert stage.view == "cutaway"
+        sh = Shooter(w, h)
+        try:
+            sh.shoot(stage)
+        finally:
+            sh.release()
+        assert [c[0] for c in stage.callouts] == [k for k, _, _ in CUTAWAY_PIECES]
+        least = min_text_px(H)
+        assert len({n for n, *_ in stage.lane_numbers}) == 9, stage.lane_numbers
+        for _, x, y, size, _, _ in stage.lane_numbers:
+            assert size >= least, (size, least)
+            assert 0 <= x <= w and 0 <= y <= h
+    finally:
+        ctl.driver.stage.release()
+        ctl.close()
