@@ -71,6 +71,8 @@ def _box(p, su, sv, sw) -> np.ndarray:
 
 class MeterBridge:
     name = "bridge"
+    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    reads = ('drafter', 'extra', 'gamma', 'meters')
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette

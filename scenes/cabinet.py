@@ -18,6 +18,8 @@ CARDS_MAX = 40
 
 class KVCabinet:
     name = "cabinet"
+    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    reads = ('drawer_pull', 'kv_tokens', 'kv_tentative')
 
     def __init__(self):
         (self.x0, self.x1), (self.y0, self.y1), (self.z0, self.z1) = CABINET_BOX

@@ -37,12 +37,27 @@ class TextItem:
         self.rows[self.index] = self.rows[self.index][:0]
 
 
+@dataclass(eq=False)        # compared by identity: the still layer's key holds the emissions it drew
+class Emission:
+    """What one part added to a frame (FrameBuilder.since): instance rows by group, shadow blobs, text rows and
+    the lines they lay (text, screen, origin, along, em, in world text?, index within this emission's list),
+    the boxes that frame text."""
+    groups: dict
+    shadows: list
+    world_text: list
+    screen_text: list
+    items: list
+    frames: list
+
+
 @dataclass
 class RenderStats:
     draw_calls: int
     triangles: int
     frame_ms: float
     instances: int = 0
+    still: bool = False          # the frame started from the still layer (Renderer.begin_still) ...
+    still_drawn: bool = False    # ... and drew it anew (what it shows changed)
 
 
 def load_shader(name: str) -> str:
@@ -68,6 +83,41 @@ class FrameBuilder:
         self.frames: list[tuple] = []
         # Exploded view: every instance and world text of the part being emitted moves by this offset.
         self.offset = np.zeros(3)
+
+    # ---------------------------------------------------------------- recording
+    def mark(self) -> tuple:
+        """Where each of the frame's lists ends now: since(mark) is what was added after it."""
+        return ({k: len(v) for k, v in self.groups.items()}, len(self.shadows), len(self.world_text),
+                len(self.screen_text), len(self.text_items), len(self.frames))
+
+    def since(self, mark: tuple) -> "Emission":
+        """What was added after `mark` (a part's emission), to add again to a later frame with replay()."""
+        groups, n_shadows, n_world, n_screen, n_items, n_frames = mark
+        items = []
+        for it in self.text_items[n_items:]:
+            world = it.rows is self.world_text
+            items.append((it.text, it.screen, it.origin, it.along, it.em, world,
+                          it.index - (n_world if world else n_screen)))
+        return Emission({k: v[groups.get(k, 0):] for k, v in self.groups.items() if len(v) > groups.get(k, 0)},
+                        self.shadows[n_shadows:], self.world_text[n_world:], self.screen_text[n_screen:],
+                        items, self.frames[n_frames:])
+
+    def replay(self, e: "Emission", still: "FrameBuilder | None" = None) -> None:
+        """Add an earlier frame's emission as it was (its arrays are shared, never written after they are laid:
+        a line left out of a frame empties that frame's list entry, not the array). With `still`, its opaque
+        instances go there instead (the still layer: Renderer.begin_still); shadows, glass and text stay."""
+        for k, rows in e.groups.items():
+            opaque = still is not None and not k[1]
+            (still if opaque else self).groups.setdefault(k, []).extend(rows)
+        self.shadows.extend(e.shadows)          # over everything opaque, what moves too (a shadow may fall on it)
+        n_world, n_screen = len(self.world_text), len(self.screen_text)
+        self.world_text.extend(e.world_text)
+        self.screen_text.extend(e.screen_text)
+        for text, screen, origin, along, em, world, index in e.items:
+            self.text_items.append(TextItem(text, screen, origin, along, em,
+                                            self.world_text if world else self.screen_text,
+                                            index + (n_world if world else n_screen)))
+        self.frames.extend(e.frames)
 
     # ---------------------------------------------------------------- geometry
     def add(self, mesh: str, matrices: np.ndarray, material: Material, colors: np.ndarray | None = None,
@@ -266,6 +316,8 @@ class Renderer:
         # export rendering at its own size between the window's frames copies both instead of redrawing each;
         # a new key redraws into the least recently used one (grown if it is too small).
         self._backdrops: dict[tuple, tuple] = {}
+        # The still layer (begin_still): [key of what it shows, size, framebuffer, colour, depth], or None.
+        self._still: list | None = None
         self._t = 0.0
         self.corner_vbo = ctx.buffer(np.array([0, 0, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1], dtype=np.float32).tobytes())
 
@@ -326,6 +378,13 @@ class Renderer:
         self.ctx.copy_framebuffer(fbo, cache[0])
         return True
 
+    def drop_still(self) -> None:
+        """Free the still layer (the next begin_still draws it anew)."""
+        if self._still is not None:
+            for obj in self._still[2:]:
+                obj.release()
+            self._still = None
+
     def _release_backdrop(self) -> None:
         for fbo, color, _ in self._backdrops.values():
             fbo.release()
@@ -338,13 +397,39 @@ class Renderer:
         self.bg_prog["u_aspect"].value = width / max(height, 1)
         self.bg_vao.render(vertices=3)
 
-    def draw(self, frame: FrameBuilder, viewproj: np.ndarray, eye, palette: Palette, width: int, height: int,
-             stats: RenderStats, backdrop_done: bool = False) -> None:
-        ctx = self.ctx
-        vp = np.asarray(viewproj, dtype=np.float32).T.tobytes()
-        self._mark(None)
+    def begin_still(self, fbo, width: int, height: int, palette: Palette, still: FrameBuilder, key,
+                    viewproj: np.ndarray, eye, stats: RenderStats) -> bool:
+        """Start a frame from the still layer: the backdrop and the opaque parts that did not change, drawn once
+        into a framebuffer of their own (colour and depth) and copied into `fbo`, so the frame then draws only
+        what moves (and the shadows, glass and text, always drawn over what moves too). The
+        layer is drawn again when `key` (what it shows: the parts' emissions, the camera, the size, the palette)
+        changes. Single-sampled targets only. Returns True (the backdrop is in place)."""
+        need = (width, height)
+        layer = self._still
+        if layer is None or layer[1] != grown(layer[1], need):
+            if layer is not None:
+                for obj in layer[2:]:
+                    obj.release()
+            size = grown(layer[1] if layer is not None else None, need)
+            color, depth = self.ctx.renderbuffer(size, 4), self.ctx.depth_renderbuffer(size)
+            layer = self._still = [None, size, self.ctx.framebuffer([color], depth), color, depth]
+        if layer[0] != key:
+            self.begin(layer[2], width, height, palette, multisampled=False)
+            layer[2].use()
+            self.ctx.viewport = (0, 0, width, height)
+            vp = np.asarray(viewproj, dtype=np.float32).T.tobytes()
+            self._lights(vp, eye, palette)
+            self._opaque(still, eye, stats, ":still")
+            self.ctx.depth_mask = True
+            self.ctx.disable(self.ctx.DEPTH_TEST | self.ctx.BLEND | self.ctx.CULL_FACE)
+            layer[0] = key
+            stats.still_drawn = True
+        fbo.use()
+        self.ctx.viewport = (0, 0, width, height)
+        self.ctx.copy_framebuffer(fbo, layer[2])           # colour and depth: what moves is tested against it
+        return True
 
-        ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
+    def _lights(self, vp: bytes, eye, palette: Palette) -> None:
         lit = self.lit
         lit["u_viewproj"].write(vp)
         lit["u_eye"].value = tuple(float(x) for x in eye)
@@ -357,6 +442,8 @@ class Renderer:
         lit["u_ground"].value = tuple(palette.ground)
         lit["u_exposure"].value = palette.exposure
 
+    def _opaque(self, frame: FrameBuilder, eye, stats: RenderStats, suffix: str = "") -> None:
+        ctx = self.ctx
         ctx.enable(ctx.DEPTH_TEST)
         ctx.depth_func = "<="
         ctx.depth_mask = True
@@ -364,9 +451,35 @@ class Renderer:
             mesh, transparent, late = key
             if transparent:
                 continue
-            self._draw_group(mesh, parts, stats, key_suffix=":late" if late else "", eye=eye,
+            self._draw_group(mesh, parts, stats, key_suffix=(":late" if late else "") + suffix, eye=eye,
                              cull=mesh in CLOSED_MESHES)
         ctx.disable(ctx.CULL_FACE)
+
+    def _shadows(self, frame: FrameBuilder, vp: bytes, stats: RenderStats) -> None:
+        # After the opaque surfaces they fall on; no depth writes, so they never hide anything.
+        if not frame.shadows:
+            return
+        ctx = self.ctx
+        ctx.enable(ctx.BLEND)
+        ctx.blend_func = ctx.SRC_ALPHA, ctx.ONE_MINUS_SRC_ALPHA
+        ctx.depth_mask = False
+        data = np.concatenate(frame.shadows)
+        buf, vao = self._shadow_vao(len(data))
+        buf.write(data.tobytes())
+        self.shadow_prog["u_viewproj"].write(vp)
+        vao.render(instances=len(data))
+        stats.draw_calls += 1
+        stats.triangles += 2 * len(data)
+        stats.instances += len(data)
+
+    def draw(self, frame: FrameBuilder, viewproj: np.ndarray, eye, palette: Palette, width: int, height: int,
+             stats: RenderStats, backdrop_done: bool = False) -> None:
+        ctx = self.ctx
+        vp = np.asarray(viewproj, dtype=np.float32).T.tobytes()
+        self._mark(None)
+        ctx.disable(ctx.DEPTH_TEST | ctx.BLEND | ctx.CULL_FACE)
+        self._lights(vp, eye, palette)
+        self._opaque(frame, eye, stats)
         self._mark("solids")
 
         # The backdrop after the solids, at the far plane: early depth rejection skips every pixel the
@@ -378,19 +491,7 @@ class Renderer:
             stats.triangles += 1
         self._mark("backdrop")
 
-        # Shadows after the opaque surfaces they fall on; no depth writes, so they never hide anything.
-        if frame.shadows:
-            ctx.enable(ctx.BLEND)
-            ctx.blend_func = ctx.SRC_ALPHA, ctx.ONE_MINUS_SRC_ALPHA
-            ctx.depth_mask = False
-            data = np.concatenate(frame.shadows)
-            buf, vao = self._shadow_vao(len(data))
-            buf.write(data.tobytes())
-            self.shadow_prog["u_viewproj"].write(vp)
-            vao.render(instances=len(data))
-            stats.draw_calls += 1
-            stats.triangles += 2 * len(data)
-            stats.instances += len(data)
+        self._shadows(frame, vp, stats)
         self._mark("shadows")
 
         # Glass last among the solids: blended over what is behind it.
@@ -506,6 +607,7 @@ class Renderer:
             buf.release()
         self._inst.clear()
         self._release_backdrop()
+        self.drop_still()
         for b in list(self.mesh_vbos.values()) + list(self.mesh_ibos.values()):
             b.release()
         self.corner_vbo.release()

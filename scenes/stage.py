@@ -86,6 +86,14 @@ def _hardware(device: str, model: str):
     return busy_at, label
 
 
+def _same(a, b) -> bool:
+    """Two replay keys are equal (a value that cannot say, an array inside a dict, counts as changed)."""
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return False
+
+
 class Stage:
     """The table. set_run(...) then render(fbo, w, h) each frame; timeline is the clock the app advances."""
 
@@ -129,6 +137,8 @@ class Stage:
         self.hud_lines: list[tuple[str, str]] | None = None
         self.hud_lanes = True       # the HUD counts lit lanes (the tour's first chapter, before lanes: no)
         self.hud_text: list[str] = []         # the lines the HUD showed in the last frame
+        # every line of text the last frame laid, laid anew or replayed: (text, on screen?)
+        self.frame_text: list[tuple[str, bool]] = []
         self._reduced_motion = False
         self._rendered = False
         self._explode = 0.0
@@ -154,6 +164,13 @@ class Stage:
         self.parts = [self.tape, self.typing, self.bridge, self.pencil, self.smalldrum, self.tubes, self.readhead,
                       self.mill, self.bigdrum, self.cabinet, self.table]
         self.run = RunInfo()
+        # Each part's last emission and what it was emitted from (_emit): a part whose inputs are unchanged
+        # (most of the table in most frames) is replayed, not laid again.
+        self._replays: dict[str, tuple] = {}
+        self._still_seen = None         # the last frame's still-layer key (render: a layer is used when it repeats)
+        # Draw what did not change once, into a layer each frame starts from (Renderer.begin_still); off: every
+        # frame draws everything (the two give the same picture: tests/test_scene_replay.py).
+        self.still_layer = True
         self.traces: list = []
         self.timeline = Timeline([])
         # A framed beat: the parts a sentence names (set_focus), the camera fitted to them in the frame left free
@@ -180,6 +197,7 @@ class Stage:
                            hardware_label=hw_label, context=context, pair=pair)
         self.traces = traces
         self.tubes.set_result(tubes)
+        self._replays.clear()           # the parts' own inputs (the tubes' result) may have changed
         old = self.timeline
         self.timeline = Timeline(traces, timing=Timing(cost_ratio=float(cost_ratio)), batch_lanes=batch_lanes,
                                  busy_at=busy_at, context=context,
@@ -587,12 +605,30 @@ class Stage:
                          labelled=wide or mill_plate, text_ref=ref, min_px=min_px)
         fb = FrameBuilder(self.atlas)
         offsets = self.offsets()
+        keys = {}
         for part in self.parts:
-            if not drawn(part.name):
+            if drawn(part.name):
+                lift = np.asarray(offsets.get(LIFT_WITH.get(part.name, part.name), (0.0, 0.0, 0.0)), dtype=np.float64)
+                keys[part.name] = (self._replay_key(part, state, ec, lift), lift)
+        # The parts unchanged since the last frame, as the still layer would show them: used when the same
+        # parts were unchanged in the last frame too, under the same camera (a moving camera or a part that
+        # moves in every other frame would only draw the layer anew each time).
+        unchanged = [n for n, (k, _) in keys.items() if n in self._replays and _same(self._replays[n][0], k)]
+        still_key = None
+        if self.still_layer and not self.samples and fbo is not None:
+            still_key = (tuple(self._replays[n][1] for n in unchanged), tuple(unchanged), vp.tobytes(),
+                         width, height, self.palette)
+        use_still = still_key is not None and self._still_seen is not None and _same(self._still_seen, still_key)
+        self._still_seen = still_key
+        still = FrameBuilder(self.atlas) if use_still else None
+        for part in self.parts:
+            if part.name not in keys:
                 continue
-            key = LIFT_WITH.get(part.name, part.name)
-            fb.offset = np.asarray(offsets.get(key, (0.0, 0.0, 0.0)), dtype=np.float64)
-            part.emit(fb, state, ec)
+            key, fb.offset = keys[part.name]
+            if use_still and part.name in unchanged:
+                fb.replay(self._replays[part.name][1], still=still)
+            else:
+                self._emit(part, fb, state, ec, key)
         fb.offset = np.zeros(3)
         # The parts' own words and numbers, measured before any plate is placed: those too small to read are
         # left out, and the name plates keep off the rest (a plate never covers a readout or the tape).
@@ -661,6 +697,7 @@ class Stage:
                                                  words=([hud] if hud else []) + [b[1:] for b in world_boxes])
         self._measure(fb, vp, width, height, min_px, out_h / height, (world_min, world_hidden, world_boxes))
         self.hud_text = list(getattr(fb, "hud_text", []))
+        self.frame_text = [(it.text, it.screen) for it in fb.text_items]
 
         target = fbo if fbo is not None else ctx.screen
         frame_fbo = target
@@ -682,10 +719,14 @@ class Stage:
             draw_to = self._msaa[1]
         draw_to.use()
         ctx.viewport = (0, 0, width, height)
-        backdrop = self.renderer.begin(draw_to, width, height, self.palette, multisampled=bool(self.samples))
+        stats = RenderStats(0, 0, 0.0, still=still is not None)
+        if still is not None:
+            backdrop = self.renderer.begin_still(draw_to, width, height, self.palette, still, still_key, vp,
+                                                 self.camera.pose.eye, stats)
+        else:
+            backdrop = self.renderer.begin(draw_to, width, height, self.palette, multisampled=bool(self.samples))
         draw_to.use()
         ctx.viewport = (0, 0, width, height)
-        stats = RenderStats(0, 0, 0.0)
         self.renderer.draw(fb, vp, self.camera.pose.eye, self.palette, width, height, stats, backdrop_done=backdrop)
         if draw_to is not frame_fbo:
             ctx.copy_framebuffer(frame_fbo, draw_to)
@@ -709,6 +750,23 @@ class Stage:
         stats.frame_ms = (time.perf_counter() - t0) * 1000.0
         self.last_stats = stats
         return stats
+
+    def _replay_key(self, part, state, ec, lift) -> tuple:
+        """What a part's emission is made from: the SceneState fields it declares (`reads`;
+        tests/test_scene_replay.py holds each part to them), the emit context but for the camera (no part faces
+        it), its lift and the glyph atlas's places."""
+        return (tuple(getattr(state, f) for f in part.reads), ec.palette, ec.language, ec.view, ec.run, ec.labelled,
+                ec.text_ref, ec.min_px, tuple(lift.tolist()), self.atlas.generation)
+
+    def _emit(self, part, fb, state, ec, key) -> None:
+        """Lay a part, or replay its last emission when nothing it reads has changed (`key`, _replay_key)."""
+        last = self._replays.get(part.name)
+        if last is not None and _same(last[0], key):
+            fb.replay(last[1])
+            return
+        mark = fb.mark()
+        part.emit(fb, state, ec)
+        self._replays[part.name] = (key, fb.since(mark))
 
     def _measure(self, fb, vp, width, height, min_px, k, world) -> None:
         """The frame's legibility (scenes.legibility), in the target's pixels: `world` is what measuring the

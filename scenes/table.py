@@ -9,6 +9,8 @@ from scenes.layout import FLOOR_Y, TABLE_THICK, TABLE_X, TABLE_Z, EmitContext
 
 class CastIronTable:
     name = "table"
+    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    reads = ()
 
     def __init__(self):
         x0, x1 = TABLE_X

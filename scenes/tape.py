@@ -46,6 +46,8 @@ class CellView:
 
 class PaperTape:
     name = "tape"
+    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    reads = ('gamma', 'source', 'tape', 'tape_view', 'tree')
 
     def __init__(self):
         self.right = np.array([1.0, 0.0, 0.0])
@@ -292,6 +294,8 @@ def _ease(x: float) -> float:
 class TypingHead:
     """A brass hammer block over the tape; it strikes each cell it inks."""
     name = "typing"
+    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    reads = ('gamma', 'typing_cell', 'typing_down')
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette

@@ -67,6 +67,11 @@ class GlyphAtlas:
         self._generation = 0
         self._add_shapes()
 
+    @property
+    def generation(self) -> int:
+        """Counts the times the atlas was cleared: text laid before a change points at the old places."""
+        return self._generation
+
     # ------------------------------------------------------------ packing
     def _alloc(self, w: int, h: int) -> tuple[int, int]:
         p = self._pad

@@ -43,17 +43,20 @@ class Said(list):
 
 @pytest.fixture
 def said(monkeypatch):
-    from scenes.renderer import FrameBuilder
+    """Every line of text the frames rendered meanwhile laid (a part's replayed lines too)."""
+    from scenes.stage import Stage
     words = Said()
-    original = FrameBuilder.text
+    original = Stage.render
 
-    def text(self, t, *a, **kw):
-        words.append(t)
-        if kw.get("screen"):
-            words.screen.append(t)
-        return original(self, t, *a, **kw)
+    def render(self, *a, **kw):
+        stats = original(self, *a, **kw)
+        for t, screen in self.frame_text:
+            words.append(t)
+            if screen:
+                words.screen.append(t)
+        return stats
 
-    monkeypatch.setattr(FrameBuilder, "text", text)
+    monkeypatch.setattr(Stage, "render", render)
     return words
 
 
@@ -201,21 +204,26 @@ def test_mill_busy_is_roofline_with_lanes_and_context(kw, want_ctx):
 
 
 def test_mill_64_lanes_at_4096_reads_the_panel_figure(said, shooter):
-    """The number on the mill is the facts panel's: f"{100 * roofline(...).arithmetic_busy:.1f}%" (≈ 6.9%)."""
+    """The number on the mill is the facts panel's: f"{100 * roofline(...).arithmetic_busy:.1f}%" (≈ 6.9%), on
+    its base up close and on its name plate over the whole table (in a frame with room for that plate)."""
+    from tests.scene_helpers import Shooter
     st = target_stage(batch_lanes=64, context=4096)
     st.show_hud = False
+    large = Shooter(1280, 720)
     try:
         panel = f"{100 * _roof_busy(64, 4096):.1f}%"
         assert panel == "6.9%"
         st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))
-        for view in ("mill", "table"):
+        for view, sh in (("mill", shooter), ("table", large)):
             said.clear()
             st.set_view(view)
-            shooter.shoot(st)
+            sh.shoot(st)
             assert any(panel in w for w in said), (view, said)
             assert not any("21.7%" in w or "22%" in w for w in said)
             assert any("4,096" in w for w in said)
+        assert "mill" in [p[0] for p in st.label_plates]
     finally:
+        large.release()
         st.release()
 
 
