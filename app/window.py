@@ -74,7 +74,11 @@ class App:
     def _init_stage(self) -> None:
         try:
             from scenes.stage import Stage
-            self.ctl.driver.attach(Stage(self.ctx, palette=self.ctl.settings.palette))
+            stage = Stage(self.ctx, palette=self.ctl.settings.palette)
+            # No wait for the table's pixels: software GL rasterises them on its own threads while the panels
+            # are built; the panels' draw of the table's texture (or the buffer swap) waits for them.
+            stage.sync = False
+            self.ctl.driver.attach(stage)
         except Exception as exc:  # noqa: BLE001 - a broken scene must not take the panels down
             self.ctl.driver.fail(f"scene failed to start: {type(exc).__name__}: {exc}")
 

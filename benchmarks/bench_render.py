@@ -4,7 +4,10 @@
                                                 [--passes]
 
 Prints one line per view and size: median and best frame time over --frames renders of an animating
-run (the clock advances 1/30 s between frames), after one warm-up frame that builds the glyph atlas.
+run (the clock advances 1/30 s between frames, the camera still, as in a lesson), after one warm-up frame
+that builds the glyph atlas; frames start from the still layer (the parts unchanged since the last frame,
+drawn once: scenes.renderer.Renderer.begin_still) as the app's do. A second line draws everything in every
+frame (the cost of a frame while the camera flies or every part moves): --no-still prints only that one.
 --scale sets Stage.render_scale (internal resolution); --passes adds a second round of frames with the GL
 finished after each pass and prints the mean milliseconds per pass (solids, backdrop, shadows, glass, text,
 upscale): slower in total, but it says where the time goes.
@@ -12,6 +15,7 @@ upscale): slower in total, but it says where the time goes.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -30,6 +34,7 @@ def main() -> int:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--passes", action="store_true")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-still", action="store_true", help="only frames that draw everything")
     args = ap.parse_args()
 
     from models.ngram import NGramPair
@@ -54,20 +59,23 @@ def main() -> int:
     for size in args.sizes.split(","):
         w, h = (int(v) for v in size.split("x"))
         off = Offscreen(ctx, w, h)
-        for view in args.views.split(","):
+        for view, still in itertools.product(args.views.split(","), (False,) if args.no_still else (True, False)):
+            stage.still_layer = still
             stage.set_view(view)
             stage.timeline.seek(stage.timeline.step_moment(1, "mid-verify"))
             stats = stage.render(off.fbo, w, h)           # warm-up (atlas, buffers)
-            times = []
+            times, layered = [], 0
             cpu0 = time.process_time()
             for _ in range(args.frames):
                 stage.timeline.advance(1 / 30)
                 stats = stage.render(off.fbo, w, h)
                 times.append(stats.frame_ms)
+                layered += stats.still
             # CPU time of all this process's threads (llvmpipe rasterises on worker threads): the work a
             # frame takes, much less sensitive than wall time to other jobs on a shared machine.
             cpu_ms = (time.process_time() - cpu0) * 1000 / args.frames
-            row = {"view": view, "width": w, "height": h, "draw_calls": stats.draw_calls,
+            row = {"view": view, "width": w, "height": h, "still_layer": still, "frames_from_still_layer": layered,
+                   "draw_calls": stats.draw_calls,
                    "triangles": stats.triangles, "frame_ms_median": round(statistics.median(times), 1),
                    "frame_ms_best": round(min(times), 1), "cpu_ms_per_frame": round(cpu_ms, 1)}
             if args.passes:
@@ -78,10 +86,13 @@ def main() -> int:
                 row["passes_ms"] = {k: round(v / args.frames, 1) for k, v in stage.renderer.profile.items()}
                 stage.renderer.profile = None
             rows.append(row)
-            print(f"{view:9s} {w}x{h}: median {row['frame_ms_median']:6.1f} ms, best {row['frame_ms_best']:6.1f} ms, "
-                  f"cpu {row['cpu_ms_per_frame']:6.1f} ms, {row['draw_calls']} draw calls, {row['triangles']} triangles")
+            how = f"still layer {layered}/{args.frames}" if still else "all drawn"
+            print(f"{view:9s} {w}x{h} {how:16s}: median {row['frame_ms_median']:6.1f} ms, "
+                  f"best {row['frame_ms_best']:6.1f} ms, cpu {row['cpu_ms_per_frame']:6.1f} ms, "
+                  f"{row['draw_calls']} draw calls, {row['triangles']} triangles")
             if args.passes:
                 print("          passes (ms): " + ", ".join(f"{k} {v}" for k, v in row["passes_ms"].items()))
+        stage.still_layer = True
         off.release()
     if args.json:
         print(json.dumps(rows))

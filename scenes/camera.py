@@ -90,6 +90,7 @@ class Camera:
         self._elapsed = 0.0
         self._duration = 0.0
         self.aspect = 16 / 9
+        self._viewproj = None       # (pose, aspect) and its matrix
 
     @staticmethod
     def check(view: str) -> str:
@@ -133,8 +134,16 @@ class Camera:
         return projection(self.pose, aspect)
 
     def viewproj(self, aspect: float) -> np.ndarray:
+        """The projection times the view (read-only: kept for the next call with the same pose and aspect; a
+        frame asks for it several times)."""
         self.aspect = aspect
-        return self.proj_matrix(aspect) @ self.view_matrix()
+        key = (self.pose, aspect)
+        cached = self._viewproj
+        if cached is None or cached[0] != key:
+            m = self.proj_matrix(aspect) @ self.view_matrix()
+            m.flags.writeable = False
+            cached = self._viewproj = (key, m)
+        return cached[1]
 
     def basis(self) -> tuple[np.ndarray, np.ndarray]:
         """Camera right and up vectors in world space (for labels that face the audience)."""

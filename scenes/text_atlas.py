@@ -144,8 +144,14 @@ class GlyphAtlas:
             self.glyph(ch)
 
     def advance(self, text: str) -> float:
-        """Width of a line in em."""
-        return sum(self.glyph(ch).advance for ch in text) / self.px
+        """Width of a line in em (cached per string: plates measure the same lines every frame)."""
+        cache = self.__dict__.setdefault("_advance_cache", {})
+        hit = cache.get(text)
+        if hit is None:
+            if len(cache) > 4000:
+                cache.clear()
+            hit = cache[text] = sum(self.glyph(ch).advance for ch in text) / self.px
+        return hit
 
     def layout(self, text: str) -> list[tuple[Glyph, float, float, float, float]]:
         """Glyphs of one line with their quads in em units relative to the pen origin on the baseline:
