@@ -346,10 +346,13 @@ class Controller:
                else True)
         if key != self._facts_key:
             self._facts_key, self._facts = key, facts(self)
-            for cause in self._facts.errors.values():     # a number shown as '—' says why, once
-                if cause not in self._facts_said:
-                    self._facts_said.add(cause)
-                    self.notify(cause)
+        # A number shown as '—' says why, once, when something showed it (read since the last call): a number
+        # no page or panel shows (a network pair's α over the counted stories in the tour) says nothing.
+        for name in sorted(self._facts.asked):
+            cause = self._facts.errors[name]
+            if cause not in self._facts_said:
+                self._facts_said.add(cause)
+                self.notify(cause)
         return self._facts
 
     def state(self, scr=None) -> dict:

@@ -25,12 +25,20 @@ UNAVAILABLE = (InputError, OSError, ValueError, ArithmeticError, LookupError)
 
 class Facts(dict):
     """name -> formatted number. Costly numbers (`lazy`) are computed the first time a page asks for them.
-    errors: name -> why it shows '—' (one line)."""
+    errors: name -> why it shows '—' (one line); asked: the names among them something read (a panel, a page),
+    so the status line speaks only of a '—' someone sees."""
 
     def __init__(self):
         super().__init__()
         self.lazy: dict = {}
         self.errors: dict[str, str] = {}
+        self.asked: set[str] = set()
+
+    def __getitem__(self, key):
+        value = super().__getitem__(key)          # a name not computed yet goes through __missing__
+        if key in self.errors:
+            self.asked.add(key)
+        return value
 
     def failed(self, name: str, exc: Exception) -> None:
         self.errors[name] = f"{name}: {exc}" if str(exc) else f"{name}: {type(exc).__name__}"

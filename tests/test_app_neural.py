@@ -267,6 +267,9 @@ def test_starting_on_the_neural_pair_the_drafters_figures_are_none_and_every_fac
                      scripted=True).start()
     assert ctl.drafter_figures(wait=True) == {"points": [], "source": "none", "chars": 0, "seed": 0}
     f = ctl.facts()
-    assert f["alpha_corpus"] == "—" and "alpha_corpus" in f.errors
-    assert any("no count table" in m for m in ctl.recent_messages())
+    assert "alpha_corpus" in f.errors
+    assert not any("no count table" in m for m in ctl.recent_messages())   # nobody has seen that '—' yet
+    assert f["alpha_corpus"] == "—"                                        # a panel shows it ...
+    ctl.facts()
+    assert any("no count table" in m for m in ctl.recent_messages())       # ... and the status line says why
     assert f["drafters_source"] == "none"
