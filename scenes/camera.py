@@ -33,7 +33,7 @@ VIEWS: dict[str, CameraPose] = {
     "mill": CameraPose((3.0, 2.9, 3.6), (2.9, 1.3, -1.9), 38.0),
     "cabinet": CameraPose((4.2, 7.6, 3.6), (6.1, 2.2, -2.6), 40.0),
     # Close enough that the numbers over the tubes read at 720p; the racks right of the HUD.
-    "tubes": CameraPose((-9.3, 5.2, 8.9), (-9.0, 2.75, 0.3), 36.0),
+    "tubes": CameraPose((-7.4, 5.8, 10.8), (-7.1, 3.3, 0.3), 36.0),   # both racks whole, room over them
     "exploded": CameraPose((0.6, 17.0, 22.5), (0.4, 2.4, 0.0), 38.0),
 }
 

@@ -27,6 +27,10 @@ LEAN = np.radians(20)
 READ_UP = np.array([0.0, np.cos(LEAN), np.sin(LEAN)])
 
 
+TITLE_SIZE = 0.36       # each rack's name (which rule fills it): read in the tour's smaller frames too
+CAPTION_SIZE = 0.36     # the wrong rule's warning over both racks, at most
+
+
 def freq_text(f: float) -> str:
     """A frequency with two decimals and no leading zero (".34"): it fits over its tube at a readable size."""
     s = f"{f:.2f}"
@@ -109,7 +113,7 @@ class TestTubes:
                                      for x in xs]), pal.glass)
             fb.shadow(xm, 0.012, z, w + 0.8, 1.3, 0.5)
             title = ec.say("大模型单独写", "target alone") if rack == 0 else ec.say("推测解码", "speculative")
-            fb.text(title, (xm, TUBE_Y0 + TUBE_H + 1.22, z), right, READ_UP, 0.3, pal.label, anchor="center")
+            fb.text(title, (xm, TUBE_Y0 + TUBE_H + 1.22, z), right, READ_UP, TITLE_SIZE, pal.label, anchor="center")
         r = self.result
         if r is None:
             return
@@ -177,11 +181,19 @@ class TestTubes:
         if r.rule != "exact":
             # Over both racks (the words are longer than one rack is wide), fitted to their span, just above the
             # racks' titles: higher, the tubes' own view cuts it off under the mode bar.
+            # A caption too long to be read on one line over both racks (English) takes two, split after its
+            # "not exact:", the second line where the one line stood.
             xa, xb = self.tube_x(0, 0), self.tube_x(1, N_CHARS)
+            span = (xb - xa + 2 * TUBE_R) * 1.1
             txt = wrong_rule_text(r.rule, ec)
-            size = min(0.26, (xb - xa + 2 * TUBE_R) * 1.1 / max(fb.atlas.advance(txt), 1e-6))
-            fb.text(txt, ((xa + xb) / 2, TUBE_Y0 + TUBE_H + 1.68, z), right, READ_UP, size, pal.fail_mark,
-                    anchor="center")
+            lines = [txt]
+            if span / max(fb.atlas.advance(txt), 1e-6) < CAPTION_SIZE:
+                head, sep, tail = txt.partition(": ")
+                lines = [head + sep.strip(), tail] if sep else lines
+            size = min(CAPTION_SIZE, *(span / max(fb.atlas.advance(t), 1e-6) for t in lines))
+            for k, line in enumerate(lines):            # top line first (the order it is read in)
+                y = TUBE_Y0 + TUBE_H + 1.68 + (len(lines) - 1 - k) * 1.2 * size
+                fb.text(line, ((xa + xb) / 2, y, z), right, READ_UP, size, pal.fail_mark, anchor="center")
         # The round counter is the HUD's first line in the tube view (tube_round_words): in the wide views it
         # would be too small to read.
 

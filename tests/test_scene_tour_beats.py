@@ -271,3 +271,38 @@ def test_the_cutaway_page_shows_every_piece_its_sentence_names(lang):
     finally:
         ctl.driver.stage.release()
         ctl.close()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_typical_acceptance_page_names_both_racks_and_the_wrong_rule(lang):
+    """Ch. 10's last page says 'watch the right tubes' under a rule that is not exact: in the tour's own frame the
+    two racks' names and the wrong rule's warning are drawn, none left out as too small to read."""
+    from app import tour
+    from scenes.tubes import wrong_rule_words
+    from tests.scene_helpers import Shooter
+    ctl, scr = _tour(lang)
+    try:
+        ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("10-no-second-model"))
+        ctl.panel.apply_chapter()
+        while ctl.tour.page < len(ctl.tour.pages()) - 1:
+            ctl.do("next")
+        w, h = _settle(ctl, scr)
+        stage = ctl.driver.stage
+        stage.text_height = H
+        assert stage.tubes.result.rule == "typical"
+        sh = Shooter(w, h)
+        try:
+            sh.shoot(stage)
+        finally:
+            sh.release()
+        laid = [t for t, screen in stage.frame_text if not screen]
+        names = ("大模型单独写", "推测解码") if lang == "zh" else ("target alone", "speculative")
+        warning = wrong_rule_words("typical")[0 if lang == "zh" else 1]
+        for word in names:
+            assert word in laid and word not in stage.legibility["hidden"], (word, stage.legibility["hidden"])
+        shown = {t for t in laid if t not in stage.legibility["hidden"]}
+        head, _, tail = warning.partition(": ")
+        assert warning in shown or {head + ":", tail} <= shown, (warning, shown, stage.legibility["hidden"])
+    finally:
+        ctl.driver.stage.release()
+        ctl.close()

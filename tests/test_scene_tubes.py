@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from scenes.tubes import LAYER, N_CHARS, bead_slot, count_height
+from scenes.tubes import LAYER, N_CHARS, SPACING, TUBE_H, TUBE_Y0, bead_slot, count_height
 from scenes.layout import TUBES_CENTRE
 from tests.scene_helpers import Shooter, copper, make_stage, patch, red, tubes
 
@@ -88,3 +88,35 @@ def test_right_tube_beads_are_copper_then_red(setup):
                 assert red(px), (j, b, px)
                 seen_red += 1
     assert seen_copper and seen_red
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (768, 430)])        # the CLI's frame, the tubes mode's beside its panel
+def test_the_tubes_view_shows_both_racks_whole_with_a_wrong_rules_warning(size):
+    """Both racks are in the frame, edge to edge (the right rack's last tube and its 'other' were cut off), and a
+    wrong rule's warning is drawn over them, clear of the HUD, in both languages."""
+    from models.tubes import run_tubes
+    from scenes.tubes import wrong_rule_words
+    from tests.scene_helpers import pair
+    w, h = size
+    st = make_stage(steps=2, with_tubes=False)
+    sh = Shooter(w, h)
+    try:
+        st.show_hud = True
+        st.set_run(pair(), st.traces, tubes=run_tubes(pair(), rounds=5, seed=1, rule="typical"))
+        st.set_view("tubes")
+        st.timeline.seek(3 * st.timeline.timing.tube_round)
+        for lang in ("zh", "en"):
+            st.language = lang
+            sh.shoot(st)
+            # each rack's outer edges, at the height of the characters' row over it (where 'other' is written)
+            for rack, j, side in ((0, 0, -1), (1, N_CHARS, 1)):
+                edge = st.tubes.tube_x(rack, j) + side * SPACING
+                x, y = st.project((edge, TUBE_Y0 + TUBE_H + 0.66, TUBES_CENTRE[2]), w, h)
+                assert 0 < x < w and 0 < y < h, (lang, rack, x, y)
+            laid = {t for t, screen in st.frame_text if not screen} - set(st.legibility["hidden"])
+            warning = wrong_rule_words("typical")[0 if lang == "zh" else 1]
+            head, _, tail = warning.partition(": ")
+            assert warning in laid or {head + ":", tail} <= laid, (lang, laid, st.legibility["hidden"])
+    finally:
+        sh.release()
+        st.release()
