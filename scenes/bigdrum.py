@@ -59,7 +59,7 @@ def pin_locals(xs, angle, height, radius, pin_r, pin_h) -> np.ndarray:
 
 class BigDrum:
     name = "bigdrum"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('big_drum_angle', 'heads', 'head_lit')
 
     def __init__(self, seed: int = 11, density: float = 0.8):

@@ -71,7 +71,7 @@ def _box(p, su, sv, sw) -> np.ndarray:
 
 class MeterBridge:
     name = "bridge"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('drafter', 'extra', 'gamma', 'meters')
 
     def emit(self, fb, state, ec: EmitContext) -> None:

@@ -18,7 +18,7 @@ CARDS_MAX = 40
 
 class KVCabinet:
     name = "cabinet"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('drawer_pull', 'kv_tokens', 'kv_tentative')
 
     def __init__(self):

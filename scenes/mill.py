@@ -20,7 +20,7 @@ GEARS = ((-0.55, 0.25, 0.95, "gear_big"), (0.85, -0.15, 0.55, "gear"), (1.32, 0.
 
 class Mill:
     name = "mill"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('mill_angle',)
 
     def emit(self, fb, state, ec: EmitContext) -> None:

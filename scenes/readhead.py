@@ -41,7 +41,7 @@ def lane_probe(lane: int) -> tuple[float, float, float]:
 
 class ReadHead:
     name = "readhead"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('big_drum_angle', 'lanes_lit')
 
     def __init__(self, drum):

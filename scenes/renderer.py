@@ -407,10 +407,8 @@ class Renderer:
         need = (width, height)
         layer = self._still
         if layer is None or layer[1] != grown(layer[1], need):
-            if layer is not None:
-                for obj in layer[2:]:
-                    obj.release()
             size = grown(layer[1] if layer is not None else None, need)
+            self.drop_still()
             color, depth = self.ctx.renderbuffer(size, 4), self.ctx.depth_renderbuffer(size)
             layer = self._still = [None, size, self.ctx.framebuffer([color], depth), color, depth]
         if layer[0] != key:

@@ -19,7 +19,7 @@ from scenes.layout import (SMALL_DRUM_CENTRE, SMALL_DRUM_LENGTH, SMALL_DRUM_RADI
 
 class SmallDrum:
     name = "smalldrum"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('small_drum_angle',)
 
     def __init__(self, big_pins: int, seed: int = 5):
@@ -59,7 +59,7 @@ class SmallDrum:
 class PencilCart:
     """Rides a rail along the back edge of the tape; its pencil dips into the cell being written."""
     name = "pencil"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('drafter', 'gamma', 'pencil_cell', 'pencil_down')
 
     def emit(self, fb, state, ec: EmitContext) -> None:

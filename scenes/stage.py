@@ -164,7 +164,7 @@ class Stage:
         self.parts = [self.tape, self.typing, self.bridge, self.pencil, self.smalldrum, self.tubes, self.readhead,
                       self.mill, self.bigdrum, self.cabinet, self.table]
         self.run = RunInfo()
-        # Each part's last emission and what it was emitted from (_emit): a part whose inputs are unchanged
+        # Each part's last emission and what it was emitted from (_replay_key): a part whose inputs are unchanged
         # (most of the table in most frames) is replayed, not laid again.
         self._replays: dict[str, tuple] = {}
         self._still_seen = None         # the last frame's still-layer key (render: a layer is used when it repeats)
@@ -631,10 +631,12 @@ class Stage:
             if part.name not in keys:
                 continue
             key, fb.offset = keys[part.name]
-            if use_still and part.name in unchanged:
+            if part.name not in unchanged:
+                mark = fb.mark()
+                part.emit(fb, state, ec)
+                self._replays[part.name] = (key, fb.since(mark))
+            else:                       # its last emission, into the still layer's builder when one is used
                 fb.replay(self._replays[part.name][1], still=still)
-            else:
-                self._emit(part, fb, state, ec, key)
         fb.offset = np.zeros(3)
         # The parts' own words and numbers, measured before any plate is placed: those too small to read are
         # left out, and the name plates keep off the rest (a plate never covers a readout or the tape).
@@ -773,16 +775,6 @@ class Stage:
         it), its lift and the glyph atlas's places."""
         return (tuple(getattr(state, f) for f in part.reads), ec.palette, ec.language, ec.view, ec.run, ec.labelled,
                 ec.text_ref, ec.min_px, tuple(lift.tolist()), self.atlas.generation)
-
-    def _emit(self, part, fb, state, ec, key) -> None:
-        """Lay a part, or replay its last emission when nothing it reads has changed (`key`, _replay_key)."""
-        last = self._replays.get(part.name)
-        if last is not None and _same(last[0], key):
-            fb.replay(last[1])
-            return
-        mark = fb.mark()
-        part.emit(fb, state, ec)
-        self._replays[part.name] = (key, fb.since(mark))
 
     def _measure(self, fb, vp, width, height, min_px, k, world) -> None:
         """The frame's legibility (scenes.legibility), in the target's pixels: `world` is what measuring the

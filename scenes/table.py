@@ -9,7 +9,7 @@ from scenes.layout import FLOOR_Y, TABLE_THICK, TABLE_X, TABLE_Z, EmitContext
 
 class CastIronTable:
     name = "table"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ()
 
     def __init__(self):

@@ -46,7 +46,7 @@ class CellView:
 
 class PaperTape:
     name = "tape"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('gamma', 'source', 'tape', 'tape_view', 'tree')
 
     def __init__(self):
@@ -294,7 +294,7 @@ def _ease(x: float) -> float:
 class TypingHead:
     """A brass hammer block over the tape; it strikes each cell it inks."""
     name = "typing"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('gamma', 'typing_cell', 'typing_down')
 
     def emit(self, fb, state, ec: EmitContext) -> None:

@@ -58,7 +58,7 @@ def count_height(count: float) -> float:
 class TestTubes:
     __test__ = False        # not a pytest class
     name = "tubes"
-    # The state emit() reads: Stage._emit replays the last emission while these hold.
+    # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('tube_round', 'tube_progress')
 
     def __init__(self):
