@@ -123,7 +123,7 @@ def _wants_neural(args) -> bool:
 
 
 def _load_neural(args):
-    from models.llm_pair import LlamaPair, one_thread_if_small
+    from models.llm.pair import LlamaPair, one_thread_if_small
     if args.table or args.tokens_kind:
         raise InputError("--table and --tokens-kind choose an n-gram table; the neural pair has its own vocabulary")
     target, draft = getattr(args, "target", None), getattr(args, "draft", None)
@@ -703,7 +703,7 @@ def _cmd_tubes(args) -> int:
 
 # ---- eval ----------------------------------------------------------------------------------------
 def _cmd_eval(args) -> int:
-    from models.llm_eval import evaluate
+    from models.llm.evaluate import evaluate
     from models.ngram import NGramPair
     from models.sampler import SamplerSettings
     SamplerSettings(gamma=args.gamma, seed=args.seed)            # γ and seed checked before anything loads

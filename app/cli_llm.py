@@ -104,7 +104,7 @@ def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
 # --- model-info -----------------------------------------------------------------------------------
 def model_info(name: str) -> dict:
     import torch
-    from models.llama import CONFIGS, DTYPES, LlamaConfig, read_checkpoint_config
+    from models.llm.model import CONFIGS, DTYPES, LlamaConfig, read_checkpoint_config
 
     if name in CONFIGS:
         cfg, source = LlamaConfig.from_name(name), "named config"
@@ -149,7 +149,7 @@ def cmd_model_info(args) -> int:
 def _tokenizer_for(checkpoint):
     if checkpoint is None:
         return None
-    from models.llm_checkpoint import read_config, read_tokenizer, resolve
+    from models.llm.checkpoint import read_config, read_tokenizer, resolve
     src = resolve(checkpoint)
     return read_tokenizer(src, read_config(src))      # tokenizer.json, or a GGUF file's metadata
 
@@ -158,11 +158,11 @@ def llm_generate(args) -> dict:
     import time
 
     import torch
-    from models.llama import RANDOM_WEIGHTS_NOTE, load_model
-    from models.llm_bench import resolve_device, resolve_dtype
-    from models.llm_checkpoint import load_weights, read_config, resolve
-    from models.llm_speculative import PlainDecoder, SpeculativeDecoder
-    from models.quant import check_kernels
+    from models.llm.model import RANDOM_WEIGHTS_NOTE, load_model
+    from models.llm.bench import resolve_device, resolve_dtype
+    from models.llm.checkpoint import load_weights, read_config, resolve
+    from models.llm.speculative import PlainDecoder, SpeculativeDecoder
+    from models.llm.formats import check_kernels
 
     device, dtype = resolve_device(args.device), resolve_dtype(args.dtype)
     check_kernels(args.dtype, device)
@@ -210,7 +210,7 @@ def llm_generate(args) -> dict:
         if draft is not None:
             draft.setup_caches(1, seq)
         else:
-            from models.llm_speculative import lookup_proposer
+            from models.llm.speculative import lookup_proposer
             proposer = lookup_proposer(V)
         dec = SpeculativeDecoder(target, draft, gamma=args.gamma, temperature=args.temperature, seed=args.seed,
                                  proposer=proposer)
@@ -237,9 +237,9 @@ def llm_generate(args) -> dict:
 
 def _check_memory(args, dtype, device, prompt_len: int) -> None:
     """Estimate before allocating: both models' weights and caches must fit in what the device has free."""
-    from models.llama import LlamaConfig
-    from models.llm_bench import available_bytes
-    from models.llm_checkpoint import read_config, resolve
+    from models.llm.model import LlamaConfig
+    from models.llm.bench import available_bytes
+    from models.llm.checkpoint import read_config, resolve
 
     cfgs = [read_config(resolve(args.checkpoint)) if args.checkpoint else LlamaConfig.from_name(args.random)]
     if (args.draft_checkpoint or args.draft_random) and not args.plain:
@@ -267,13 +267,13 @@ def cmd_llm_generate(args) -> int:
 
 # --- bench ----------------------------------------------------------------------------------------
 def _is_named(spec: str) -> bool:
-    from models.llama import CONFIGS
+    from models.llm.model import CONFIGS
     return spec in CONFIGS and not Path(spec).exists()
 
 
 def cmd_bench(args) -> int:
     import torch
-    from models.llm_bench import BenchSettings, run_bench, summary_lines, write_json_atomic
+    from models.llm.bench import BenchSettings, run_bench, summary_lines, write_json_atomic
 
     if args.pair:
         if args.target is not None or args.draft is not None:
@@ -315,8 +315,8 @@ def cmd_bench(args) -> int:
 def cmd_bench_pair(args) -> int:
     """A checkpoint pair (the shipped one, or --target/--draft folders or .gguf files) measured live."""
     import torch
-    from models.llm_bench import measure_llama_pair, pair_summary_lines, resolve_device, write_json_atomic
-    from models.llm_pair import LlamaPair
+    from models.llm.bench import measure_llama_pair, pair_summary_lines, resolve_device, write_json_atomic
+    from models.llm.pair import LlamaPair
 
     if args.checkpoint or args.draft_checkpoint:
         raise InputError("--checkpoint/--draft-checkpoint are for the full bench; the pair measurement takes "

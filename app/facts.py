@@ -506,7 +506,7 @@ TOUR_PAIR_ROWS = ("c", "verify_ratio", "plain_tokens_per_s", "speculative_tokens
 
 
 def pair_rows(r: dict, t, only: tuple[str, ...] | None = None) -> list[tuple[str, str, str, str]]:
-    """A checkpoint pair measured live (models.llm_bench.measure_pair, a live run or a `spectable bench --pair`
+    """A checkpoint pair measured live (models.llm.bench.measure_pair, a live run or a `spectable bench --pair`
     file): (figure, measured, the roofline's value for the same shapes, method) rows; `only`: those figures."""
     paper = _dict(r, "on_paper")
     method = r.get("method") if isinstance(r.get("method"), str) else ""

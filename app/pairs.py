@@ -6,7 +6,7 @@
              --draft DIR`, folders or .gguf files); offered only in that run, never remembered
 
 A neural pair imports torch and reads its weights when it is first chosen (a second or two, once per run of the
-program); its samplers are models.llm_pair's, through models.sampler.make_sampler, with the same StepTrace.
+program); its samplers are models.llm.pair's, through models.sampler.make_sampler, with the same StepTrace.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class CustomPair:
 
 @dataclass(frozen=True)
 class Compute:
-    dtype: str = "fp32"        # fp32 | bf16 | int8 | int4 (models.quant)
+    dtype: str = "fp32"        # fp32 | bf16 | int8 | int4 (models.llm.formats)
     device: str = "cpu"        # cpu | cuda
 
 
@@ -76,7 +76,7 @@ def open_key(k: str):
 
 
 def load(name: str):
-    """The models.llm_pair.LlamaPair for `neural` or `custom`, loaded once (configs checked and memory estimated
+    """The models.llm.pair.LlamaPair for `neural` or `custom`, loaded once (configs checked and memory estimated
     before a weight is read; a missing torch, CUDA or checkpoint is one InputError line)."""
     if name not in (NEURAL, CUSTOM):
         raise InputError(f"unknown pair {name!r} (choose from {', '.join(choices())})")
@@ -89,8 +89,8 @@ def load(name: str):
         except ImportError:
             raise InputError("the neural pair needs PyTorch: pip install torch==2.13.0 (the CPU build is enough)") \
                 from None
-        from models.llm_bench import resolve_device
-        from models.llm_pair import LlamaPair, one_thread_if_small
+        from models.llm.bench import resolve_device
+        from models.llm.pair import LlamaPair, one_thread_if_small
         device = resolve_device(_compute.device)
         target, draft = ("nahan-target", "nahan-draft") if name == NEURAL else (_custom.target, _custom.draft)
         pair = LlamaPair.load(target, draft, dtype_name=_compute.dtype, device=device)

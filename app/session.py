@@ -315,7 +315,7 @@ class LongRunWorker(_OneThread):
 
 
 class BenchWorker(_OneThread):
-    """The neural pair measured live on this machine (models.llm_bench.measure_llama_pair: draft and target ms per
+    """The neural pair measured live on this machine (models.llm.bench.measure_llama_pair: draft and target ms per
     pass, c, tokens per pass, plain vs speculative tokens/s, each beside the roofline's value for the same shapes)
     on one background thread, with the measurement's progress notes. One result per pair and γ; start() measures
     again. In a scripted run (frames must not depend on thread timing) result() measures at once."""
@@ -340,7 +340,7 @@ class BenchWorker(_OneThread):
         return (self.session.pair_key(), self.session.settings.gamma)
 
     def _measure(self, key):
-        from models.llm_bench import measure_llama_pair
+        from models.llm.bench import measure_llama_pair
         pair = self.session.pair_by_key(key[0])
         if pair.draft is None:
             raise InputError(f"{pair.name} has no draft model: there is no draft cost to measure")

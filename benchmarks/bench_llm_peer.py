@@ -20,14 +20,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from models.llama import DTYPES, LlamaConfig, build_random, hf_state_dict  # noqa: E402
-from models.llm_speculative import PlainDecoder, SpeculativeDecoder, decode_one_token  # noqa: E402
+from models.llm.model import DTYPES, LlamaConfig, build_random, hf_state_dict  # noqa: E402
+from models.llm.speculative import PlainDecoder, SpeculativeDecoder, decode_one_token  # noqa: E402
 
 
 def to_transformers(model, dtype):
     """A LlamaForCausalLM holding the very same tensors as our model (no copy)."""
     from transformers import LlamaConfig as HFConfig, LlamaForCausalLM
-    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    from transformers.models.llm.model.modeling_llama import LlamaRotaryEmbedding
 
     d = model.config.to_hf()
     d.pop("architectures"), d.pop("model_type")

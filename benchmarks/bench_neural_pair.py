@@ -1,6 +1,6 @@
 """The shipped 《呐喊》 neural pair on this CPU: plain vs speculative tokens/s from interleaved runs, the measured
 speed-up beside the formula fed with the same runs' costs (c and the verify ratio timed inside the runs), and the
-share of a pass outside the two models (models.llm_bench.measure_llama_pair, what `spectable bench --pair neural`
+share of a pass outside the two models (models.llm.bench.measure_llama_pair, what `spectable bench --pair neural`
 prints).
 
     .venv/bin/python benchmarks/bench_neural_pair.py [--threads 1,2] [--temperatures 1,0] [--gamma 4] [--tokens 128]
@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from models.llm_bench import measure_llama_pair  # noqa: E402
-from models.llm_pair import LlamaPair  # noqa: E402
+from models.llm.bench import measure_llama_pair  # noqa: E402
+from models.llm.pair import LlamaPair  # noqa: E402
 
 
 def main() -> int:

@@ -145,8 +145,8 @@ def _timed(fn) -> float:
 
 
 def load_ours(gguf: Path, fmt: str):
-    from models.llm_checkpoint import load_weights, read_config, read_tokenizer, resolve
-    from models.quant import compute_dtype
+    from models.llm.checkpoint import load_weights, read_config, read_tokenizer, resolve
+    from models.llm.formats import compute_dtype
     src = resolve(str(gguf))
     cfg = read_config(src)
     model = load_weights(src, cfg, dtype=compute_dtype(fmt), device="cpu", fmt=fmt)
@@ -154,7 +154,7 @@ def load_ours(gguf: Path, fmt: str):
 
 
 def ours_plain(model, prompt: list[int], tokens: int, reps: int) -> float:
-    from models.llm_speculative import PlainDecoder
+    from models.llm.speculative import PlainDecoder
     model.setup_caches(1, len(prompt) + tokens + 16)
     PlainDecoder(model).generate(prompt, 8)
     times = []
@@ -167,8 +167,8 @@ def ours_plain(model, prompt: list[int], tokens: int, reps: int) -> float:
 
 def ours_lookup(model, prompt: list[int], tokens: int, reps: int, eos: int | None) -> tuple[float, float, float]:
     """(plain tokens/s, lookup tokens/s, speed-up) on the copy prompt, greedy, up to the end of the answer."""
-    from models.llm_speculative import lookup_proposer
-    from models.llm_speculative import PlainDecoder, SpeculativeDecoder
+    from models.llm.speculative import lookup_proposer
+    from models.llm.speculative import PlainDecoder, SpeculativeDecoder
     model.setup_caches(1, len(prompt) + tokens + 32)
     text = PlainDecoder(model).generate(prompt, tokens)
     n = text.index(eos) + 1 if eos in text else tokens        # both stop where the answer ends, as llama.cpp does
@@ -219,7 +219,7 @@ def main() -> int:
         files["Q8_0"] = requantised(bin_dir, q41, "Q8_0", cache)
         files["Q4_0"] = requantised(bin_dir, q41, "Q4_0", cache)
     ours_of = {"Q8_0": "int8", "Q4_0": "int4", "Q4_1": "int4"}
-    from models.quant import streamed_bytes
+    from models.llm.formats import streamed_bytes
     results = {"date": time.strftime("%Y-%m-%d"), "tokens": a.tokens, "reps": a.reps, "rows": [],
                "llama_cpp_build": None if bin_dir is None else build_flags(bin_dir.parent)}
     if bin_dir:

@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from models.llm_checkpoint import load_weights, read_config, read_tokenizer, resolve  # noqa: E402
-from models.llm_speculative import PlainDecoder  # noqa: E402
-from models.quant import compute_dtype  # noqa: E402
+from models.llm.checkpoint import load_weights, read_config, read_tokenizer, resolve  # noqa: E402
+from models.llm.speculative import PlainDecoder  # noqa: E402
+from models.llm.formats import compute_dtype  # noqa: E402
 
 PROMPTS = {"nahan-target": "孔乙己是站着喝酒而穿长衫的唯一的人。他身材很高大；", "nahan-draft": "孔乙己是站着喝酒而穿长衫的唯一的人。",
            "gguf": "<|im_start|>user\nWhat is the capital of France, and why is it famous?<|im_end|>\n"

@@ -15,7 +15,7 @@ once, they are not γ + 1 sequences).
 
 The weights term is all parameters (16.06 GB for Llama 3.1 8B), as SCIENCE.md rounds it: a real decoder looks
 up one row of the untied input embedding (1.05 GB) instead of streaming it, so it reads about 15.01 GB
-(models.llama.LlamaConfig.weight_bytes_read_per_token, what `spectable model-info` and the bench report).
+(models.llm.model.LlamaConfig.weight_bytes_read_per_token, what `spectable model-info` and the bench report).
 """
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ _BF16_MODELS = (
     LlamaShape("llama-3.1-8b", "Llama 3.1 8B", 8_030_261_248, 32, 8, 128, 4096, 128_256),
     LlamaShape("llama-3.2-1b", "Llama 3.2 1B", 1_235_814_400, 16, 8, 64, 2048, 128_256),
 )
-# Weight-only quantised variants (models/quant.py: int8 per row, int4 in groups of 32 with a bf16 scale and zero):
+# Weight-only quantised variants (models/llm/formats.py: int8 per row, int4 in groups of 32 with a bf16 scale and zero):
 # the same arithmetic on fewer bytes, so the memory roofline moves and the arithmetic does not.
 WEIGHT_BITS = {"int8": 8.0, "int4": 4.0 + 2 * 16 / 32}
 MODELS: dict[str, LlamaShape] = {m.id: m for m in _BF16_MODELS} | {

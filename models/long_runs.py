@@ -3,7 +3,7 @@
 A network runs a few hundred tokens a second on a CPU, so the table cannot count tens of thousands of tokens
 while a class waits; 2,000 (models.analytics.LONG_RUN_TOKENS_NEURAL) leave α uncertain by about ±0.02. This file
 holds `runs` independent seeded runs of the same settings (seeds 0 .. runs-1), counted by the same code as the
-live run (models.llm_pair.alpha_generated), with a 95 % interval from the spread between runs. It belongs to
+live run (models.llm.pair.alpha_generated), with a 95 % interval from the spread between runs. It belongs to
 the checkpoints' exact weights (their SHA-256): a retrained pair never reads it.
 
     {"schema": "spectable-long-run/1", "pair": "nahan-target + nahan-draft", "weights_sha256": "…",

@@ -43,7 +43,7 @@ FIGURES = {
     "speculative": ("speedup", "on_paper_speedup", "alpha"),
 }
 POINT_FIELDS = ("batch", "context", "tokens_per_s", "on_paper_tokens_per_s", "fraction_of_roofline")
-# A checkpoint pair measured live (`spectable bench --pair neural`, models.llm_bench.measure_pair): the figures at
+# A checkpoint pair measured live (`spectable bench --pair neural`, models.llm.bench.measure_pair): the figures at
 # the top level and their roofline values under on_paper.
 PAIR_SCHEMA = "spectable-pair-bench/2"            # /2 adds the in-run costs, the drafter, streamed bytes
 PAIR_SCHEMAS = ("spectable-pair-bench/1", PAIR_SCHEMA)

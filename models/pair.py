@@ -1,6 +1,6 @@
 """The pair protocol: what the program asks of a pair of models (a draft q and a target p over one vocabulary).
 
-Two kinds implement it: models.ngram.NGramPair (the counted bigram and trigram) and models.llm_pair.LlamaPair (two
+Two kinds implement it: models.ngram.NGramPair (the counted bigram and trigram) and models.llm.pair.LlamaPair (two
 Llama networks: the shipped 《呐喊》 pair or your checkpoints). Nothing outside them asks which kind a pair is; what
 differs is behind these names. A new kind of pair implements them (tests/test_core_pair_protocol.py runs a pair
 written there through the sampler, the long run, the step-through and the table).

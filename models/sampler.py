@@ -296,7 +296,7 @@ class TargetSampler(_Base):
 
 def make_sampler(pair, settings: SamplerSettings | None = None, *, drafter=None, target_only: bool = False):
     """The sampler for any pair (models.pair.Pair.sampler): SpeculativeSampler / TargetSampler for the n-gram pair,
-    the torch samplers of models.llm_pair for a network pair (imported only by it: the n-gram path never loads
+    the torch samplers of models.llm.pair for a network pair (imported only by it: the n-gram path never loads
     torch)."""
     from models.pair import RowsPair
     # Any other object with rows (draft_row / target_row over V tokens) gets a rows pair's samplers.

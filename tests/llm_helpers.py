@@ -6,7 +6,7 @@ import json
 import numpy as np
 import torch
 
-from models.llama import LlamaConfig, build_random, save_checkpoint
+from models.llm.model import LlamaConfig, build_random, save_checkpoint
 
 
 def make_checkpoint(path, name="tiny", seed=1, shards=1, layout="rope_parameters", std=0.1, tokenizer=False):
@@ -91,7 +91,7 @@ def char_checkpoint(path, vocab, name="tiny", seed=1, std=0.3, max_pos=256):
 def gguf_byte_tokens(vocab_size):
     """A small byte-level BPE vocabulary in GGUF's form: 2 control tokens, the 256 byte symbols, a few merges,
     padded with control tokens to vocab_size. Returns (tokens, types, merges)."""
-    from models.llm_text import _bytes_to_unicode
+    from models.llm.text import _bytes_to_unicode
     table = _bytes_to_unicode()
     tokens = ["<|endoftext|>", "<|im_start|>"] + [table[b] for b in range(256)]
     types = [3, 3] + [1] * 256
@@ -113,7 +113,7 @@ def write_gguf(path, model, qtype=None, pre="smollm", tokenizer_edit=None):
     import gguf
     import numpy as np
 
-    from models.llama import hf_state_dict
+    from models.llm.model import hf_state_dict
     cfg = model.config
     qtype = qtype or gguf.GGMLQuantizationType.F32
     w = gguf.GGUFWriter(str(path), "llama")

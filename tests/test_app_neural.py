@@ -27,7 +27,7 @@ def _no_custom_pair():
 
 
 def test_the_pair_setting_goes_through_the_controller():
-    from models.llm_pair import LlamaPair
+    from models.llm.pair import LlamaPair
     from models.ngram import NGramPair
     ctl = _controller(mode="lab")
     assert isinstance(ctl.session.pair(), NGramPair) and not ctl.session.neural
@@ -182,7 +182,7 @@ def test_a_checkpoint_without_a_draft_runs_every_mode_on_guesses_copied_from_the
     from app.controller import Controller
     from app.settings import MODES
     from app.window import FIXED_DT, App
-    from models.llama import LlamaConfig, build_random
+    from models.llm.model import LlamaConfig, build_random
     from tests.llm_helpers import write_gguf
     cfg = replace(LlamaConfig.from_name("tiny"), rope_scaling=None, max_position_embeddings=256)
     write_gguf(tmp_path / "t.gguf", build_random(cfg, seed=4, std=0.2))

@@ -71,7 +71,7 @@ class LetterPair(RowsPair):
 
 
 def test_both_kinds_of_pair_and_a_new_one_implement_the_protocol():
-    from models.llm_pair import LlamaPair
+    from models.llm.pair import LlamaPair
     from models.ngram import NGramPair
     for pair in (NGramPair.load(), LlamaPair.shipped(), LetterPair()):
         assert isinstance(pair, Pair), type(pair).__name__

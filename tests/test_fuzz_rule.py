@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from corpus.errors import InputError
 from models import acceptance
-from models.llm_speculative import verify_on_device
+from models.llm.speculative import verify_on_device
 from tests.fuzz_helpers import budget
 
 floats = st.one_of(st.floats(-0.5, 1.5), st.sampled_from([0.0, 1.0, float("nan"), float("inf"), -1e-30]))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from models import hardware, quant
+from models import hardware
+from models.llm import formats as quant
 
 
 @pytest.mark.parametrize("base", ["llama-3.1-8b", "llama-3.2-1b"])

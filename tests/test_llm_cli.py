@@ -140,8 +140,8 @@ def test_gpu_script_rehearses_on_cpu(tmp_path):
 
 
 def test_fast_path_steps_down_when_compiling_fails_and_says_so():
-    from models.llama import CONFIGS, block_forward, build_random
-    from models.llm_bench import BenchSettings, FastPath
+    from models.llm.model import CONFIGS, block_forward, build_random
+    from models.llm.bench import BenchSettings, FastPath
 
     model = build_random(CONFIGS["tiny"])
     fast = FastPath(BenchSettings(compile="on"), torch.device("cpu"), [model])

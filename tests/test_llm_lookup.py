@@ -11,8 +11,8 @@ import torch
 
 from corpus.errors import InputError
 from models.drafters import LookupDrafter
-from models.llama import LlamaConfig, build_random
-from models.llm_pair import LlamaPair, LlamaSampler, LlamaTargetSampler
+from models.llm.model import LlamaConfig, build_random
+from models.llm.pair import LlamaPair, LlamaSampler, LlamaTargetSampler
 from models.sampler import SamplerSettings, make_sampler
 from tests.llm_helpers import one_thread, rewrite_gguf, write_gguf
 
@@ -113,7 +113,7 @@ def test_gguf_metadata_goes_through_the_config_checks(tmp_path):
     write_gguf(bad, model)
     rewrite_gguf(bad, tmp_path / "bad2.gguf",
                  edit=lambda k, v: 0.0 if k == "llama.attention.layer_norm_rms_epsilon" else v)
-    from models.llm_gguf import gguf_config
+    from models.llm.gguf import gguf_config
     with pytest.raises(InputError, match="GGUF metadata.*rms_norm_eps"):
         gguf_config(tmp_path / "bad2.gguf")
     assert torch.get_num_threads() == 1

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from corpus.errors import InputError
-from models.llama import (CONFIGS, LlamaConfig, build_random, load_checkpoint, load_model,
+from models.llm.model import (CONFIGS, LlamaConfig, build_random, load_checkpoint, load_model,
                           read_checkpoint_config, rope_inv_freq)
 from tests.llm_helpers import make_checkpoint, one_thread
 

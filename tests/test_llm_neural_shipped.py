@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from models.llama import load_checkpoint
-from models.llm_checkpoint import MODELS_DIR
-from models.llm_pair import LlamaPair, LlamaSampler, LlamaTargetSampler
+from models.llm.model import load_checkpoint
+from models.llm.checkpoint import MODELS_DIR
+from models.llm.pair import LlamaPair, LlamaSampler, LlamaTargetSampler
 from models.sampler import SamplerSettings
 from models.tubes import chi2_pvalue
 from tests.llm_helpers import one_thread

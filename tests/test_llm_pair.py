@@ -7,9 +7,9 @@ import pytest
 import torch
 
 from models import acceptance
-from models.llama import CONFIGS, build_random
-from models.llm_pair import LlamaPair, LlamaSampler, LlamaTargetSampler, MIN_WINDOW, shape_probs
-from models.llm_text import TokenText
+from models.llm.model import CONFIGS, build_random
+from models.llm.pair import LlamaPair, LlamaSampler, LlamaTargetSampler, MIN_WINDOW, shape_probs
+from models.llm.text import TokenText
 from models.sampler import SamplerSettings, shape_row
 from models.tubes import chi2_pvalue
 from tests.llm_helpers import load_train_pair, one_thread

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from models.llama import LlamaConfig, build_random
+from models.llm.model import LlamaConfig, build_random
 from tests.llm_helpers import char_checkpoint, one_thread, write_gguf
 
 _threads = pytest.fixture(autouse=True, scope="module")(one_thread)
@@ -127,7 +127,7 @@ def test_gguf_checkpoints_drive_the_step_with_decoded_tokens(tmp_path, capsys):
                     "--prompt", "the other", "--tokens", 6], capsys)
     plain = run_json(["llm-generate", "--checkpoint", tmp_path / "t.gguf", "--prompt", "the other", "--tokens", 6],
                      capsys)
-    from models.llm_gguf import gguf_tokenizer
+    from models.llm.gguf import gguf_tokenizer
     assert gen["prompt_ids"] == gguf_tokenizer(tmp_path / "t.gguf", 512).encode("the other")
     assert gen["tokens"] == plain["tokens"]                                          # greedy: equal
     assert isinstance(gen["text"], str) and gen["mode"] == "speculative"
@@ -180,8 +180,8 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, ckpts, tmp_path, capsys)
 
 
 def test_memory_is_estimated_before_loading(ckpts, capsys, monkeypatch):
-    import models.llm_bench as lb
-    import models.llm_checkpoint as lc
+    import models.llm.bench as lb
+    import models.llm.checkpoint as lc
     loaded = []
     monkeypatch.setattr(lb, "available_bytes", lambda device: 10_000)
     monkeypatch.setattr(lc, "load_weights", lambda *a, **k: loaded.append(a))

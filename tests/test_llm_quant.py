@@ -1,4 +1,4 @@
-"""Packed weights (models/quant.py): int8 per channel and int4 in groups of 32 multiply by the matrix they claim
+"""Packed weights (models/llm/formats.py): int8 per channel and int4 in groups of 32 multiply by the matrix they claim
 to hold, within each format's rounding; a model with them stays exact under the rule (greedy speculative equals
 greedy plain; traces replay under the numpy rule; rows after rollbacks equal fresh forwards); the bytes a step
 streams follow the format; a missing kernel is one line; fp32 packing and the compiled draft step change no
@@ -13,10 +13,11 @@ import torch
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from corpus.errors import InputError
-from models import acceptance, quant
-from models.llama import LlamaConfig, build_random
-from models.llm_speculative import PlainDecoder, SpeculativeDecoder, compile_step, decode_one_token
-from models.quant import GROUP, PackedLinear, prepare_weights, streamed_bytes
+from models import acceptance
+from models.llm import formats as quant
+from models.llm.model import LlamaConfig, build_random
+from models.llm.speculative import PlainDecoder, SpeculativeDecoder, compile_step, decode_one_token
+from models.llm.formats import GROUP, PackedLinear, prepare_weights, streamed_bytes
 from tests.llm_helpers import make_checkpoint, run_cli
 
 
@@ -85,7 +86,7 @@ def test_quantised_pairs_stay_exact_greedy_equals_plain(fmt):
 def test_quantised_pair_traces_replay_under_the_numpy_rule(fmt):
     """The rule is exact for whatever p the packed target gives: every trace replays under the numpy rule, and
     its rows are what a fresh forward of the packed models computes for that text (rollbacks correct)."""
-    from models.llm_pair import LlamaSampler
+    from models.llm.pair import LlamaSampler
     from models.sampler import SamplerSettings
     from tests.test_llm_pair import fresh_rows, tiny_pair
 
@@ -163,7 +164,7 @@ def test_llm_generate_with_int_weights_and_the_lookup_drafter(tmp_path, capsys):
 def test_q4_codes_are_the_blocks_ggml_dequantises(kind, rows, blocks, seed):
     import gguf
 
-    from models.llm_gguf import q4_codes
+    from models.llm.gguf import q4_codes
     x = np.random.default_rng(seed).normal(size=(rows, 32 * blocks)).astype(np.float32)
     qt = getattr(gguf.GGMLQuantizationType, kind)
     data = gguf.quants.quantize(x, qt)
@@ -179,8 +180,8 @@ def test_a_4bit_gguf_is_packed_from_its_own_codes(kind, tmp_path):
     import gguf
     from dataclasses import replace
 
-    from models.llm_checkpoint import load_weights, read_config, resolve
-    from models.llm_gguf import load_gguf
+    from models.llm.checkpoint import load_weights, read_config, resolve
+    from models.llm.gguf import load_gguf
     from tests.llm_helpers import write_gguf
     cfg = replace(LlamaConfig.from_name("tiny"), name="g", rope_scaling=None, max_position_embeddings=128)
     path = tmp_path / f"{kind}.gguf"

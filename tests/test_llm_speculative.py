@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from models import acceptance
-from models.llama import CONFIGS, build_random
-from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, sample_index, shape_probs,
+from models.llm.model import CONFIGS, build_random
+from models.llm.speculative import (PlainDecoder, SpeculativeDecoder, sample_index, shape_probs,
                                     verify_on_device)
 from tests.llm_helpers import fresh_cache_copy, one_thread
 

@@ -12,7 +12,7 @@ import pytest
 
 import corpus.atomic
 from corpus.errors import InputError
-from models.llm_bench import write_json_atomic
+from models.llm.bench import write_json_atomic
 
 RESULT = {"schema": "spectable-bench/1", "figures": {"decode_batch1": {"ms_per_token": 4.2}}}
 
@@ -58,8 +58,8 @@ def test_a_write_the_kernel_refuses_leaves_no_temp_file(tmp_path):
 
 def test_bench_on_a_full_disk_is_one_line_exit_2_and_no_temp(tmp_path, monkeypatch, capsys):
     from tests.llm_helpers import run_cli
-    monkeypatch.setattr("models.llm_bench.run_bench", lambda s, progress=True: dict(RESULT))
-    monkeypatch.setattr("models.llm_bench.summary_lines", lambda r: ["summary"])
+    monkeypatch.setattr("models.llm.bench.run_bench", lambda s, progress=True: dict(RESULT))
+    monkeypatch.setattr("models.llm.bench.summary_lines", lambda r: ["summary"])
     _full_disk(monkeypatch)
     rc, out, err = run_cli(["bench", "--target", "tiny", "--draft", "tiny-draft", "--out", tmp_path / "m.json"],
                            capsys)
@@ -87,8 +87,8 @@ def test_a_bench_killed_mid_write_leaves_a_temp_that_the_next_bench_removes(tmp_
     from tests.llm_helpers import run_cli
     stale = _stale(tmp_path / ".m.json.k1ll3d.tmp.json")
     live = _stale(tmp_path / ".m.json.wr1t1ng.tmp.json", age_s=0)         # another bench writing right now
-    monkeypatch.setattr("models.llm_bench.run_bench", lambda s, progress=True: dict(RESULT))
-    monkeypatch.setattr("models.llm_bench.summary_lines", lambda r: ["summary"])
+    monkeypatch.setattr("models.llm.bench.run_bench", lambda s, progress=True: dict(RESULT))
+    monkeypatch.setattr("models.llm.bench.summary_lines", lambda r: ["summary"])
     rc, _, err = run_cli(["bench", "--target", "tiny", "--draft", "tiny-draft", "--out", tmp_path / "m.json"], capsys)
     assert rc == 0, err
     assert not stale.exists() and live.exists() and json.loads((tmp_path / "m.json").read_text()) == RESULT

@@ -129,7 +129,7 @@ def test_a_slow_generate_reports_progress_on_stderr(capsys, monkeypatch):
 # ---- GGUF: a header whose counts lie, a tokenizer that lies ----------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_gguf(tmp_path_factory):
-    from models.llama import CONFIGS, build_random
+    from models.llm.model import CONFIGS, build_random
     from tests.llm_helpers import write_gguf
     path = tmp_path_factory.mktemp("gguf") / "tiny.gguf"
     write_gguf(path, build_random(CONFIGS["tiny"], seed=3, std=0.1))
@@ -151,7 +151,7 @@ def _patched(src: Path, dst: Path, key: bytes | None, offset: int, value: int) -
     (None, 8, "and 1,099,511,627,776 tensors"),
 ])
 def test_a_gguf_whose_counts_lie_is_refused_before_it_is_parsed(tiny_gguf, tmp_path, key, offset, needle):
-    from models.llm_gguf import gguf_config
+    from models.llm.gguf import gguf_config
     bad = _patched(tiny_gguf, tmp_path / "lies.gguf", key, offset, 2 ** 40)
     with pytest.raises(InputError) as exc:
         gguf_config(bad)
@@ -159,7 +159,7 @@ def test_a_gguf_whose_counts_lie_is_refused_before_it_is_parsed(tiny_gguf, tmp_p
 
 
 def test_a_gguf_cut_short_is_one_line(tiny_gguf, tmp_path):
-    from models.llm_gguf import gguf_config
+    from models.llm.gguf import gguf_config
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(tiny_gguf.read_bytes()[:3000])
     with pytest.raises(InputError, match="past the end of the file|more than the file.s 3,000 bytes can hold"):
@@ -167,7 +167,7 @@ def test_a_gguf_cut_short_is_one_line(tiny_gguf, tmp_path):
 
 
 def _lying_tokenizer(tmp_path, edit):
-    from models.llama import CONFIGS, build_random
+    from models.llm.model import CONFIGS, build_random
     from tests.llm_helpers import write_gguf
     path = tmp_path / "tok.gguf"
     write_gguf(path, build_random(CONFIGS["tiny"], seed=3, std=0.1), tokenizer_edit=edit)
@@ -197,7 +197,7 @@ def _far_bos(tokens, types, merges, bos):
     (_far_bos, "bos_token_id 1000000000 is not a token id (0 to 511)"),    # IndexError when used as the start
 ], ids=["duplicate", "merge-without-space", "merge-unknown", "bos"])
 def test_a_gguf_tokenizer_that_lies_is_one_line(tmp_path, edit, needle):
-    from models.llm_gguf import gguf_tokenizer
+    from models.llm.gguf import gguf_tokenizer
     path = _lying_tokenizer(tmp_path, edit)
     with pytest.raises(InputError) as exc:
         gguf_tokenizer(path, 512)
@@ -206,7 +206,7 @@ def test_a_gguf_tokenizer_that_lies_is_one_line(tmp_path, edit, needle):
 
 def test_attention_rows_that_the_heads_do_not_divide_are_one_line(tiny_gguf, tmp_path):
     """6 heads of 10 dimensions for 64 rows: the un-permute's reshape raised ValueError."""
-    from models.llm_gguf import gguf_config, load_gguf
+    from models.llm.gguf import gguf_config, load_gguf
     from tests.llm_helpers import rewrite_gguf
     bad = tmp_path / "heads.gguf"
     rewrite_gguf(tiny_gguf, bad, edit=lambda k, v: {"llama.attention.head_count": 6,
@@ -250,8 +250,8 @@ def test_rows_from_bf16_logits_of_a_large_vocabulary_are_fp32_distributions():
     """Rows that sum to 1 only within bf16 precision are what the rule refuses for large vocabularies: every
     path of ours softmaxes in fp32, on the GPU too (the same functions)."""
     from models.acceptance import ROW_SUM_TOLERANCE
-    from models.llm_pair import shape_probs
-    from models.llm_speculative import verify_on_device
+    from models.llm.pair import shape_probs
+    from models.llm.speculative import verify_on_device
     gen = torch.Generator().manual_seed(0)
     logits = (torch.randn(5, 128256, generator=gen) * 3).bfloat16()
     for rows in (shape_probs(logits, 1.0), shape_probs(logits, 0.7), shape_probs(logits, 1.0),
@@ -267,8 +267,8 @@ def test_rows_from_bf16_logits_of_a_large_vocabulary_are_fp32_distributions():
 
 
 def test_a_bf16_pair_decodes_with_the_exact_rule():
-    from models.llama import CONFIGS, build_random
-    from models.llm_speculative import SpeculativeDecoder
+    from models.llm.model import CONFIGS, build_random
+    from models.llm.speculative import SpeculativeDecoder
     target = build_random(CONFIGS["tiny"], seed=11, std=0.1).to(torch.bfloat16)
     draft = build_random(CONFIGS["tiny"], seed=12, std=0.1).to(torch.bfloat16)
     for m in (target, draft):

@@ -8,7 +8,7 @@ import torch
 
 from corpus.errors import InputError
 from models import acceptance
-from models.llm_speculative import verify_on_device
+from models.llm.speculative import verify_on_device
 
 
 def _step(V=5, gamma=2, seed=0):
@@ -109,8 +109,8 @@ def test_a_well_formed_step_still_agrees_bit_for_bit():
 def test_the_decoder_reports_nan_rows_from_a_broken_model():
     """A draft whose weights are NaN (an fp16 overflow looks the same) gives NaN q rows: the pass stops with
     the rule's error after its one host read, instead of writing tokens drawn from NaN."""
-    from models.llama import CONFIGS, build_random
-    from models.llm_speculative import SpeculativeDecoder
+    from models.llm.model import CONFIGS, build_random
+    from models.llm.speculative import SpeculativeDecoder
     target = build_random(CONFIGS["tiny"], seed=1)
     draft = build_random(CONFIGS["tiny-draft"], seed=2)
     with torch.no_grad():

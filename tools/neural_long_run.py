@@ -29,7 +29,7 @@ def main() -> int:
     from corpus import jsonio
     from corpus.atomic import write_text_atomic
     from models import long_runs
-    from models.llm_pair import LlamaPair
+    from models.llm.pair import LlamaPair
     from models.sampler import SamplerSettings
     pair = LlamaPair.shipped()
     settings = SamplerSettings(gamma=args.gamma)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Train the 《呐喊》 neural pair: a character-level Llama draft (~0.7M parameters) and target (~6M), with our own
-Llama code (models/llama.py: RMSNorm, RoPE, grouped-query attention, SwiGLU), on the whole book except one
+Llama code (models/llm/model.py: RMSNorm, RoPE, grouped-query attention, SwiGLU), on the whole book except one
 held-out story, 03 《药》, which none of the n-gram toy's five stories (02 05 07 08 14) is either.
 
     python tools/train_pair.py --corpus ../shared/corpus/nahan --out assets/models
@@ -37,7 +37,7 @@ import torch.nn.functional as F  # noqa: E402
 
 from corpus.errors import InputError  # noqa: E402
 from corpus.normalise import NORMALISATION, read_piece, resolve_sources  # noqa: E402
-from models.llama import LlamaConfig, Transformer, apply_rope, hf_state_dict, rms_norm, rope_tables  # noqa: E402
+from models.llm.model import LlamaConfig, Transformer, apply_rope, hf_state_dict, rms_norm, rope_tables  # noqa: E402
 
 UNK = "<unk>"
 HELDOUT = "03"                  # 《药》

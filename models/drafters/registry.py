@@ -16,7 +16,7 @@ A DrafterKind says what the rest of the program needs to know about a drafter wi
     positions     positions(options, γ) -> the guesses one pass makes at most (a tree: its nodes); lanes = this + 1
     variants      variants(γ) -> [(key, label, options)]: the settings its long runs are counted at
     compared      compared(γ) -> the same, for `spectable drafters --compare` (default: its variants)
-    lean          how the lean torch loops on a checkpoint alone run it (models.llm_speculative): LEAN_MODEL (the
+    lean          how the lean torch loops on a checkpoint alone run it (models.llm.speculative): LEAN_MODEL (the
                   draft model proposes), LEAN_COPY (copies from the text), None (it runs on a pair only)
 
 Adding a drafter: its module (a models.drafters.base.Drafter), a register(DrafterKind(...)) call, its words in

@@ -1,13 +1,13 @@
 """Any Llama-family checkpoint the program can run, from one spec string, with its tokenizer.
 
 A spec is one of:
-  a named config        `tiny`, `llama-3.2-1b`, … (models.llama.CONFIGS): random weights, no tokenizer
+  a named config        `tiny`, `llama-3.2-1b`, … (models.llm.model.CONFIGS): random weights, no tokenizer
   a Hugging Face folder config.json + model.safetensors (or model.safetensors.index.json + shards) + tokenizer.json
   a GGUF file           *.gguf (read with the `gguf` package: weights dequantised to the compute dtype, the
-                        tokenizer built from the file's metadata; see models/llm_gguf.py)
+                        tokenizer built from the file's metadata; see models/llm/gguf.py)
   `nahan-target`, `nahan-draft`   the shipped 《呐喊》 pair (assets/models/)
 
-Everything is checked before a weight is read: the config (models.llama.read_checkpoint_config), the
+Everything is checked before a weight is read: the config (models.llm.model.read_checkpoint_config), the
 tokenizer's size against the embedding, and the memory both models and their caches need against what the
 device has free. Every failure is one InputError line naming the path.
 """
@@ -21,10 +21,10 @@ import torch
 from corpus.errors import InputError
 from corpus.resources import ASSETS
 from corpus.validate import shown_name
-from models.checkpoint_checks import inside_checkpoint
-from models.llama import (CONFIGS, LlamaConfig, Transformer, bos_token_id, build_random, load_checkpoint,
+from models.llm.checks import inside_checkpoint
+from models.llm.model import (CONFIGS, LlamaConfig, Transformer, bos_token_id, build_random, load_checkpoint,
                           read_checkpoint_config)
-from models.llm_text import TokenText, from_tokenizer_file
+from models.llm.text import TokenText, from_tokenizer_file
 
 MODELS_DIR = ASSETS / "models"
 SHIPPED = ("nahan-target", "nahan-draft")
@@ -71,7 +71,7 @@ def read_config(src: Source) -> LlamaConfig:
     if src.kind == "named":
         return LlamaConfig.from_name(src.spec)
     if src.kind == "gguf":
-        from models.llm_gguf import gguf_config
+        from models.llm.gguf import gguf_config
         return gguf_config(src.path)
     return read_checkpoint_config(src.path)
 
@@ -80,7 +80,7 @@ def read_tokenizer(src: Source, cfg: LlamaConfig, required: bool = False) -> Tok
     """The checkpoint's tokenizer (tokenizer.json beside the weights, or the GGUF metadata); None if it has none
     and none is required."""
     if src.kind == "gguf":
-        from models.llm_gguf import gguf_tokenizer
+        from models.llm.gguf import gguf_tokenizer
         return gguf_tokenizer(src.path, cfg.vocab_size)
     tok = inside_checkpoint(src.path, "tokenizer.json", str(src.path)) if src.kind == "hf" else None
     if tok is not None and tok.is_file():
@@ -105,7 +105,7 @@ def estimate_bytes(cfg: LlamaConfig, dtype: torch.dtype, seq: int, batch: int = 
 def check_memory(items: list[tuple[str, LlamaConfig]], dtype: torch.dtype, device: torch.device, seq: int,
                  dtype_name: str = "") -> int:
     """Raise a one-line InputError when the models will not fit in what the device has free."""
-    from models.llm_bench import available_bytes
+    from models.llm.bench import available_bytes
     need = sum(estimate_bytes(cfg, dtype, seq) for _, cfg in items)
     # A GGUF file is dequantised tensor by tensor: one float32 copy of the largest tensor on top.
     need += max(cfg.vocab_size * cfg.dim * 4 for _, cfg in items)
@@ -119,13 +119,13 @@ def check_memory(items: list[tuple[str, LlamaConfig]], dtype: torch.dtype, devic
 
 def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, seed: int = 0,
                  fmt: str | None = None) -> Transformer:
-    """The model with its matrices in the weight format `fmt` (models.quant: fp32, bf16, int8, int4; None = the
+    """The model with its matrices in the weight format `fmt` (models.llm.formats: fp32, bf16, int8, int4; None = the
     dtype's own), read once and packed once."""
-    from models.quant import prepare_weights
+    from models.llm.formats import prepare_weights
     if src.kind == "named":
         model = build_random(cfg, seed=seed, dtype=dtype, device=device)
     elif src.kind == "gguf":
-        from models.llm_gguf import load_gguf
+        from models.llm.gguf import load_gguf
         model = load_gguf(src.path, cfg, dtype=dtype, device=device, keep_int4=fmt == "int4")
     else:
         model = load_checkpoint(src.path, dtype=dtype, device=device)
@@ -174,7 +174,7 @@ def load_pair_models(target_spec, draft_spec=None, *, dtype: torch.dtype = torch
             raise InputError(f"the draft {d_src.label} and the target {t_src.label} have different tokenizers")
     items = [(t_cfg.name, t_cfg)] + ([(d_cfg.name, d_cfg)] if d_cfg is not None else [])
     check_memory(items, dtype, device, min(seq, max(c.max_position_embeddings for _, c in items)), dtype_name)
-    from models.quant import check_kernels
+    from models.llm.formats import check_kernels
     check_kernels(dtype_name, device)             # int4 off a CPU, a torch without the kernel: before loading
     target = Loaded(load_weights(t_src, t_cfg, dtype=dtype, device=device, seed=seed, fmt=dtype_name), t_src, text)
     draft = None

@@ -1,5 +1,5 @@
 """The neural pair on the table: a Llama target and a draft (or any proposer of guesses) run the speculative step
-through the torch mirror of the one rule (models.llm_speculative.verify_on_device), one StepTrace per pass: the
+through the torch mirror of the one rule (models.llm.speculative.verify_on_device), one StepTrace per pass: the
 same plain data, in shape and meaning, as the n-gram sampler's (models/sampler.py).
 
     pair = LlamaPair.shipped()                     # the 《呐喊》 pair in assets/models/ (or LlamaPair.load(t, d))
@@ -27,10 +27,10 @@ import numpy as np
 import torch
 
 from corpus.errors import InputError
-from models.llama import Transformer
-from models.llm_speculative import (DrafterProposer, ModelProposer, Proposer, SpeculativeLoop, decode_one_token,
+from models.llm.model import Transformer
+from models.llm.speculative import (DrafterProposer, ModelProposer, Proposer, SpeculativeLoop, decode_one_token,
                                     prefill, shape_probs, verify_on_device)
-from models.llm_text import TokenText
+from models.llm.text import TokenText
 from models.sampler import SamplerSettings, checked_prefix
 from models.drafters import ChainDrafter, kind
 from models.trace import GeneratedRun, StepTrace
@@ -80,10 +80,10 @@ class LlamaPair:
     @classmethod
     def load(cls, target_spec, draft_spec=None, *, dtype=None, dtype_name: str = "fp32", device="cpu",
              window: int | None = None, seed: int = 0) -> "LlamaPair":
-        """From two specs (checkpoint folders, .gguf files, named configs): see models.llm_checkpoint. dtype_name is
-        the weight format (fp32, bf16, int8, int4: models.quant); dtype, if given, the float dtype around it."""
-        from models.llm_checkpoint import load_pair_models
-        from models.quant import compute_dtype
+        """From two specs (checkpoint folders, .gguf files, named configs): see models.llm.checkpoint. dtype_name is
+        the weight format (fp32, bf16, int8, int4: models.llm.formats); dtype, if given, the float dtype around it."""
+        from models.llm.checkpoint import load_pair_models
+        from models.llm.formats import compute_dtype
         dtype = dtype or compute_dtype(dtype_name)
         t, d = load_pair_models(target_spec, draft_spec, dtype=dtype, dtype_name=dtype_name, device=device,
                                 seq=window or DEFAULT_WINDOW, need_text=True, seed=seed)

@@ -20,8 +20,8 @@ import torch.nn.functional as F
 
 from corpus.errors import InputError
 from corpus.validate import read_json, utf8_path
-from models.quant import linear, weight_operand
-from models.checkpoint_checks import (MAX_CONFIG_BYTES, MAX_INDEX_BYTES, check_bos_token_id, check_config, check_finite,
+from models.llm.formats import linear, weight_operand
+from models.llm.checks import (MAX_CONFIG_BYTES, MAX_INDEX_BYTES, check_bos_token_id, check_config, check_finite,
                                       check_hf_config, check_tensor_dtype, inside_checkpoint, select_rope, shard_names)
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -182,7 +182,7 @@ class Transformer(nn.Module):
         self.max_batch_size = -1
         self.max_seq_length = -1
         self.block_impl = block_forward      # swapped for a compiled version on CUDA (same maths)
-        self.weight_format = ""              # fp32 | bf16 | fp16 | int8 | int4 (models.quant), "" = the dtype's
+        self.weight_format = ""              # fp32 | bf16 | fp16 | int8 | int4 (models.llm.formats), "" = the dtype's
 
     @property
     def device(self) -> torch.device:
@@ -435,7 +435,7 @@ def read_checkpoint_config(path) -> LlamaConfig:
 
 
 def bos_token_id(path, cfg: LlamaConfig) -> int | None:
-    """config.json's bos_token_id (the token a text starts from), checked by models.checkpoint_checks; None when
+    """config.json's bos_token_id (the token a text starts from), checked by models.llm.checks; None when
     it gives none."""
     d = Path(path)
     raw = read_json(inside_checkpoint(d, "config.json", str(d)), "config.json", MAX_CONFIG_BYTES)
@@ -596,8 +596,8 @@ def save_checkpoint(model: Transformer, path, *, shards: int = 1) -> None:
 def load_model(*, checkpoint=None, name: str | None = None, dtype=torch.float32, device="cpu",
                seed: int = 0, fmt: str | None = None) -> tuple[Transformer, bool]:
     """A checkpoint directory or a named config with random weights, its matrices in the weight format `fmt`
-    (models.quant; None: as loaded); returns (model, random_weights)."""
-    from models.quant import prepare_weights
+    (models.llm.formats; None: as loaded); returns (model, random_weights)."""
+    from models.llm.formats import prepare_weights
     if checkpoint is not None:
         model, random = load_checkpoint(checkpoint, dtype=dtype, device=device), False
     else:

@@ -17,7 +17,7 @@ import torch
 
 from corpus.errors import InputError
 from models.acceptance import ROW_SUM_TOLERANCE, check_rule_shapes, violation_message
-from models.llama import Transformer
+from models.llm.model import Transformer
 
 
 # --- turning logits into the rows the rule reads --------------------------------------------------
@@ -190,7 +190,7 @@ def compile_blocks(model: Transformer) -> None:
     """Compile the one block function (inductor fuses norms, rope and SwiGLU; the graph is shared by every
     layer of the same shape, so compile time does not grow with depth). Prefill stays eager."""
     import torch._dynamo
-    from models.llama import block_forward
+    from models.llm.model import block_forward
     cfg = torch._dynamo.config
     for knob in ("recompile_limit", "cache_size_limit"):
         if hasattr(cfg, knob):
@@ -218,7 +218,7 @@ def compile_step(model: Transformer):
 
 
 def eager_blocks(model: Transformer) -> None:
-    from models.llama import block_forward
+    from models.llm.model import block_forward
     model.block_impl = block_forward
 
 

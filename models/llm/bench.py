@@ -20,8 +20,8 @@ import torch.nn.functional as F
 
 from corpus import jsonio
 from corpus.errors import InputError
-from models.llama import DTYPES, RANDOM_WEIGHTS_NOTE, LlamaConfig, Transformer, load_model, read_checkpoint_config
-from models.llm_speculative import (PlainDecoder, SpeculativeDecoder, StepRunner, compile_blocks, compile_step,
+from models.llm.model import DTYPES, RANDOM_WEIGHTS_NOTE, LlamaConfig, Transformer, load_model, read_checkpoint_config
+from models.llm.speculative import (PlainDecoder, SpeculativeDecoder, StepRunner, compile_blocks, compile_step,
                                     decode_one_token, eager_blocks, forward_positions, sync)
 from models.measurements import PAIR_SCHEMA
 
@@ -74,7 +74,7 @@ def resolve_device(name: str) -> torch.device:
 
 def resolve_dtype(name: str) -> torch.dtype:
     """The float dtype a weight format computes in (int8/int4: fp32 around the packed matrices)."""
-    from models.quant import compute_dtype
+    from models.llm.formats import compute_dtype
     return compute_dtype(name)
 
 
@@ -531,10 +531,10 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     and α counted there. Also each forward timed alone (warm caches: faster than inside a run, where the two
     models evict each other's weights) and the memory roofline of the same shapes. drafter: "chain" (the draft
     model) or "lookup" (guesses copied from the text: no draft model). compile_draft (None: on a CPU) runs the
-    draft's one-token step as one compiled graph (models.llm_speculative.compile_step), eagerly if that fails,
+    draft's one-token step as one compiled graph (models.llm.speculative.compile_step), eagerly if that fails,
     and the file says which. Leaves both models' caches set up for
     the run's length: a caller that keeps its own caches sets them up again (measure_llama_pair does)."""
-    from models.llm_speculative import ModelProposer
+    from models.llm.speculative import ModelProposer
     say = progress or (lambda _s: None)
     device, dtype = target.device, target.act_dtype
     if not 1 <= gamma <= 64 or tokens < 2 or reps < 1 or not prompt_ids:
@@ -573,7 +573,7 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     def proposer():
         if uses_draft:
             return ModelProposer(draft, compiled=compiled)
-        from models.llm_speculative import lookup_proposer
+        from models.llm.speculative import lookup_proposer
         return lookup_proposer(target.config.vocab_size)
 
     def speculative(k: int) -> SpeculativeDecoder:
@@ -620,7 +620,7 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     formula_run = med["formula"]
     pass_s = guesses_per_pass * med["draft"] + med["verify"] + med["rest"]
     tc = target.config
-    from models.quant import streamed_bytes
+    from models.llm.formats import streamed_bytes
     t_bytes = streamed_bytes(target) + P * tc.kv_bytes_per_token(dtype)
     d_bytes = (streamed_bytes(draft) + P * draft.config.kv_bytes_per_token(dtype)) if uses_draft else 0
     c_paper = d_bytes / t_bytes
@@ -689,7 +689,7 @@ def tokens_per_pass(alpha: float, gamma: int) -> float:
 
 
 def measure_llama_pair(pair, prompt_ids: list[int], **kw) -> dict:
-    """measure_pair on a models.llm_pair.LlamaPair, holding its lock and restoring its caches afterwards."""
+    """measure_pair on a models.llm.pair.LlamaPair, holding its lock and restoring its caches afterwards."""
     with pair.lock:
         try:
             r = measure_pair(pair.target, pair.draft, prompt_ids, **kw)

@@ -89,17 +89,17 @@ def evaluate(neural: bool, *, corpus=None, ngram_pair=None, neural_pair=None, al
     from models.ngram import NGramPair
     from models.sampler import SamplerSettings
     ngram = ngram_pair or NGramPair.load()
-    from models.llm_checkpoint import MODELS_DIR
+    from models.llm.checkpoint import MODELS_DIR
     expected = _heldout_sha(MODELS_DIR / "nahan-target" / "training.json")
     path = find_heldout(corpus)
     text, info = heldout_text(path, expected)
-    from models.llm_text import from_tokenizer_file
+    from models.llm.text import from_tokenizer_file
     vocab = neural_pair.text if neural_pair is not None else from_tokenizer_file(
         MODELS_DIR / "nahan-target" / "tokenizer.json", 1 << 30)
     mask, oov_neural, oov_ngram = scored_mask(text, _neural_known(vocab), _ngram_known(ngram))
     s = SamplerSettings(gamma=gamma, temperature=1.0, seed=seed)
     if neural:
-        from models.llm_pair import LlamaPair, alpha_generated
+        from models.llm.pair import LlamaPair, alpha_generated
         pair = neural_pair or LlamaPair.shipped()
         ids = pair.encode("\n" + text, strict=False)
         sc = pair.score(ids)

@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from corpus.errors import InputError
-from models.checkpoint_checks import check_finite
-from models.llama import LlamaConfig, Transformer, _hf_to_ours, _materialise
+from models.llm.checks import check_finite
+from models.llm.model import LlamaConfig, Transformer, _hf_to_ours, _materialise
 
 _READERS: dict = {}
 
@@ -142,7 +142,7 @@ def _number(r, key, default=None):
 
 def gguf_config(path) -> LlamaConfig:
     """The `llama.*` metadata as the config.json fields they mean, checked by the one validator
-    (models.checkpoint_checks, through LlamaConfig.from_hf): types, ranges, finiteness, head grouping."""
+    (models.llm.checks, through LlamaConfig.from_hf): types, ranges, finiteness, head grouping."""
     path = Path(path)
     r = _reader(path)
     arch = _field(r, "general.architecture")
@@ -228,7 +228,7 @@ def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, devi
               keep_int4: bool = False) -> Transformer:
     """Dequantise every tensor into our model; each shape checked against the metadata's config. keep_int4: the
     Q4_0 / Q4_1 matrices' own codes are kept too (model.int4_codes), so packing them for int4 is no
-    requantisation (models.quant)."""
+    requantisation (models.llm.formats)."""
     import gguf
     path = Path(path)
     cfg = cfg or gguf_config(path)
@@ -296,7 +296,7 @@ def gguf_tokenizer(path, vocab_size: int):
     """A tokenizers.Tokenizer from the file's metadata, wrapped as TokenText."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    from models.llm_text import TokenText
+    from models.llm.text import TokenText
     path = Path(path)
     r = _reader(path)
     kind = _field(r, "tokenizer.ggml.model")

@@ -1,4 +1,4 @@
-"""Validation at the checkpoint edge, called by models.llama's loaders: config.json's fields (type, range,
+"""Validation at the checkpoint edge, called by models.llm.model's loaders: config.json's fields (type, range,
 finiteness, before anything is sized or allocated), the files a checkpoint names (inside its folder), and
 each tensor's dtype and values. Every failure is one InputError line naming the file and the field.
 
