@@ -8,6 +8,8 @@ flow, so models/ and scenes/ can find their files without importing the app.
 from __future__ import annotations
 
 import importlib.util
+import os
+import sys
 from pathlib import Path
 
 PACKAGE = "spectable_assets"
@@ -24,3 +26,19 @@ def _assets() -> Path:
 
 
 ASSETS = _assets()
+
+
+def cache_dir() -> Path:
+    """The user's cache folder for the program ($XDG_CACHE_HOME/spectable, else ~/.cache/spectable; on Windows
+    %LOCALAPPDATA%\\spectable\\cache, on macOS ~/Library/Caches/spectable): jieba's dictionary, the kernel choices."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    if base:
+        path = Path(base) / "spectable"
+    elif sys.platform == "win32" and os.environ.get("LOCALAPPDATA"):
+        path = Path(os.environ["LOCALAPPDATA"]) / "spectable" / "cache"
+    elif sys.platform == "darwin":
+        path = Path.home() / "Library" / "Caches" / "spectable"
+    else:
+        path = Path.home() / ".cache" / "spectable"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -5,18 +5,12 @@ import logging
 import os
 from pathlib import Path
 
+from corpus.resources import cache_dir
+
 NEWLINE = "\n"
 TOKEN_KINDS = ("char", "word")
 
 _jieba = None
-
-
-def cache_dir() -> Path:
-    """Our cache folder (jieba's dictionary cache lives here, not in the system temp folder)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "spectable"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _get_jieba():

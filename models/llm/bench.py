@@ -556,7 +556,10 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     pos_k = torch.arange(P, P + gamma + 1, device=device)
     notes: list[str] = []
     compiled = None
-    if uses_draft and (device.type == "cpu" if compile_draft is None else compile_draft):
+    if compile_draft is None:
+        # on a CPU, unless the draft's passes already run as one graph (models.llm.onnx_step, measured at load)
+        compile_draft = device.type == "cpu" and not (uses_draft and draft.graph_rows[0])
+    if uses_draft and compile_draft:
         say("compiling the draft model's forward")
         compiled, why = compile_step(draft)
         if why:
@@ -567,8 +570,15 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
     say("target and draft forwards")
     t_target = time_step(StepRunner(_decode_fn(target)), (tok1, pos1), reps, device)
     t_verify = time_step(StepRunner(_forward_fn(target)), (toks_k, pos_k), reps, device)
-    draft_step = compiled or StepRunner(_decode_fn(draft)) if uses_draft else None
-    t_draft = time_step(draft_step, (tok1, pos1), reps, device) if uses_draft else 0.0
+    t_draft = time_step(StepRunner(_decode_fn(draft)), (tok1, pos1), reps, device) if uses_draft else 0.0
+    if compiled is not None:
+        t_compiled = time_step(compiled, (tok1, pos1), reps, device)
+        if t_compiled < t_draft:
+            t_draft = t_compiled
+        else:                               # measured slower than the draft's own pass: not used
+            notes.append(f"the compiled draft step ({t_compiled * 1e3:.2f} ms) was slower than its own pass "
+                         f"({t_draft * 1e3:.2f} ms): not used")
+            compiled = None
 
     def proposer():
         if uses_draft:

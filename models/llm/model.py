@@ -183,6 +183,8 @@ class Transformer(nn.Module):
         self.max_seq_length = -1
         self.block_impl = block_forward      # swapped for a compiled version on CUDA (same maths)
         self.weight_format = ""              # fp32 | bf16 | fp16 | int8 | int4 (models.llm.formats), "" = the dtype's
+        self.step_graph = None               # models.llm.onnx_step.OnnxStep where measured faster (models.llm.tuning)
+        self.graph_rows = (False, False)     # whether it runs passes of one position, of several
 
     @property
     def device(self) -> torch.device:
@@ -222,6 +224,12 @@ class Transformer(nn.Module):
         if self.max_seq_length < 0:
             raise RuntimeError("call setup_caches first")
         cfg = self.config
+        graph = self.step_graph
+        if graph is not None and idx.shape[0] == 1 and (self.graph_rows[0] if idx.shape[1] == 1 else
+                                                          self.graph_rows[1]) and not torch.compiler.is_compiling():
+            # the pass as one ONNX Runtime graph, where it was measured faster (models.llm.onnx_step)
+            logits = graph(idx, int(input_pos[0]))
+            return logits[:, -1:] if last_only else logits
         if idx.device.type == "cpu" and (eager or self.block_impl is block_forward) \
                 and not torch.compiler.is_compiling():          # a compiled graph wants static shapes
             x = self._layers_cpu(idx, int(input_pos[0]))

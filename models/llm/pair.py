@@ -29,7 +29,7 @@ import torch
 from corpus.errors import InputError
 from models.llm.model import Transformer
 from models.llm.speculative import (DrafterProposer, ModelProposer, Proposer, SpeculativeLoop, decode_one_token,
-                                    prefill, shape_probs, verify_on_device)
+                                    prefill, shape_probs, verify_on_device, RowShaper)
 from models.llm.text import TokenText
 from models.sampler import SamplerSettings, checked_prefix
 from models.drafters import ChainDrafter, kind
@@ -39,8 +39,8 @@ MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refil
 DEFAULT_WINDOW = 1024          # long-context checkpoints: a cache this long (attention over it costs per token)
 
 
-def _shaper(s: SamplerSettings):
-    return lambda logits: shape_probs(logits, s.temperature, s.top_k, s.top_p)
+def _shaper(s: SamplerSettings) -> RowShaper:
+    return RowShaper(s.temperature, s.top_k, s.top_p)
 
 
 # --- the pair ---------------------------------------------------------------------------------------
