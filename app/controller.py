@@ -342,8 +342,9 @@ class Controller:
         """facts.facts(), recomputed only when the run, a setting or the tubes' readiness changed."""
         from app.facts import facts
         self.session.ensure()
+        bench = self.bench_worker
         key = (self.session.version, self.revision, self.tube_worker.ready() is not None if not self.scripted
-               else True)
+               else True, bench.running(), bench.step, len(bench.results))   # a live measurement landing or moving
         if key != self._facts_key:
             self._facts_key, self._facts = key, facts(self)
         # A number shown as '—' says why, once, when something showed it (read since the last call): a number

@@ -278,6 +278,30 @@ def shipped_pair_measurement() -> dict | None:
     return None
 
 
+def pair_measurement(ctl) -> tuple[dict | None, str]:
+    """The shipped neural pair's measurement the lesson quotes, and where it came from: "live" (measured on this
+    computer since the program started, app.session.BenchWorker), "measuring" (the shipped file, while the live
+    one runs) or "file" (the shipped file: another computer, named with its date)."""
+    worker = ctl.bench_worker
+    for (pair_key, _gamma), r in list(worker.results.items()):
+        if pair_key == pairs.NEURAL and isinstance(r, dict) and _dict(r, "pair").get("name") == SHIPPED_PAIR:
+            return r, "live"
+    e = shipped_pair_measurement()
+    return (e["data"] if e is not None else None), ("measuring" if worker.running() else "file")
+
+
+def computer_roofline(ctl) -> dict | None:
+    """This computer's roofline as the shipped pair measured it (live, else the shipped file's, which names its own
+    computer): {'device', 'date', 'source', 'ridge', 'lanes', 'read_GBps', 'gflops'}; None without one."""
+    d, source = pair_measurement(ctl)
+    m = _dict(d or {}, "machine")
+    if not m or m.get("lanes_to_saturate") is None:
+        return None
+    return {"device": str(_dict(d, "device").get("name") or "?"), "date": str(d.get("date", "?"))[:10],
+            "source": source, "ridge": float(m["ridge_ops_per_byte"]), "lanes": float(m["lanes_to_saturate"]),
+            "read_GBps": float(m["read_Bps"]) / 1e9, "gflops": float(m["flops"]) / 1e9}
+
+
 def _in_run(d: dict, key: str) -> float:
     """A cost as measured inside the runs (schema /2), or the forward timed alone (older files)."""
     run = d.get("in_run")
@@ -291,13 +315,39 @@ def neural_facts(ctl, f: Facts) -> None:
 
     def measured(fmt):
         def fn():
-            e = shipped_pair_measurement()
-            return fmt(e["data"]) if e is not None else "—"
+            d, _source = pair_measurement(ctl)
+            return fmt(d) if d is not None else "—"
         return fn
 
     def speed_words(d):
         sp = float(d["speedup"])
         return t("tour.neural_slower" if sp < 1 else "tour.neural_faster", speedup=f"×{sig(sp)}")
+
+    def threads_words(d):
+        n = int(d["device"]["threads"])
+        return t("tour.threads_one" if n == 1 else "tour.threads_many", n=n)
+
+    def source_words(_d):
+        d, source = pair_measurement(ctl)
+        dev = _dict(d, "device")
+        where = dict(device=str(dev.get("name") or "?"), date=str(d.get("date", "?"))[:10], threads=threads_words(d))
+        if source == "measuring":
+            worker = ctl.bench_worker
+            return t("tour.neural_measuring", step=worker.step, **where)
+        return t("tour.neural_measured_here" if source == "live" else "tour.neural_measured_on", **where)
+
+    def cause_words(d):
+        from models.measurements import slow_cause
+        cause = d.get("cause") or slow_cause(d)
+        if cause is None:
+            return ""
+        m = _dict(d, "machine")
+        k = int(d["settings"]["gamma"]) + 1
+        return t(f"tour.neural_cause_{cause['kind']}", turns=f"{cause['draft_turns']:.2f}", c=sig(_in_run(d, "c")),
+                 k=k, verify=f"{_in_run(d, 'verify_ratio'):.2f}",
+                 predicted=f"{float(m['predicted_verify_ratio']):.2f}" if m.get("predicted_verify_ratio") else "—",
+                 lanes=f"{float(m['lanes_to_saturate']):.1f}" if m.get("lanes_to_saturate") else "—",
+                 fixed=f"{100 * cause['fixed_share']:.0f}%")
 
     f.lazy.update({
         "neural_target_ms": measured(lambda d: fmt_ms(d["target_ms"])),
@@ -317,7 +367,17 @@ def neural_facts(ctl, f: Facts) -> None:
         "neural_speed_words": measured(speed_words),
         "neural_device": measured(lambda d: str(_dict(d, "device").get("name") or "?")),
         "neural_date": measured(lambda d: str(d.get("date", "?"))[:10]),
+        "neural_threads_words": measured(threads_words),
+        "neural_source": measured(source_words),
+        "neural_cause": measured(cause_words),
     })
+
+    def cpu_lanes():
+        r = computer_roofline(ctl)
+        if r is None:
+            raise InputError("no measurement of this computer's arithmetic and reading (spectable bench --pair neural)")
+        return t("fact.cpu_lanes_value", lanes=f"{r['lanes']:.1f}", ridge=f"{r['ridge']:.1f}", device=r["device"])
+    f.lazy["cpu_lanes"] = cpu_lanes
     def params(role):           # the shipped pair's (the tour's passage names it), read from its checkpoints
         n = ses.pair_by_key("neural").params[role]
         if n is None:
@@ -566,6 +626,28 @@ def pair_view(r: dict, t, file: str | None = None, only: tuple[str, ...] | None 
         view["notes"].append(t("hw.pair_costs_note", speedup=f"×{sig(costs)}"))
     if r.get("draft_step") in ("compiled", "eager"):
         view["notes"].append(t(f"hw.pair_draft_{r['draft_step']}"))
+    m = _dict(r, "machine")
+    if m.get("ridge_ops_per_byte") is not None:
+        # this computer's roofline and what it predicts beside what was measured, then what held the gain back
+        view["notes"].append(t("hw.pair_machine", read=f"{float(m['read_Bps']) / 1e9:.1f}",
+                               gflops=f"{float(m['flops']) / 1e9:.1f}", ridge=f"{float(m['ridge_ops_per_byte']):.1f}",
+                               lanes=f"{float(m['lanes_to_saturate']):.1f}",
+                               fixed=f"{float(m['fixed_s']) * 1e3:.2f}", pass_ms=f"{float(m['pass_1_s']) * 1e3:.2f}"))
+        speed = m.get("predicted_speedup") or {}
+        view["notes"].append(t("hw.pair_predicted", k=m.get("rows", "?"),
+                               predicted=f"{float(m['predicted_verify_ratio']):.2f}",
+                               measured=f"{float(m['measured_verify_ratio']):.2f}",
+                               best=m.get("best_gamma", "?"),
+                               speedup=f"×{sig(float(speed[str(m['best_gamma'])]))}" if str(m.get("best_gamma")) in speed
+                               else "—"))
+    from models.measurements import slow_cause
+    cause = r.get("cause") or slow_cause(r)
+    if cause is not None and _num(r, "speedup") is not None and float(r["speedup"]) < 1.3:
+        view["notes"].append(t(f"hw.pair_cause_{cause['kind']}", turns=f"{cause['draft_turns']:.2f}",
+                               extra=f"{cause['verify_extra_turns']:.2f}", fixed=f"{100 * cause['fixed_share']:.0f}%"))
+    for role, lines in (r.get("kernels") or {}).items():
+        if isinstance(lines, list) and lines:
+            view["notes"].append(t("hw.pair_kernels", role=t(f"hw.role_{role}")) + " " + "; ".join(lines[:2]))
     load = _num(dev, "load_average_1min")
     if load is not None:
         view["notes"].append(t("hw.pair_load", load=f"{load:.1f}"))

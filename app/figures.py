@@ -22,7 +22,7 @@ def plot_names(ctl) -> tuple[str, ...]:
 PLOT_INPUTS = {
     "speedup": ("run", "c"),
     "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps"),
-    "roofline": ("device", "model", "context", "lanes"),
+    "roofline": ("device", "model", "context", "lanes", "computer"),
     # the tubes are run on the pair with its drafter, not part of the run
     "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }
@@ -34,7 +34,16 @@ def inputs_key(ctl, name: str) -> tuple:
     if deps is None:
         return ("any", ctl.session.version, ctl.revision)
     s = ctl.settings
-    return (s.language, s.palette) + tuple(ctl.session.version if d == "run" else getattr(s, d) for d in deps)
+
+    def value(d):
+        if d == "run":
+            return ctl.session.version
+        if d == "computer":                 # this computer's measured roofline: the file's, then the live one
+            from app.facts import computer_roofline
+            r = computer_roofline(ctl)
+            return None if r is None else (r["source"], r["lanes"])
+        return getattr(s, d)
+    return (s.language, s.palette) + tuple(value(d) for d in deps)
 
 
 SLIDE_PX = (1920, 1080)       # exported plots: a slide's size
@@ -73,8 +82,11 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
     if name == "roofline":
         lanes, tps, busy = derived.lane_sweep(s.device, s.model, s.context)
         from models import hardware
+        from app.facts import computer_roofline
+        mine = computer_roofline(ctl)
+        computer = None if mine is None else (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}"), mine["lanes"])
         return plots.roofline_plot(t, pal, lanes, tps, busy, s.lanes, hardware.get_device(s.device).label,
-                                   hardware.get_model(s.model).label, f"{s.context:,}", **look)
+                                   hardware.get_model(s.model).label, f"{s.context:,}", computer=computer, **look)
     if name == "tubes":
         res = ctl.tube_worker.get()
         tv_l, tv_r = tube_tv_curves(res)

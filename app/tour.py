@@ -127,7 +127,7 @@ CHAPTERS: tuple[Chapter, ...] = (
     # (the plot's legend gives every drafter's speedup on paper: no facts table beside it, the plot needs the room)
     Chapter("10-no-second-model", {}, plot="drafters", hold="end"),
     Chapter("11-inside-read-head", {"lanes": 9, "context": 1, "decoder": "target"},
-            facts=("lanes", "busy", "lanes_to_saturate")),     # nine sequences: nine lanes
+            facts=("lanes", "busy", "lanes_to_saturate", "cpu_lanes")),     # nine sequences: nine lanes
     Chapter("12-taken-apart", {}, facts=("vocab", "alpha")),
 )
 

@@ -144,12 +144,12 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def load_ours(gguf: Path, fmt: str):
+def load_ours(gguf: Path, fmt: str, threads: int | None = None):
     from models.llm.checkpoint import load_weights, read_config, read_tokenizer, resolve
     from models.llm.formats import compute_dtype
     src = resolve(str(gguf))
     cfg = read_config(src)
-    model = load_weights(src, cfg, dtype=compute_dtype(fmt), device="cpu", fmt=fmt)
+    model = load_weights(src, cfg, dtype=compute_dtype(fmt), device="cpu", fmt=fmt, threads=threads)
     return model, read_tokenizer(src, cfg, required=True)
 
 
@@ -163,6 +163,15 @@ def ours_plain(model, prompt: list[int], tokens: int, reps: int) -> float:
         dec.generate(prompt, tokens)
         times.append(dec.decode_seconds / (tokens - 1))
     return 1 / sorted(times)[len(times) // 2]
+
+
+def verify_ratio(model) -> tuple[float, float]:
+    """(measured, predicted) cost of a pass of 5 positions over one of 1, at position 40: the predicted one from
+    this computer's roofline (models.llm.machine: read rate, arithmetic, the fixed cost of a pass)."""
+    from models.llm import machine, tuning
+    model.setup_caches(1, 256)
+    t1, t5 = tuning.time_pass(model, reps=21)
+    return t5 / t1, machine.measure(model, t1).verify_ratio(5)
 
 
 def ours_lookup(model, prompt: list[int], tokens: int, reps: int, eos: int | None) -> tuple[float, float, float]:
@@ -225,16 +234,17 @@ def main() -> int:
     if bin_dir:
         say(f"llama.cpp build: {results['llama_cpp_build']}")
     print(f"{'threads':>7} {'file':>5} {'ours':>5} {'ours tok/s':>10} {'roofline':>8} {'llama.cpp':>9} {'ratio':>6} "
-          f"{'transformers':>12} {'lookup ours':>11} {'lookup l.cpp':>12}")
+          f"{'transformers':>12} {'lookup ours':>11} {'lookup l.cpp':>12} {'v5/v1':>6} {'predicted':>9}")
     for th in [int(x) for x in a.threads.split(",")]:
         torch.set_num_threads(th)
         bw = read_bandwidth()
         tf = None if a.no_transformers else transformers_plain(q41, a.tokens)
         for name, path in files.items():
             fmt = ours_of[name]
-            model, tok = load_ours(path, fmt)
+            model, tok = load_ours(path, fmt, threads=th)
             plain_prompt = tok.encode(PLAIN_PROMPT)
             tps = ours_plain(model, plain_prompt, a.tokens, a.reps)
+            ratio, predicted = verify_ratio(model)
             roof = bw / streamed_bytes(model)
             eos = tok.tokenizer.token_to_id("<|im_end|>")
             lk = ours_lookup(model, tok.encode(COPY_PROMPT), a.tokens, a.reps, eos)
@@ -244,12 +254,13 @@ def main() -> int:
                    "streamed_bytes": streamed_bytes(model), "fraction_of_roofline": tps / roof,
                    "llama_cpp_tokens_per_s": lc, "ours_over_llama_cpp": tps / lc if lc else None,
                    "transformers_fp32_tokens_per_s": tf, "lookup_ours": lk[2], "lookup_ours_tokens_per_s": lk[1],
-                   "lookup_llama_cpp": lcl[2] if lcl else None}
+                   "lookup_llama_cpp": lcl[2] if lcl else None, "verify5_over_verify1": ratio,
+                   "predicted_verify_ratio": predicted, "kernels": model.kernel_report}
             results["rows"].append(row)
             print(f"{th:>7} {name:>5} {fmt:>5} {tps:>10.1f} {100 * tps / roof:>7.0f}% "
                   f"{lc if lc else float('nan'):>9.1f} {row['ours_over_llama_cpp'] or float('nan'):>6.2f} "
                   f"{tf if tf else float('nan'):>12.1f} {lk[2]:>10.2f}× "
-                  f"{lcl[2] if lcl else float('nan'):>11.2f}×", flush=True)
+                  f"{lcl[2] if lcl else float('nan'):>11.2f}× {ratio:>6.2f} {predicted:>9.2f}", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -42,11 +42,15 @@ def tokens_per_pass_formula(alpha: float, gamma: int) -> float:
     return (1.0 - alpha ** (gamma + 1)) / (1.0 - alpha)
 
 
-def speedup(alpha: float, gamma: int, c: float) -> float:
-    """Walltime improvement over the target alone when one draft run costs c target runs."""
+def speedup(alpha: float, gamma: int, c: float, verify: float = 1.0) -> float:
+    """Walltime improvement over the target alone when one draft run costs c target runs and checking γ+1 tokens
+    costs `verify` target runs (1 on paper: the weights are read once for all of them):
+    (1 - α^(γ+1)) / ((1 - α)(γ c + v))."""
     if not (c >= 0 and math.isfinite(c)):
         raise InputError(f"c must be a finite number >= 0, got {c}")
-    return tokens_per_pass_formula(alpha, gamma) / (gamma * c + 1.0)
+    if not (verify > 0 and math.isfinite(verify)):
+        raise InputError(f"the verify cost must be a finite number > 0, got {verify}")
+    return tokens_per_pass_formula(alpha, gamma) / (gamma * c + verify)
 
 
 def best_gamma(alpha: float, c: float, max_gamma: int = 64) -> int:

@@ -45,8 +45,10 @@ FIGURES = {
 POINT_FIELDS = ("batch", "context", "tokens_per_s", "on_paper_tokens_per_s", "fraction_of_roofline")
 # A checkpoint pair measured live (`spectable bench --pair neural`, models.llm.bench.measure_pair): the figures at
 # the top level and their roofline values under on_paper.
-PAIR_SCHEMA = "spectable-pair-bench/2"            # /2 adds the in-run costs, the drafter, streamed bytes
-PAIR_SCHEMAS = ("spectable-pair-bench/1", PAIR_SCHEMA)
+PAIR_SCHEMA = "spectable-pair-bench/3"            # /2 adds the in-run costs, the drafter, streamed bytes; /3 this
+PAIR_SCHEMAS = ("spectable-pair-bench/1", "spectable-pair-bench/2", PAIR_SCHEMA)    # computer's roofline, kernels
+PAIR_MACHINE = ("read_Bps", "flops", "fixed_s", "pass_1_s", "ridge_ops_per_byte", "lanes_to_saturate",
+                "predicted_verify_ratio", "measured_verify_ratio", "best_speedup", "draft_pass_ms")
 PAIR_FIGURES = ("target_ms", "draft_ms", "verify_ms", "verify_ratio", "c", "alpha", "tokens_per_pass",
                 "plain_tokens_per_s", "speculative_tokens_per_s", "speedup", "copy_bandwidth_GBps")
 PAIR_ON_PAPER = ("target_ms", "draft_ms", "c", "verify_ratio", "tokens_per_pass", "plain_tokens_per_s", "speedup",
@@ -125,6 +127,27 @@ def _check_pair(data: dict, where: str) -> None:
         run = mapping(data["in_run"], f"{where}: in_run")
         for key in PAIR_IN_RUN:
             _figure(run.get(key), f"{where}: in_run.{key}")
+    if data.get("machine") is not None:
+        machine = mapping(data["machine"], f"{where}: machine")
+        for key in PAIR_MACHINE:
+            _figure(machine.get(key), f"{where}: machine.{key}")
+        if machine.get("best_gamma") is not None:
+            whole(machine["best_gamma"], f"{where}: machine.best_gamma", 1, MAX_GAMMA)
+        for g, v in mapping(machine.get("predicted_speedup") or {}, f"{where}: machine.predicted_speedup").items():
+            if not str(g).isdigit() or not 1 <= int(g) <= MAX_GAMMA:
+                raise InputError(f"{where}: machine.predicted_speedup has a γ {g!r} outside 1..{MAX_GAMMA}")
+            _figure(v, f"{where}: machine.predicted_speedup.{g}")
+    if data.get("cause") is not None:
+        cause = mapping(data["cause"], f"{where}: cause")
+        if cause.get("kind") not in ("draft", "verify", "fixed"):
+            raise InputError(f"{where}: cause.kind must be draft, verify or fixed")
+        for key in ("draft_turns", "verify_extra_turns", "fixed_share"):
+            _figure(cause.get(key), f"{where}: cause.{key}")
+    for role, lines in mapping(data.get("kernels") or {}, f"{where}: kernels").items():
+        if not isinstance(lines, list) or len(lines) > 200:
+            raise InputError(f"{where}: kernels.{role} must be a list of at most 200 lines")
+        for i, line in enumerate(lines):
+            text(line, f"{where}: kernels.{role}[{i}]", 2000)
     _optional_text(data, "drafter", f"{where}: drafter")
     _optional_text(data, "draft_step", f"{where}: draft_step")
     notes = data.get("notes")
@@ -194,3 +217,24 @@ def _figure(value, where: str) -> None:
     v = number(value, where, 0.0, FIGURE_RANGE[1])
     if 0 < v < FIGURE_RANGE[0]:
         raise InputError(f"{where} = {value!r} is too small to be a measurement (0, or at least {FIGURE_RANGE[0]:g})")
+
+
+def slow_cause(r: dict) -> dict | None:
+    """What holds a pair measurement's speed-up back, from its own numbers: the part of a speculative pass
+    furthest above what the lesson's formula counts (a free draft, one target turn for checking). kind: "draft"
+    (its guesses cost more target turns than checking adds), "verify" (checking γ+1 tokens costs more than one,
+    and this computer's roofline says so: its arithmetic is busy before γ+1 lanes), "fixed" (checking costs
+    more, but the roofline says it should be nearly free: the pass's own overhead, dispatch and attention)."""
+    run = r.get("in_run")
+    if not isinstance(run, dict) or run.get("c") is None or run.get("verify_ratio") is None:
+        return None
+    m = r.get("machine") if isinstance(r.get("machine"), dict) else {}
+    g = float(r.get("guesses_per_pass") or (r.get("settings") or {}).get("gamma") or 1)
+    draft_turns = g * float(run["c"])
+    verify_extra = float(run["verify_ratio"]) - 1.0
+    fixed_share = float(m["fixed_s"]) * 1e3 / float(r["target_ms"]) if m.get("fixed_s") is not None else 0.0
+    kind = "draft" if draft_turns >= verify_extra else "verify"
+    if kind == "verify" and m.get("predicted_verify_ratio") is not None \
+            and float(m["predicted_verify_ratio"]) - 1.0 < 0.5 * verify_extra:
+        kind = "fixed"
+    return {"kind": kind, "draft_turns": draft_turns, "verify_extra_turns": verify_extra, "fixed_share": fixed_share}

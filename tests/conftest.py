@@ -9,6 +9,7 @@ os.environ.setdefault("MPLCONFIGDIR", os.path.join(_tmp, "mpl"))
 os.environ.setdefault("XDG_CONFIG_HOME", os.path.join(_tmp, "config"))
 os.environ.setdefault("XDG_CACHE_HOME", os.path.join(_tmp, "cache"))
 os.environ.setdefault("PYGAME_HIDE_SUPPORT_PROMPT", "1")
+os.environ.setdefault("SPECTABLE_THREADS", "1")      # every machine has one core; measuring threads is tested on its own
 os.environ.setdefault("HYPOTHESIS_STORAGE_DIRECTORY", os.path.join(_tmp, "hypothesis"))   # not in the repository
 
 

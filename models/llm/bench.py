@@ -19,11 +19,12 @@ import torch
 import torch.nn.functional as F
 
 from corpus import jsonio
+from models import analytics
 from corpus.errors import InputError
 from models.llm.model import DTYPES, RANDOM_WEIGHTS_NOTE, LlamaConfig, Transformer, load_model, read_checkpoint_config
 from models.llm.speculative import (PlainDecoder, SpeculativeDecoder, StepRunner, compile_blocks, compile_step,
                                     decode_one_token, eager_blocks, forward_positions, sync)
-from models.measurements import PAIR_SCHEMA
+from models.measurements import PAIR_SCHEMA, slow_cause
 
 SCHEMA = "spectable-bench/1"
 
@@ -265,8 +266,7 @@ def model_summary(cfg: LlamaConfig, dtype) -> dict:
 
 def speedup_on_paper(alpha: float, gamma: int, c: float, verify_ratio: float) -> float:
     """Expected tokens per pass / cost of a pass in target decode steps: (1-α^(γ+1))/(1-α) / (γc + v)."""
-    tokens = gamma + 1 if alpha >= 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
-    return tokens / (gamma * c + verify_ratio)
+    return analytics.speedup(min(max(alpha, 0.0), 1.0), gamma, c, verify_ratio)
 
 
 def _hardware_roofline(device_label: str, model_name: str, batch: int, context: int):
@@ -469,6 +469,8 @@ def run_bench(s: BenchSettings, progress: bool = True) -> dict:
         out["notes"].append("greedy speculative output differed from greedy plain output: in bf16 the verify "
                             "and decode forwards round differently, so near-ties can flip (fp32 tests prove equality)")
     out["fast_path"] = fast.describe()
+    out["kernels"] = {role: kernel_lines(m) for role, m in (("target", target), ("draft", draft))
+                      if getattr(m, "kernel_report", None)}
     if device.type == "cpu":
         out["notes"].append("CPU: on paper is the memory roofline only: a CPU's GEMM rate depends on the shape and, without AVX-512 BF16, "
                             "bf16 GEMMs of several rows convert on the fly (figures.matmul gives one rate), so "
@@ -512,6 +514,9 @@ def summary_lines(r: dict) -> list[str]:
     for p in f["batch_sweep"]["points"]:
         lines.append(f"batch {p['batch']:>3} ctx {p['context']:>5} {p['tokens_per_s']:8.1f} tok/s      on paper "
                      f"{p['on_paper_tokens_per_s']:.1f} tok/s ({100 * p['fraction_of_roofline']:.0f}%)")
+    for role, ks in (r.get("kernels") or {}).items():
+        lines.append(f"{role} products:")
+        lines += [f"  {x}" for x in ks]
     lines.append(f"speculative γ={sp['gamma']}    {sp['speculative_tokens_per_s']:8.1f} tok/s vs plain "
                  f"{sp['plain_tokens_per_s']:.1f} (x{sp['speedup']:.2f}); α={sp['alpha']:.2f}, "
                  f"{sp['tokens_per_pass']:.2f} tokens/pass; on paper x{sp['on_paper_speedup']:.2f}")
@@ -576,7 +581,7 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
         if t_compiled < t_draft:
             t_draft = t_compiled
         else:                               # measured slower than the draft's own pass: not used
-            notes.append(f"the compiled draft step ({t_compiled * 1e3:.2f} ms) was slower than its own pass "
+            notes.append(f"the compiled draft pass ({t_compiled * 1e3:.2f} ms) was slower than its eager pass "
                          f"({t_draft * 1e3:.2f} ms): not used")
             compiled = None
 
@@ -687,7 +692,51 @@ def measure_pair(target: Transformer, draft: Transformer | None, prompt_ids: lis
             out["device"]["load_average_1min"] = os.getloadavg()[0]
         except OSError:
             pass
+        say("this computer's roofline")
+        out["machine"] = machine_section(target, draft if uses_draft else None, t_target, t_verify, t_draft, alpha,
+                                         gamma, c_run, v_run)
+        out["measured"] = {"read_bandwidth_Bps": out["machine"]["read_Bps"], "flops": out["machine"]["flops"]}
+        out["kernels"] = {role: kernel_lines(m) for role, m in (("target", target), ("draft", draft))
+                          if m is not None and getattr(m, "kernel_report", None)}
+        out["cause"] = slow_cause(out)
     return out
+
+
+def machine_section(target, draft, t_target: float, t_verify: float, t_draft: float, alpha: float, gamma: int,
+                    c_run: float, v_run: float) -> dict:
+    """This computer's roofline for the target (models.llm.machine) and what it predicts beside what was
+    measured: checking γ+1 tokens against one, and the speed-up at each γ (with c as measured alone)."""
+    from models.llm import machine
+    roof = machine.measure(target, t_target)
+    k = gamma + 1
+    c = t_draft / t_target if draft is not None else 0.0
+    speed = machine.predicted_speedups(roof, min(max(alpha, 0.0), 1.0), c)
+    best = max(speed, key=speed.get)
+    return roof.as_dict() | {
+        "rows": k, "predicted_verify_ratio": roof.verify_ratio(k), "measured_verify_ratio": t_verify / t_target,
+        "predicted_speedup": {str(g): v for g, v in speed.items()}, "best_gamma": best,
+        "best_speedup": speed[best], "draft_pass_ms": t_draft * 1e3,
+        "in_run_verify_ratio": v_run, "in_run_c": c_run}
+
+
+def kernel_lines(model) -> list[str]:
+    """Which path each of a model's products took, and what the alternatives cost (µs a product, 1 | γ+1 rows)."""
+    r = model.kernel_report
+    lines = []
+    p = r.get("pass") or {}
+    if p.get("us"):
+        ways = ", ".join(f"{w} {u['1'] / 1e3:.2f} | {u[str(max(int(x) for x in u))] / 1e3:.2f} ms"
+                         for w, u in p["us"].items())
+        lines.append(f"the pass: {p['one_position']} for one position, {p['several_positions']} for several ({ways})")
+    for g in r["groups"]:
+        alts = ", ".join(f"{n} {'|'.join(f'{t:.0f}' for t in us.values())}" for n, us in g["us"].items())
+        head = " head" if g["head"] else ""
+        lines.append(f"{g['matrices']} × {g['shape'][0]}×{g['shape'][1]}{head} {g['format']}: {g['one_row']} for one "
+                     f"row, {g['several_rows']} for several" + (f" ({alts} µs)" if alts else ""))
+    lines.append(f"threads: {r['threads']}" + (" (" + ", ".join(f"{t}: {sum(v) / 1e3:.2f} ms"
+                                                              for t, v in r['thread_pass_us'].items()) + ")"
+                                              if r.get("thread_pass_us") else ""))
+    return lines
 
 
 def _median(xs: list[float]) -> float:
@@ -695,7 +744,7 @@ def _median(xs: list[float]) -> float:
 
 
 def tokens_per_pass(alpha: float, gamma: int) -> float:
-    return gamma + 1.0 if alpha >= 1 else (1 - alpha ** (gamma + 1)) / (1 - alpha)
+    return analytics.tokens_per_pass_formula(min(max(alpha, 0.0), 1.0), gamma)
 
 
 def measure_llama_pair(pair, prompt_ids: list[int], **kw) -> dict:
@@ -716,7 +765,8 @@ def measure_llama_pair(pair, prompt_ids: list[int], **kw) -> dict:
 def _shown_source(label):
     """A checkpoint as a measurement file names it: the shipped pair's name or the file/folder's own name, never
     the absolute path of this machine's folders."""
-    return None if label is None else Path(str(label)).name
+    from corpus.validate import shown_name
+    return None if label is None else shown_name(Path(str(label)).name)      # a name not UTF-8, escaped
 
 
 def pair_summary_lines(r: dict) -> list[str]:
@@ -742,6 +792,27 @@ def pair_summary_lines(r: dict) -> list[str]:
         f"{p['speedup_from_measured_costs']:.2f}× ({100 * run['measured_over_formula']:.0f}% of it); on paper "
         f"{p['speedup']:.2f}×",
         f"a pass                 draft {100 * run['share_of_pass']['draft']:.0f}% · verify "
-        f"{100 * run['share_of_pass']['verify']:.0f}% · the rest {100 * run['share_of_pass']['rest']:.0f}%",
-        f"method: {r['method']}"]
+        f"{100 * run['share_of_pass']['verify']:.0f}% · the rest {100 * run['share_of_pass']['rest']:.0f}%"]
+    m = r.get("machine")
+    if m:
+        k = m["rows"]
+        lines += [
+            f"this computer          reads {m['read_Bps'] / 1e9:.1f} GB/s (the model's {m['weight_bytes'] / 1e6:.1f} MB), "
+            f"multiplies {m['flops'] / 1e9:.1f} GFLOP/s: ridge {m['ridge_ops_per_byte']:.1f} operations a byte "
+            f"(H100: 295), {m['lanes_to_saturate']:.1f} lanes before the arithmetic is busy",
+            f"fixed cost of a pass   {m['fixed_s'] * 1e3:8.2f} ms     of {m['pass_1_s'] * 1e3:.2f} ms (beyond the matrices' "
+            "roofline)",
+            f"verify {k} / verify 1     predicted {m['predicted_verify_ratio']:.2f}, measured "
+            f"{m['measured_verify_ratio']:.2f} alone, {m['in_run_verify_ratio']:.2f} in the runs",
+            "predicted speedup      " + ", ".join(f"γ={g} ×{v:.2f}" for g, v in m["predicted_speedup"].items()
+                                                   if int(g) <= 8) + f"; best γ = {m['best_gamma']}"]
+        cause = r.get("cause")
+        if cause:
+            lines.append(f"what holds it back     {cause['kind']}: drafting {cause['draft_turns']:.2f} target turns a "
+                         f"pass, checking {cause['verify_extra_turns']:.2f} turns beyond one, a one-position pass "
+                         f"{100 * cause['fixed_share']:.0f}% fixed cost")
+    for role, ks in (r.get("kernels") or {}).items():
+        lines.append(f"{role} products:")
+        lines += [f"  {x}" for x in ks]
+    lines.append(f"method: {r['method']}")
     return lines

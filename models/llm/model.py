@@ -19,7 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from corpus.errors import InputError
-from corpus.validate import read_json, utf8_path
+from corpus.validate import read_json, shown_name, utf8_path
 from models.llm.formats import linear, weight_operand
 from models.llm.checks import (MAX_CONFIG_BYTES, MAX_INDEX_BYTES, check_bos_token_id, check_config, check_finite,
                                       check_hf_config, check_tensor_dtype, inside_checkpoint, select_rope, shard_names)
@@ -439,7 +439,7 @@ def read_checkpoint_config(path) -> LlamaConfig:
     raw = read_json(cfg_file, "config.json", MAX_CONFIG_BYTES)
     if not isinstance(raw, dict):
         raise InputError(f"{cfg_file} is not a JSON object")
-    return LlamaConfig.from_hf(raw, name=d.name, where=str(cfg_file))
+    return LlamaConfig.from_hf(raw, name=shown_name(d.name), where=shown_name(cfg_file))   # a name not UTF-8, escaped
 
 
 def bos_token_id(path, cfg: LlamaConfig) -> int | None:

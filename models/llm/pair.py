@@ -79,14 +79,15 @@ class LlamaPair:
     # --- loading --------------------------------------------------------------------------------------
     @classmethod
     def load(cls, target_spec, draft_spec=None, *, dtype=None, dtype_name: str = "fp32", device="cpu",
-             window: int | None = None, seed: int = 0) -> "LlamaPair":
+             window: int | None = None, seed: int = 0, threads: int | None = None) -> "LlamaPair":
         """From two specs (checkpoint folders, .gguf files, named configs): see models.llm.checkpoint. dtype_name is
-        the weight format (fp32, bf16, int8, int4: models.llm.formats); dtype, if given, the float dtype around it."""
+        the weight format (fp32, bf16, int8, int4: models.llm.formats); dtype, if given, the float dtype around it;
+        threads: that many (None: measured on this computer as the target loads, models.llm.tuning)."""
         from models.llm.checkpoint import load_pair_models
         from models.llm.formats import compute_dtype
         dtype = dtype or compute_dtype(dtype_name)
         t, d = load_pair_models(target_spec, draft_spec, dtype=dtype, dtype_name=dtype_name, device=device,
-                                seq=window or DEFAULT_WINDOW, need_text=True, seed=seed)
+                                seq=window or DEFAULT_WINDOW, need_text=True, seed=seed, threads=threads)
         return cls(t.model, None if d is None else d.model, t.text, window=window,
                    name=f"{t.model.config.name} + {d.model.config.name}" if d else t.model.config.name,
                    sources={"target": t.source.label, "draft": None if d is None else d.source.label},
@@ -254,19 +255,6 @@ class LlamaPair:
                 done = start + len(chunk) - 1
                 start += W // 2
         return out
-
-
-SMALL_MODEL_PARAMS = 50_000_000
-
-
-def one_thread_if_small(pair: LlamaPair) -> int:
-    """Models this small gain nothing from torch's intra-op threads, and on a busy machine their waiting costs ten
-    times over (measured on this project's 2-core machine under load: the shipped pair wrote 130 tokens/s on one
-    thread, 12 on two): one thread for a CPU pair under 50M parameters, torch's choice otherwise. The setting is
-    the process's (torch has one); returns the thread count in effect."""
-    if pair.device.type == "cpu" and pair.params["target"] < SMALL_MODEL_PARAMS:
-        torch.set_num_threads(1)
-    return torch.get_num_threads()
 
 
 # --- the samplers ------------------------------------------------------------------------------------

@@ -92,7 +92,9 @@ def suspect_on_device(guesses, q_rows, p_rows, r, u_final) -> torch.Tensor:
     for rows in (q_rows, p_rows):
         if rows.numel():
             parts.append(~(rows.amin() >= 0).view(1))                  # a negative entry or a NaN
-            parts.append(~((rows.sum(1) - 1.0).abs() <= tol))          # off by more, or infinite
+            # summed in fp32 whatever the rows' dtype: a bf16 sum rounds to 1/128 and would hide a row the fp64
+            # check refuses
+            parts.append(~((rows.sum(1, dtype=torch.float32) - 1.0).abs() <= tol))     # off by more, or infinite
     if guesses.numel():
         safe = guesses.clamp(0, V - 1)
         parts.append(~(q_rows.gather(1, safe.view(-1, 1)).view(-1) > 0))

@@ -61,6 +61,12 @@ def machine_key() -> str:
             f"torch {torch.__version__} | onnxruntime {ort_version() or 'absent'}")
 
 
+def env_threads() -> int | None:
+    """SPECTABLE_THREADS=N: that many threads, not measured (the tests run on one, as every machine can)."""
+    v = os.environ.get("SPECTABLE_THREADS", "")
+    return int(v) if v.isdigit() and int(v) > 0 else None
+
+
 def thread_counts() -> list[int]:
     cores = max(1, os.cpu_count() or 1)
     counts, t = [], 1
@@ -149,6 +155,34 @@ def read_cache(path: Path | None = None) -> dict:
         return machines
     except (FileNotFoundError, InputError, ValueError, TypeError):
         return {}
+
+
+def _machine_busy_s() -> float | None:
+    """Seconds of CPU time every process on this machine has used since boot (Linux /proc/stat), None elsewhere."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+        user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
+        return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class OtherLoad:
+    """How many cores other processes kept busy while we measured: timings taken beside other work serve this
+    run but are not kept for the next (a quiet start measures again). Linux only; elsewhere taken as quiet."""
+
+    def __init__(self):
+        self.t0, self.own0, self.all0 = time.perf_counter(), time.process_time(), _machine_busy_s()
+
+    def cores(self) -> float:
+        now = _machine_busy_s()
+        if now is None or self.all0 is None:
+            return 0.0
+        wall = max(time.perf_counter() - self.t0, 1e-3)
+        return max(0.0, (now - self.all0) - (time.process_time() - self.own0)) / wall
+
+
+QUIET_CORES = 0.5                  # others' busy cores above which a measurement is not cached
 
 
 def write_cache(machines: dict, path: Path | None = None) -> None:
@@ -563,7 +597,7 @@ def _graph(model, fmt: str, threads: int, choices: list[Choice], known: dict | N
             if drift > drift_limit(fmt):
                 model.graph_note = (f"the pass as one ONNX Runtime graph was not used: its rows moved by {drift:.2g} "
                                     f"between passes of 1 and of {MANY_ROWS} positions (its attention sums in another "
-                                    "order, and int8 activations can turn that into a step of their grid)")
+                                    "order, and int8 activations can turn that into a whole unit of their grid)")
                 return None, ("eager", "eager"), {}
         times = time_steps(model, graph)
     except RuntimeError as exc:          # ONNX Runtime refused the graph or a run: the eager pass, and why
@@ -594,6 +628,8 @@ def prepare(model, fmt: str, *, threads: int | None = None, measure: bool = True
     machines = read_cache()
     base = machine_key()
     sig = slots_signature(slots)
+    others = OtherLoad()
+    threads = threads or env_threads()
     counts = [threads] if threads else thread_counts()
     if not measure:
         counts = [threads or torch.get_num_threads()]
@@ -630,10 +666,12 @@ def prepare(model, fmt: str, *, threads: int | None = None, measure: bool = True
     use_graph(model, graph, ways)
     if pass_us and known is None:
         at(chosen)["passes"][sig] = {"us": pass_us, "one": ways[0], "many": ways[1]}
-    if measure:
+    load = others.cores()
+    if measure and load <= QUIET_CORES:
         write_cache(machines)
     return {"threads": chosen, "thread_pass_us": {str(t): v for t, v in per_count.items()},
-            "groups": [c.as_dict() for c in choices], "machine": base,
+            "groups": [c.as_dict() for c in choices], "machine": base, "others_busy_cores": load,
+            "cached": load <= QUIET_CORES,
             "pass": {"one_position": ways[0], "several_positions": ways[1],
                      "us": {w: {str(r): t for r, t in zip(ROWS, ts)} for w, ts in pass_us.items()}},
             "method": ("every candidate kernel timed inside the model's own passes of 1 and "
