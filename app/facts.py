@@ -307,7 +307,7 @@ def neural_facts(ctl, f: Facts) -> None:
         "neural_c_paper": measured(lambda d: sig(d["on_paper"]["c"])),
         "neural_verify": measured(lambda d: f"{_in_run(d, 'verify_ratio'):.2f}"),
         "neural_formula": measured(lambda d: f"×{sig(d['in_run']['speedup_formula'])}"),
-        "neural_threads": measured(lambda d: str(int(d["device"]["threads"]))),
+        "neural_threads": measured(lambda d: fmt_threads(d["device"]["threads"], t)),
         "neural_roofline": measured(lambda d: f"{100 * d['on_paper']['fraction_of_roofline_plain']:.0f}%"),
         "neural_verify_k": measured(lambda d: f"{d['settings']['gamma'] + 1}"),
         "neural_speedup": measured(lambda d: f"×{sig(d['speedup'])}"),
@@ -435,6 +435,12 @@ def fmt_flops(ops_per_s: float) -> str:
 def fmt_bandwidth(bytes_per_s: float) -> str:
     """35.8e9 -> '35.8 GB/s', 4.8e12 -> '4.80 TB/s' (decimal units, as data sheets use)."""
     return _scaled(bytes_per_s, "B/s", ((1e12, "T"), (1e9, "G"), (1e6, "M")))
+
+
+def fmt_threads(n, t) -> str:
+    """'1 thread' / '4 threads' / '4 个线程': a count of CPU threads in words (never '1 thread(s)')."""
+    n = int(n)
+    return t("word.threads_1") if n == 1 else t("word.threads", n=n)
 
 
 def fmt_ms(ms: float) -> str:

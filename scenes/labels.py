@@ -16,7 +16,7 @@ from scenes.layout import PARTS, EmitContext
 
 PHASES = {
     "idle": ("准备", "ready"),
-    "draft": ("小滚筒转：草稿在猜", "the small drum turns: the draft guesses"),
+    "draft": ("小滚筒转：小模型在猜", "the small drum turns: the draft guesses"),
     "verify": ("大滚筒转一圈，一起核对所有猜测", "one turn of the big drum checks every guess"),
     "check": ("逐个比较 p/q 和 r", "each guess: p/q against r"),
     "write": ("留下通过的，换掉被拒的", "keep the accepted, replace the rejected"),
@@ -24,11 +24,11 @@ PHASES = {
     "done": ("写完了", "finished"),
 }
 # The write phase of a pass that kept every guess: no replacement, the bonus token instead.
-WRITE_BONUS = ("全部通过，再白送一个奖励词元", "all accepted, and a bonus token")
+WRITE_BONUS = ("全部通过，再多送一个词元", "all accepted, and a bonus token")
 # A pass of the target alone (TargetSampler, γ = 0): no guesses to check, one token per lane per turn.
 TARGET_PHASES = dict(PHASES, **{
     "draft": ("大模型单独写", "the target writes alone"),
-    "verify": ("大滚筒转一圈，每条通道写一个词元", "one turn of the big drum: one token per lane"),
+    "verify": ("大滚筒转一圈，每条路写一个词元", "one turn of the big drum: one token per lane"),
     "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
     "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
@@ -38,7 +38,7 @@ DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine dra
 # How the drafter of the pass drafts (its look, models.drafters) changes what the draft and check phases do
 # (scenes.timeline); a drafter drawn by the small drum (DRUM) does what PHASES says.
 DRAFTER_PHASES = {
-    COPY: {"draft": ("铅笔车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
+    COPY: {"draft": ("铅笔小车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
     "copy_none": {"draft": ("前文里没有可抄的", "nothing earlier to copy"),
                     "verify": ("大滚筒转一圈，只写一个词元", "one turn of the big drum writes one token"),
                     "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
@@ -391,7 +391,7 @@ def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamm
         # "第 1/12 步" read as chapter 1 of 12: the count says what it counts.
         step_words = ec.say(f"第 {step + 1} 步（共 {n_steps} 步）", f"pass {step + 1} of {n_steps}")
         n = lanes_true
-        lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
+        lanes = ec.say(f"亮 {n} 条路", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
         if n > DRAWN_LANES:       # the figures count them all; the read head draws nine
             lanes += ec.say(f"（台上画 {DRAWN_LANES} 条）", f" ({DRAWN_LANES} drawn)")
         # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);

@@ -102,7 +102,7 @@ class Stage:
         self.palette = get_palette(palette)
         self.renderer = Renderer(ctx)
         self.atlas = GlyphAtlas(ctx)
-        self.atlas.ensure("0123456789.%>/·:γ= 第步轮条通道亮次每目标独写投机解码其他通过退回未检KVrp")
+        self.atlas.ensure("0123456789.%>/·:γ= 第步轮条路亮次每目标独写投机解码其他通过退回未检KVrp")
         self.camera = Camera("table")
         self.view = "table"
         self.language = "both"          # zh | en | both

@@ -203,7 +203,7 @@ RULE_LABELS = {
     "exact": ("精确规则", "the exact rule"),
     "resample_from_p": ("用 p 重抽", "resample from p"),
     "exact_match_only": ("只留大模型首选", "keep only the target's top token"),
-    "draft_only": ("只让草稿写", "draft only, target never writes"),
+    "draft_only": ("只让小模型写", "draft only, target never writes"),
     "typical": ("典型接受（Medusa）", "typical acceptance (Medusa)"),
 }
 RULE_LABELS["no_bonus"] = RULE_LABELS["draft_only"]     # the old name of draft_only (models.tubes.LEGACY_RULES)

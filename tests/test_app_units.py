@@ -432,7 +432,7 @@ def test_the_count_reveal_names_a_replacement_or_the_bonus():
             sm.reset(pair.encode("慢慢"))
             tr = sm.step()
             text = count_reveal(ctl, tr)
-            bonus_word, repl_word = ("bonus", "replacement") if lang == "en" else ("奖励词元", "替换词元")
+            bonus_word, repl_word = ("bonus", "replacement") if lang == "en" else ("多送", "换上")
             assert (bonus_word in text) == (tr.final_kind == "bonus") and (repl_word in text) != (bonus_word in text)
             assert pair.display(tr.final_token) in text
             assert (f"{tr.n_accepted}" in text) if tr.n_accepted else ("none" in text or "一个也没" in text)

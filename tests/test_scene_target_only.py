@@ -84,7 +84,7 @@ def test_hud_says_target_alone_and_no_gamma(shooter, said):
                 if lang != "en":
                     assert "大模型单独写" in hud, hud
                     if phase == "mid-verify":
-                        assert "每条通道写一个词元" in hud, hud
+                        assert "每条路写一个词元" in hud, hud
     finally:
         st.release()
 
@@ -304,7 +304,7 @@ def test_wrong_rules_are_named_in_words_not_ids():
     assert set(RULES) <= {r for r in RULES if rule_label(r) != (r, r)}
     want = {"resample_from_p": ("用 p 重抽", "resample from p"),
             "exact_match_only": ("只留大模型首选", "keep only the target's top token"),
-            "draft_only": ("只让草稿写", "draft only, target never writes")}
+            "draft_only": ("只让小模型写", "draft only, target never writes")}
     for rule, (zh, en) in want.items():
         for lang in ("zh", "en", "both"):
             ec = EmitContext(get_palette("default"), np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), lang, "tubes",
@@ -348,7 +348,7 @@ def test_write_phase_tells_the_bonus_from_a_replacement(shooter, said):
         bonus = next(k for k, tr in enumerate(trs) if tr.n_accepted == 4)
         repl = next(k for k, tr in enumerate(trs) if tr.n_accepted < 4)
         for lang, bonus_words, repl_words in (("en", "a bonus token", "replace the rejected"),
-                                              ("zh", "奖励词元", "换掉被拒的")):
+                                              ("zh", "多送", "换掉被拒的")):
             st.language = lang
             for k, want, not_want in ((bonus, bonus_words, repl_words), (repl, repl_words, bonus_words)):
                 said.clear()
@@ -366,7 +366,7 @@ def test_sixty_four_sequences_say_that_nine_are_drawn(shooter, said):
     try:
         st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))
         for lang, hud_words, cabinet_words in (("en", "64 lanes lit (9 drawn)", "64 sequences · 9 drawers drawn"),
-                                               ("zh", "亮 64 条通道（台上画 9 条）", "64 个序列 · 画出 9 个抽屉")):
+                                               ("zh", "亮 64 条路（台上画 9 条）", "64 段话 · 画出 9 个抽屉")):
             st.language = lang
             st.set_view("cabinet")
             said.clear()
