@@ -214,7 +214,32 @@ class TourPanel(Panel):
 
     @property
     def panel_frac(self) -> float:
-        return 0.40 if self.state.current.plot else 0.30
+        return 0.40 if (self.state.page_data().plot or self.state.current.plot) else 0.30
+
+    def draw_controls(self, scr) -> None:
+        """Sliders for the quantity the page is about (Page.controls): dragged, they go through the controller as
+        the lab's do, and the plot and the numbers above answer. A page turn puts the chapter's values back."""
+        from app.settings import FIELDS
+        t, s = self.ctl.t, self.ctl.settings
+        imgui.spacing()
+        new = {}
+        imgui.push_item_width(imgui.get_content_region_avail().x * 0.6)
+        for name in self.state.page_data().controls:
+            if name == "c":
+                _, v = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
+                new["c"] = round(v, 4)
+            elif name == "gamma":
+                _, new["gamma"] = imgui.slider_int("γ", s.gamma, *FIELDS["gamma"].int_range())
+            elif name == "lanes":
+                _, new["lanes"] = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512,
+                                                   flags=imgui.SliderFlags_.logarithmic)
+            elif name == "context":
+                _, new["context"] = imgui.slider_int(t("lab.context"), s.context, 1, 131072,
+                                                     flags=imgui.SliderFlags_.logarithmic)
+        imgui.pop_item_width()
+        changed = {k: v for k, v in new.items() if v != getattr(s, k)}
+        if changed:
+            self.ctl.adjust(**changed)
 
     def _fit_key(self, scr) -> tuple:
         st = self.state
@@ -257,7 +282,10 @@ class TourPanel(Panel):
             self.draw_count_checkpoint(f, revealed=shown)
         elif action is not None and action.do == "checkpoint":
             self.draw_checkpoint(f, revealed=shown)
-        elif st.acted and action is not None and action.text.get(lang):
+        elif page.ask and not shown:                 # predict first: the question, until the action has shown it
+            ui.wrapped(fill(page.ask[lang], f), colors["target"])
+        if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
+                (shown or not page.ask):
             ui.wrapped(fill(action.text[lang], f), colors["accent"])
         ui.pop_font()
         last = st.is_last_beat()
@@ -282,19 +310,22 @@ class TourPanel(Panel):
         ui.begin_panel("##tourpanel", ui.panel_rect(scr))
         ui.heading(scr, t("tour.live_numbers"))
         ui.facts_table(scr, [(t("fact." + k), "?" if k in self.unrevealed(shown) else f[k]) for k in self.panel_facts()])
+        if page.controls:
+            self.draw_controls(scr)
+        plot = page.plot or ch.plot
         if page.panel == "residual":
             self.draw_residual(scr)
         elif pairs.is_neural(page.pair):
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
             # formula at the lab's c would not be this pair's).
             self.draw_neural_measurement(scr)
-        elif ch.plot and "plot" in self.unrevealed(shown):
+        elif plot and "plot" in self.unrevealed(shown):
             imgui.spacing()
             ui.wrapped(t("tour.plot_after_play"), colors["muted"])
-        elif ch.plot:
+        elif plot:
             imgui.spacing()
             # Room kept under the plot for the parts in focus and the chapter menu.
-            self.plots.image(scr, ch.plot, imgui.get_content_region_avail().x,
+            self.plots.image(scr, plot, imgui.get_content_region_avail().x,
                              reserve=imgui.get_frame_height_with_spacing() * 2 + imgui.get_text_line_height_with_spacing() * 2)
         imgui.spacing()
         sep = "、" if lang == "zh" else ", "
@@ -453,7 +484,10 @@ class TourPanel(Panel):
         elif action is not None and action.do == "checkpoint":
             names += ["check_pass", "check_index", "check_guess", "check_p", "check_q", "check_ratio"]
             names += ["check_r", "check_verdict"] if shown else []
-        elif st.acted and action is not None and action.text.get(lang):
+        elif page.ask and not shown:
+            fields(page.ask[lang])
+        if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
+                (shown or not page.ask):
             fields(action.text[lang])
         hidden = self.unrevealed(shown)
         names += list(self.panel_facts())
@@ -475,6 +509,9 @@ class TourPanel(Panel):
         """Live numbers that would give a checkpoint's answer away: hidden until its reveal has been shown; and a
         chapter's `after_play` (the tubes' distances, their plot) until its first play has been shown."""
         st = self.state
+        page = st.page_data()
+        if page.keep_back and not (st.acted and shown):
+            return set(page.keep_back)
         later = st.current.after_play
         if later:
             first = next((k for k, page in enumerate(st.pages()) if page.action is not None
