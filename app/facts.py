@@ -252,6 +252,8 @@ def facts(ctl) -> Facts:
         f["under_char"] = f"{uc}  (p {up:.3f} > q {uq:.3f})"
         f["over_char"] = f"{oc}  (q {oq:.3f} > p {op:.3f})"
         f["under"], f["over"] = uc, oc
+        from app.figures import OVERLAP_CONTEXT, overlap_rows
+        f["overlap"] = f"{overlap_rows(ses.pair(), OVERLAP_CONTEXT)[-1]:.3f}"     # Σ min(p, q) after 慢慢
     except UNAVAILABLE as exc:
         f.failed("under_char", exc)
     neural_facts(ctl, f)
@@ -268,6 +270,8 @@ def facts(ctl) -> Facts:
         f["tv_left"] = f"{tv_l[-1]:.4f}"
         f["tv_right"] = f"{tv_r[-1]:.4f}"
         f["tube_draws"] = f"{res.rounds * res.draws:,}"
+        f["tube_rounds"] = f"{res.rounds}"
+        f["tube_round"] = f"{res.rounds} / {res.rounds}"     # the tour shows the round its table stands at
         # A perfect sampler's noise (400 simulated tubes, ~70 ms): computed only when a page asks for it, once.
         noise = lambda: tv_noise(res.target_p, res.rounds * res.draws)  # noqa: E731
         f.lazy["tv_noise"] = lambda: f"{noise()[0]:.4f}"

@@ -26,11 +26,11 @@ def plot_names(ctl) -> tuple[str, ...]:
 # counted at the lab's settings, its speedups from the device, model, context and c).
 PLOT_INPUTS = {
     "speedup": ("run", "c"),
-    "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps"),
+    "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps", "gamma"),
     "roofline": ("device", "model", "context", "lanes"),
     "roofline_weights": ("device", "model", "lanes"),
     "kv_bytes": ("device", "model", "context", "lanes"),
-    "overlap": ("pair",),
+    "overlap": ("pair", "tokens"),
     # the tubes are run on the pair with its drafter, not part of the run
     "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }
@@ -77,7 +77,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
             counted = derived.tokens_per_pass_long(pair, ctl.session.sampler_settings(), TPP_LONG_TOKENS)
             label = t("plot.counted_long", tokens=f"{TPP_LONG_TOKENS:,}")
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), derived.tokens_per_pass_formula(alpha), counted,
-                                          alpha, label, **look)
+                                          alpha, label, gamma=s.gamma, **look)
     if name in ("roofline", "roofline_weights"):
         # the weights alone and, once the KV cache is on the page, with every sequence's own cache: side by side
         from models import hardware

@@ -159,8 +159,11 @@ def _end_labels(ax, x, ends) -> None:
 
 
 def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted_label: str, size_px=(640, 400),
-                         text_px: float = 16.0):
+                         text_px: float = 16.0, gamma: int | None = None):
+    """The formula against the counts at every γ; `gamma`: the γ in force, marked (a page's slider moves it)."""
     fig, ax = _figure(pal, size_px, text_px)
+    if gamma in gammas:
+        ax.axvline(gamma, color=_hex(pal["reject"]), lw=1.5, zorder=1)
     ax.plot(gammas, formula, "-o", color=_hex(pal["target"]), lw=2, label=t("plot.formula", alpha=f"{alpha:.3f}"))
     ax.bar(gammas, counted, width=0.45, color=_hex(pal["accent"]), alpha=0.85, label=counted_label)
     ax.plot(gammas, [g + 1 for g in gammas], ":", color=pal["mpl_fg"], lw=1, label=t("plot.max_tokens"))

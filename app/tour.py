@@ -33,6 +33,10 @@ CHECKPOINT_KINDS = ("test", "count")     # test: will this guess pass?  count: h
 LANGS = ("zh", "en")
 BEAT_VIEWS = ("table", "cutaway", "exploded")     # how the table stands while a beat frames its parts
 HOLDS = ("start", "drafted", "end")
+# Where a played pass stops (Action.until): at the end of its drafting (the guesses pencilled), of its verify (the
+# big drum's turn, the lanes lit: the check and the meters not yet), or of its writing (the whole pass). A later
+# play of the same pass goes on from there.
+UNTILS = ("draft", "verify", "write")
 PAGE_PAIRS = ("ngram", "neural")      # a page may run the table on the shipped neural pair (app/pairs.py)
 # What a page may draw in the tour's panel besides its numbers: "residual" draws p, q and norm(max(0, p − q)) of
 # the run's rejection the page talks about (the checkpoint's guess), with the token drawn from it marked.
@@ -50,6 +54,7 @@ class Action:
     kind: str = "test"            # checkpoint only: 'test' | 'count'
     pass_index: int | None = None  # "pass" in the file, 0-based: which pass to play or ask about; None: the next
     text: dict = field(default_factory=dict)   # {'zh', 'en'} shown once the action has run (may be empty)
+    until: str = "write"          # play only: the phase the pass stops after (UNTILS)
 
 
 @dataclass(frozen=True)
@@ -125,9 +130,10 @@ CHAPTERS: tuple[Chapter, ...] = (
     # residual its replacement was drawn from.
     Chapter("05-acceptance-rule", {"gamma": 4}, facts=("check_p", "check_q", "check_ratio"),
             events=("kept_and_replaced", "gamble_rejected"), hold="drafted"),
+    # Its pages draw the running example's overlap first (the proof as a picture), then the tubes; the tube page
+    # asks before it plays and keeps the distances and their plot back until then (its keep_back).
     Chapter("06-same-as-target", {"tube_rule": "exact"}, plot="tubes",
-            facts=("under_char", "over_char", "tv_left", "tv_right", "tv_noise"),
-            after_play=("tv_left", "tv_right", "tv_noise", "plot")),
+            facts=("under_char", "over_char", "tv_left", "tv_right", "tv_noise")),
     Chapter("07-alpha", {"gamma": 4}, plot="tpp",
             facts=("alpha", "long_count", "alpha_corpus", "run_count", "tpp_formula", "tpp_counted", "run_tpp"),
             hold="end"),
@@ -266,7 +272,7 @@ def _keep_back(raw, where: str) -> tuple[str, ...]:
 
 
 def parse_action(raw, where: str) -> Action:
-    _keys(raw, {"do", "parts", "view", "kind", "pass", *LANGS}, where)
+    _keys(raw, {"do", "parts", "view", "kind", "pass", "until", *LANGS}, where)
     do = raw.get("do")
     if do not in ACTION_KINDS:
         raise InputError(f"{where}: 'do' must be one of {', '.join(ACTION_KINDS)}, not {do!r}")
@@ -278,8 +284,11 @@ def parse_action(raw, where: str) -> Action:
     index = raw.get("pass")
     if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
         raise InputError(f"{where}: 'pass' is a pass number (a whole number >= 0, 0 the first), not {index!r}")
+    until = raw.get("until", "write")
+    if until not in UNTILS or ("until" in raw and do != "play"):
+        raise InputError(f"{where}: 'until' belongs to a play and is one of {', '.join(UNTILS)}, not {until!r}")
     return Action(do=do, parts=_parts(raw.get("parts"), where, required=False), view=_view(raw.get("view"), where),
-                  kind=kind, pass_index=index, text=_texts(raw, where, required=False))
+                  kind=kind, pass_index=index, text=_texts(raw, where, required=False), until=until)
 
 
 def parse_narration(raw, where: str) -> Narration:

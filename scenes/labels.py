@@ -52,8 +52,16 @@ DRAFTER_PHASES = {
 }
 
 
-def phase_words(state) -> tuple[str, str]:
-    """(zh, en) of what the table is doing now, for the drafter of this pass."""
+# The check phase's words when the bridge is not in the picture (a beat framing the drums, the mill): the status
+# line does not send the class to a part they cannot see.
+CHECK_OFF_FRAME = ("大模型逐个核对猜测", "the target checks the guesses in turn")
+
+
+def phase_words(state, bridge: bool = True) -> tuple[str, str]:
+    """(zh, en) of what the table is doing now, for the drafter of this pass; `bridge`: whether the bridge of
+    meters is in the picture (its words name p/q and r on its meters)."""
+    if not bridge and state.phase == "check" and not state.extra.get("target_only"):
+        return CHECK_OFF_FRAME
     target_only = bool(state.extra.get("target_only"))
     key = kind_of(state.drafter).look
     if key == COPY and target_only:
@@ -416,13 +424,14 @@ def hud_origin(height: int) -> tuple[float, float]:
 
 def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
              timing=None, passes: bool = True, activity: list[tuple[str, str]] | None = None,
-             lanes: bool = True) -> tuple | None:
+             lanes: bool = True, bridge: bool = True) -> tuple | None:
     """Top-left: where we are in the run and what is happening now, and a strip of the pass's phases
     (`passes` False: no pass counter, for a view of the test tubes, which run rounds of their own;
-    `activity` [(zh, en)]: what the mode is doing instead, the tubes' round)."""
+    `activity` [(zh, en)]: what the mode is doing instead, the tubes' round; `bridge`: whether the bridge is in
+    the picture)."""
     pal = ec.palette
     target_only = bool(state.extra.get("target_only"))
-    phase = phase_words(state)
+    phase = phase_words(state, bridge)
     if state.phase == "write" and not target_only and kept_all(state):
         phase = WRITE_BONUS
     step = state.step if passes else -1

@@ -248,6 +248,14 @@ class Stage:
         duration = self._lift_to(view)
         self._refit(duration)
 
+    def bridge_in_frame(self) -> bool:
+        """Whether the bridge of meters is in the picture: the whole table, the table taken apart, or a beat that
+        frames it (a beat framing other parts may draw it at the edge of the frame or not at all)."""
+        if self.focus is not None:
+            return "bridge" in self.focus or self.view == "exploded"
+        shows = VIEW_SHOWS.get(self.view)
+        return shows is None or "bridge" in shows
+
     def shows(self) -> set[str] | None:
         """The parts drawn now (None: all of them)."""
         if self.focus is None:
@@ -646,7 +654,8 @@ class Stage:
         if self.show_hud:
             timing = self.timeline.steps[state.step] if state.step >= 0 else None
             hud = emit_hud(fb, state, width, height, ec, len(self.traces), self._title(), timing,
-                           passes=self.hud_passes(), activity=self.hud_activity(state.tube_round), lanes=self.hud_lanes)
+                           passes=self.hud_passes(), activity=self.hud_activity(state.tube_round), lanes=self.hud_lanes,
+                           bridge=self.bridge_in_frame())
         # Nothing is read through the HUD: a part's words under it (a rack of tubes behind it in the tape's
         # view) are left out rather than covered.
         world_boxes, world_items = nearest_wins(world_boxes, world_items, world_hidden)

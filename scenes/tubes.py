@@ -1,7 +1,7 @@
 """The test tubes: the next character after a prefix drawn many times by the target alone (left rack) and by
 speculative decoding (right rack); both converge to the target's p (SCIENCE.md section 6).
 
-One tube per character (the most likely few, then "other"). Each round's draws fall in as beads (left:
+One tube per character (the most likely few, then "rest": every other character; 其他 in Chinese). Each round's draws fall in as beads (left:
 steel, right: copper = accepted guess, red = the target's replacement); a black line marks p x draws, and a
 brass ring marks the cumulative frequency so far, which settles on the black line. Counts come from
 models.tubes.TubesResult; nothing here is random except the order in which a round's beads fall.
@@ -13,7 +13,7 @@ import numpy as np
 from scenes.geometry import box_matrix, boxes, compose, scale, translate
 from scenes.layout import TUBES_CENTRE, EmitContext
 
-N_CHARS = 4           # tubes per rack besides "other"
+N_CHARS = 4           # tubes per rack besides "rest"
 TUBE_R = 0.23
 TUBE_H = 2.9
 TUBE_Y0 = 0.5         # tube feet stand on a base tall enough to carry the TV readout on its face
@@ -155,7 +155,7 @@ class TestTubes:
                 rings.append(compose(translate(x, count_height(freq[j] * r.draws), z),
                                      scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
                 # Character under the tube, cumulative frequency over it.
-                label = display(self.chars[j]) if j < N_CHARS else ("other" if ec.language == "en" else "其他")
+                label = display(self.chars[j]) if j < N_CHARS else ("rest" if ec.language == "en" else "其他")
                 size, xl = 0.42, x
                 if j == N_CHARS:
                     # The last tube of its rack: its word reaches into the space right of the rack, so it can be

@@ -21,7 +21,7 @@ def _at(slug: str, page: int = 0, lang: str = "en") -> Controller:
     return ctl
 
 
-@pytest.mark.parametrize("slug, page, pair", [("03-guess-first", 2, "ngram"), ("08-how-much-faster", 0, "ngram"),
+@pytest.mark.parametrize("slug, page, pair", [("03-guess-first", 0, "ngram"), ("08-how-much-faster", 0, "ngram"),
                                               ("08-how-much-faster", 4, "neural")])
 def test_the_first_speculative_pass_a_chapter_plays_keeps_guesses(slug, page, pair):
     """The first thing the idea does on screen is work: the pass the page plays keeps at least one guess."""
@@ -60,17 +60,26 @@ def test_the_residual_page_draws_the_rejection_the_checkpoint_asked_about():
 
 
 def test_the_tubes_chapter_asks_before_it_tells():
-    """Ch. 6: the distances to p and their plot are kept back until the tubes have filled; then the noise of a
-    perfect sampler is beside them, and both tubes lie inside it."""
-    ctl = _at("06-same-as-target")
+    """Ch. 6: the proof is drawn first (the running example's overlap), the tube page asks before it plays and keeps
+    the distances to p and their plot back until then; after every round the noise of a perfect sampler is beside
+    them, and both tubes lie inside it. TV, the black ring (p) and the red beads are said where they are shown."""
+    from app.tour import narration
+    pages = narration("06-same-as-target").pages
+    assert pages[0].plot == "overlap" and "min(p, q)" in pages[0]["en"]
+    k = next(i for i, p in enumerate(pages) if p.ask)
+    explain = " ".join(p["en"] for p in pages[:k + 1])
+    assert "Black ring: p" in explain and "TV on the base" in explain and "red" in explain
+    assert "{under}" in pages[k].action.text["en"]           # the under-estimated character's red beads, pointed at
+    ctl = _at("06-same-as-target", k)
     shown = ctl.panel.facts_shown()
-    assert shown["tv_left"] == shown["tv_right"] == shown["tv_noise"] == "?"
-    assert "plot" in ctl.panel.unrevealed(ctl.panel.revealed())
-    ctl.tour.page = 2
-    ctl.panel.apply_page()
+    assert shown["tv_left"] == shown["tv_right"] == "?" and "plot" in ctl.panel.unrevealed(ctl.panel.revealed())
     assert ctl.tour.next() == "act"
     shown = ctl.panel.facts_shown()
-    assert "?" not in (shown["tv_left"], shown["tv_right"], shown["tv_noise"])
+    assert "?" not in (shown["tv_left"], shown["tv_right"])
+    after = next(i for i, p in enumerate(pages) if i > k and "{tv_noise}" in p["en"])
+    assert pages[after].hold == "end"                     # the table stands after every round, as its numbers do
+    ctl = _at("06-same-as-target", after)
+    shown = ctl.panel.facts_shown()
     lo, hi = (float(x) for x in ctl.facts()["tv_noise_range"].split("–"))
     assert lo < float(shown["tv_left"]) < hi and lo < float(shown["tv_right"]) < hi
 
@@ -116,6 +125,7 @@ def test_the_neural_page_quotes_the_long_run_and_a_short_table():
     from app import facts as hw
     ctl = _at("08-how-much-faster", 5)
     f = ctl.facts()
+    assert "thread(s)" not in f["neural_threads"] and "thread" in f["neural_threads"]
     assert ctl.settings.pair == "neural" and "40,033" in f["long_run_words"] and "±0.00" in f["long_run_words"]
     entry = hw.shipped_pair_measurement()
     short = hw.pair_view(entry["data"], ctl.t, entry["file"], only=hw.TOUR_PAIR_ROWS)["rows"]
@@ -230,3 +240,25 @@ def test_the_one_lane_state_comes_before_the_nine():
     assert lanes == [1, 9]
     assert "一条路" in pages[0]["zh"] and "暗的计数轮不动" in pages[0]["zh"]
 
+
+
+def test_central_claims_are_predicted_before_they_are_revealed():
+    """Chapters 3, 4, 5, 6, 8, 9 and 11 ask the class first: a checkpoint, or a question whose answer (its numbers
+    kept back as '?') comes with the action."""
+    from app.tour import narration
+    for slug in ("03-guess-first", "04-keep-replace", "05-acceptance-rule", "06-same-as-target",
+                 "08-how-much-faster", "09-idle-arithmetic", "11-inside-read-head"):
+        pages = narration(slug).pages
+        asks = [k for k, p in enumerate(pages) if p.ask or (p.action is not None and p.action.do == "checkpoint")]
+        assert asks, slug
+        for k in asks:
+            page = pages[k]
+            if not page.ask:
+                continue
+            ctl = _at(slug, k)
+            hidden = [n for n in page.keep_back if n != "plot"]
+            shown = ctl.panel.facts_shown()
+            assert all(shown[n] == "?" for n in hidden), (slug, k, shown)
+            ctl.tour.next()                   # the action: scripted, it has been shown at once
+            shown = ctl.panel.facts_shown()
+            assert all(shown[n] not in ("?", "—") for n in hidden), (slug, k, shown)

@@ -156,23 +156,34 @@ def _controller(**settings):
     return Controller(AppSettings(**{"language": "en", **settings}), persist=False, scripted=True).start()
 
 
-def test_alpha_chapter_says_what_the_live_numbers_say():
-    """Chapter 7 attributes 'temperature 0 gives a higher α' to Leviathan et al.'s models and shows the toy's own
-    α at T = 0 and T = 1; the toy sentence ('goes the other way') must agree with those live numbers."""
-    from app.derived import alpha_corpus
+def test_alpha_chapter_draws_the_overlap_before_the_long_run():
+    """Chapter 7 draws α as a picture before it gives the long run's number: p and q after 慢慢 (the running
+    example), their overlap shaded, and the shading adds up to Σ min(p, q) of the models' own rows; the page says
+    that sum. The long-run α comes on a later page."""
+    import numpy as np
+
+    from app import figures, plots
     from app.facts import facts, fill
     ctl = _controller(mode="lab")
     f = facts(ctl)
     pair = ctl.session.pair()
-    a0, a1 = alpha_corpus(pair, 0.0), alpha_corpus(pair, 1.0)
-    assert a0 < a1                                   # what the narration claims for the toy pair
-    assert a1 == pytest.approx(alpha_corpus(pair))
+    ids = pair.encode("慢慢")
+    p, q = pair.target_row(ids)[0], pair.draft_row(ids)[0]
+    total = float(np.minimum(p, q).sum())
+    assert f["overlap"] == f"{total:.3f}"
     pages = narration("07-alpha").pages
-    cited = next(p for p in pages if "Leviathan" in p["en"])
-    assert "temperature 0" in cited["en"].lower()
-    toy = next(p for p in pages if "{alpha_t0}" in p["en"])
-    text = fill(toy["en"], f)
-    assert f"{a0:.3f}" in text and f"{a1:.3f}" in text and f"{100 * (1 - a0):.0f}%" in text and "—" not in text
+    first_overlap = next(k for k, pg in enumerate(pages) if pg.plot == "overlap")
+    first_alpha = next(k for k, pg in enumerate(pages) if "{alpha}" in pg["en"])
+    assert first_overlap < first_alpha and f["overlap"] in fill(pages[first_overlap]["en"], f)
+    labels, pp, qq, rest, tot = figures.overlap_rows(pair, "慢慢")
+    assert tot == pytest.approx(total) and np.minimum(pp, qq).sum() + rest == pytest.approx(total)
+    fig = figures.make(ctl, "overlap", (640, 400), 16)
+    plots.figure_rgba(fig)
+    heights = sorted(r.get_height() for r in fig.axes[0].patches if r.get_fill())    # the shaded overlap bars
+    plots.close(fig)
+    assert sum(heights) + rest == pytest.approx(total)
+    # The n-gram quirks (backed-off positions, α at temperature 0 on the counted pair) are no longer pages of their own.
+    assert not any("{backed_off_pct}" in pg["en"] or "{alpha_t0}" in pg["en"] for pg in pages)
 
 
 def test_extra_arithmetic_fact_is_the_extra_not_the_ratio():
