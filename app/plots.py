@@ -60,10 +60,37 @@ def _figure(pal: dict, size_px=(640, 400), text_px: float = 16.0):
     return fig, ax
 
 
-def _title(ax, text: str) -> None:
-    """The plot's title at 1.2 × the figure's text size. (Axes.set_title applies rcParams' axes.titlesize, 12 pt =
-    16.7 px, whatever size the axes' title had: at 1080p that is under the legibility floor.)"""
-    ax.set_title(text, fontsize=points(ax.figure.text_px * 1.2), color=ax.title.get_color())
+def _title(ax, text: str, fontsize: float | None = None) -> None:
+    """The plot's title at 1.2 × the figure's text size (or `fontsize` points). (Axes.set_title applies rcParams'
+    axes.titlesize, 12 pt = 16.7 px, whatever size the axes' title had: at 1080p that is under the legibility
+    floor.)"""
+    size = fontsize or points(ax.figure.text_px * 1.2)
+    ax.set_title(text, fontsize=size, color=ax.title.get_color())
+    # A line wider than the figure is broken where it is narrowest to break (a space, a '·', after a '：'), as many
+    # times as it takes: a long rule's name is read whole, not cut off at the figure's edge.
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    room = fig.bbox.width * 0.8           # centred over the axes, which the y labels push right
+    lines = []
+    for line in text.split("\n"):
+        while True:
+            t = ax.title
+            t.set_text(line)
+            if t.get_window_extent(renderer).width <= room or len(line) < 8:
+                lines.append(line)
+                break
+            cuts = [k for k, ch in enumerate(line) if ch in " ·：:，,"] or list(range(1, len(line)))
+            fits = []
+            for k in cuts:
+                t.set_text(line[:k].rstrip())
+                if t.get_window_extent(renderer).width <= room:
+                    fits.append(k)
+            k = max(fits) if fits else len(line) // 2
+            lines.append(line[:k + (1 if line[k] in "：:，," else 0)].rstrip())
+            line = line[k + 1:].lstrip() if line[k] in " ·：:，," else line[k:]
+            if not line:
+                break
+    ax.set_title("\n".join(lines), fontsize=size, color=ax.title.get_color())
 
 
 def _tight(fig) -> None:

@@ -31,7 +31,7 @@ from scenes.table import CastIronTable
 from scenes.tape import PaperTape, TypingHead
 from scenes.text_atlas import GlyphAtlas
 from scenes.timeline import Timeline, Timing
-from scenes.tubes import TestTubes, tube_round_words
+from scenes.tubes import TestTubes, tube_round_words, wrong_rule_words
 
 # Which part each close-up view is about (its title in the HUD; the exploded view lifts them all).
 VIEW_PART = {"bigdrum": "bigdrum", "readhead": "readhead", "cutaway": "readhead", "smalldrum": "smalldrum",
@@ -363,7 +363,10 @@ class Stage:
         if self.hud_passes() or r is None:
             return None
         rnd = r.rounds - 1 if rnd is None else min(int(rnd), r.rounds - 1)
-        return [tube_round_words(r, rnd, self.timeline.speed if speed is None else speed)]
+        words = [tube_round_words(r, rnd, self.timeline.speed if speed is None else speed)]
+        if r.rule != "exact" and self.view == "table":
+            words.append(wrong_rule_words(r.rule))    # the tubes draw it over the racks in their own view only
+        return words
 
     def hud_passes(self) -> bool:
         """The HUD tells the passes of the run, except over the test tubes alone (they run rounds of their own)."""
@@ -682,7 +685,10 @@ class Stage:
             if state.heads:
                 # The heads' own words on the rail are too small to read beside the whole drum: the plate names them.
                 first, last = state.heads[0], state.heads[-1]
+                # Head 1 is no head on the rail: it is the target's own output layer (issue 34: say which it is).
                 readouts["bigdrum"] = [(ec.say(f"上面一排是预测头 {first}–{last}", f"the row on top: heads {first}–{last}"),
+                                        "sub"),
+                                       (ec.say("头 1 是大模型自己的输出层", "head 1: the target's own output layer"),
                                         "sub")]
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}

@@ -17,11 +17,11 @@ N_CHARS = 4           # tubes per rack besides "rest"
 TUBE_R = 0.23
 TUBE_H = 2.9
 TUBE_Y0 = 0.5         # tube feet stand on a base tall enough to carry the TV readout on its face
-SPACING = 0.56
+SPACING = 0.64         # room between the tubes for a readout of FREQ_SIZE (".28" is 0.54 wide) and a gap
 BEAD_R = 0.088
 LAYER = 0.16          # two beads side by side per layer
 RACK_GAP = 0.55
-FREQ_SIZE = 0.36      # cumulative-frequency numbers over the tubes: as big as a tube's spacing allows
+FREQ_SIZE = 0.40      # cumulative-frequency numbers over the tubes: as big as a tube's spacing allows (".28" is 0.54 wide)
 # The readout rows lean back towards the audience (the table camera looks down about 34 degrees).
 LEAN = np.radians(20)
 READ_UP = np.array([0.0, np.cos(LEAN), np.sin(LEAN)])
@@ -177,8 +177,10 @@ class TestTubes:
             if series is not None and len(series) > rnd:
                 xs = [self.tube_x(rack, j) for j in range(N_CHARS + 1)]
                 fb.text(f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, z + 0.41),
-                        right, up, 0.34, pal.label, anchor="center", valign="middle")
-        if r.rule != "exact":
+                        right, up, 0.40, pal.label, anchor="center", valign="middle")
+        if r.rule != "exact" and ec.view != "table":
+            # (A tour beat framing the tubes on the table says it on the HUD, under the round: over the racks it
+            # would make the frame taller and every readout too small to read; Stage.hud_activity.)
             # Over both racks (the words are longer than one rack is wide), fitted to their span, just above the
             # racks' titles: higher, the tubes' own view cuts it off under the mode bar.
             # A caption too long to be read on one line over both racks (English) takes two, split after its
