@@ -262,10 +262,13 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
     drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
                          anchors, targets=targets)
     failed = [d[0] for d in drawn if not d[5] and d[0] in (shorter or {})]
-    if failed:                   # placed again only when a readout found no spot and has a shorter form
+    # A name with a second half ("读头 · 九条路") that finds no spot is tried once more with its first half
+    # alone: a crowded frame of the whole table still names every part.
+    short = {d[0] for d in drawn if not d[5] and " · " in PARTS[d[0]].zh + PARTS[d[0]].en}
+    if failed or short:          # placed again only when a plate found no spot and has a shorter form
         readouts.update({name: shorter[name] for name in failed})
         drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                             anchors, targets=targets)
+                             anchors, targets=targets, short=short)
     _draw_plates(fb, drawn, targets, keep_out, words, height, ec.palette)
     if targets is not None:
         drawn = [d for d in drawn if d[5]]
@@ -319,7 +322,7 @@ def _draw_plates(fb, drawn, targets, keep_out, words, height, pal) -> None:
 
 
 def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, anchors=None,
-                 targets=None):
+                 targets=None, short=frozenset()):
     pal = ec.palette
     big, small = label_sizes(ec, height)
     wanted, names, all_lines = [], [], []
@@ -337,10 +340,11 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
         if targets is not None and name not in targets:
             continue                     # no anchor on the part in view: no name
         lines = []
+        zh, en = (info.zh.split(" · ")[0], info.en.split(" · ")[0]) if name in short else (info.zh, info.en)
         if ec.language in ("zh", "both"):
-            lines.append((info.zh, big, pal.label))
+            lines.append((zh, big, pal.label))
         if ec.language in ("en", "both"):
-            lines.append((info.en, small if ec.language == "both" else big * 0.8, pal.label_sub))
+            lines.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
         n_name = len(lines)
         for text, kind in readouts.get(name, ()):
             lines.append((text, big if kind == "main" else small, tuple(pal.lane_on.color) if kind == "main" else pal.label))
