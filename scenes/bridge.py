@@ -23,7 +23,7 @@ from scenes.text_atlas import DISC, RING, SOLID
 TILT = math.radians(16)
 BEAM_Y = 1.95           # centre of the beam the meters stand on
 BEAM_H = 0.5
-PLATE_V = (0.0, 2.9)    # plate extent along the meter's (tilted) up axis, from the beam's top: room for p/q over r
+PLATE_V = (0.0, 2.62)    # plate extent along the meter's (tilted) up axis, from the beam's top: room for p/q over r
 COLUMN_V0 = 0.22        # column foot
 COLUMN_H = 1.55         # full scale (p/q = 1)
 PLATE_W = 0.88
@@ -34,9 +34,9 @@ RIGHT = np.array([1.0, 0.0, 0.0])
 # the 1/120 s tick grid, which can land just short of the fill's last instant.
 FILLED = 0.96
 VALUE_SIZE = 0.41       # p/q readout em height (world units): ~30 px on a 1080p projector in the table view
-VALUE_V = 2.42          # its baseline up the plate
-R_SIZE = 0.37           # near the value's size: r is what the red line marks (at 0.29 it read 13 px on the table)
-R_V = 1.93
+VALUE_V = 2.30          # its baseline up the plate
+R_SIZE = 0.35           # near the value's size: r is what the red line marks (at 0.29 it read 13 px on the table)
+R_V = 1.86
 PIP_V = 0.11            # a tree's round pips, along the plate's foot (under the column)
 VERDICT_SIZE = 0.31
 VERDICT_W = 0.6         # room for the verdict word beside its mark (x the cell scale)
