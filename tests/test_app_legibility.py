@@ -232,3 +232,24 @@ def test_chapter_6s_tubes_and_panel_read_the_same_round(lang):
         assert f"TV {float(f['tv_left']):.3f}" in on_table and f"TV {float(f['tv_right']):.3f}" in on_table
     finally:
         app.close()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_plot_keeps_its_text_above_the_floor_at_1080p(lang):
+    """At a projector's 1080p a panel's plot is laid out with 24 px text: every text in it, the title included, is
+    at least that (a title used to be set by matplotlib's own 12 pt, 16.7 px at any size), and none runs off the
+    figure or onto another."""
+    from app import figures, plots
+    from app.controller import Controller
+    from app.settings import AppSettings
+    text_px = min_text_px(1080)
+    ctl = Controller(AppSettings(language=lang, mode="lab", lanes=64, context=4096), persist=False,
+                     scripted=True).start()
+    for name in figures.plot_names(ctl) + figures.PAGE_PLOTS:
+        shape = 1.05 if name == "drafters" else 1.6          # as ui.PlotTextures.image lays a panel's plot out
+        fig = figures.make(ctl, name, (740, int(740 / shape)), text_px)
+        plots.figure_rgba(fig)
+        smallest, overlaps, cut = plots.text_report(fig)
+        plots.close(fig)
+        assert smallest >= text_px - 1e-6, (name, smallest)
+        assert not cut, (name, cut)
