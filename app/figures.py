@@ -64,7 +64,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         curves = {a: derived.speedups(a, s.c) for a in REFERENCE_ALPHAS}
         label = {"ngram": "plot.toy_alpha", "custom": "plot.custom_alpha"}.get(s.pair, "plot.neural_alpha")
         return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c, label,
-                                  **look)
+                                  gamma=s.gamma, **look)
     if name == "tpp":
         alpha = long_alpha(ctl)
         if ctl.session.neural:

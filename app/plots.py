@@ -137,10 +137,14 @@ def _legend(ax, pal, handles=None, loc="best"):
 
 
 def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best_gamma: int, c: float,
-                 pair_label: str = "plot.toy_alpha", size_px=(640, 400), text_px: float = 16.0):
+                 pair_label: str = "plot.toy_alpha", size_px=(640, 400), text_px: float = 16.0,
+                 gamma: int | None = None):
     """curves: {alpha: speedups over gammas} (alphas cited from the papers); toy_curve: the toy's own. The
-    reference curves are named at their right ends; the legend keeps to the toy pair's own lines."""
+    reference curves are named at their right ends; the legend keeps to the toy pair's own lines. `gamma`: the
+    γ the table runs, marked."""
     fig, ax = _figure(pal, size_px, text_px)
+    if gamma in gammas:
+        ax.axvline(gamma, color=pal["mpl_fg"], lw=1.2, ls=":", zorder=1)
     # Bright, distinct hues that stay readable on the dark and the projector's black background.
     hues = ("#8da0cb", "#66c2a5", "#a6d854", "#ffd92f", "#e78ac3")
     ends = []
