@@ -384,3 +384,24 @@ def test_sixty_four_sequences_say_that_nine_are_drawn(shooter, said):
         assert not any("drawn" in w for w in said)                   # nine of nine: nothing to say
     finally:
         st.release()
+
+
+def test_the_check_line_names_the_bridge_only_when_it_is_in_the_frame(shooter, said):
+    """The HUD's check phase says "each guess: p/q against r" (the meters' words) only where the bridge is in the
+    picture; a beat framing the drums and the mill says the target checks the guesses, and sends no one to a part
+    they cannot see (chapter 3 used to)."""
+    st = make_stage(seed=3, gamma=4, steps=4, with_tubes=False)
+    st.show_hud = True
+    st.camera_transition_s = 0.0
+    try:
+        for lang, meter_words, plain in (("en", "p/q against r", "checks the guesses"), ("zh", "p/q 和 r", "核对猜测")):
+            st.language = lang
+            for parts, named in ((("bigdrum", "mill"), False), (("bridge", "tape"), True)):
+                st.set_focus(parts)
+                st.timeline.seek(st.timeline.step_moment(0, "mid-check"))
+                said.clear()
+                shooter.shoot(st)
+                hud = " | ".join(said.screen)
+                assert (meter_words in hud) == named and (plain in hud) != named, (lang, parts, hud)
+    finally:
+        st.release()
