@@ -101,6 +101,11 @@ def lane_sweep(device: str, model: str, context: int) -> tuple[list[int], list[f
     return list(LANE_SWEEP), [float(r.tokens_per_s) for r in rows], [float(r.arithmetic_busy) for r in rows]
 
 
+def lane_fits(device: str, model: str, context: int) -> list[bool]:
+    """Whether the weights and LANE_SWEEP's sequences' KV caches fit the device's memory, lane count by lane count."""
+    return [bool(roofline(device, model, n, context).fits_in_memory) for n in LANE_SWEEP]
+
+
 @lru_cache(maxsize=64)
 def demo_seed(pair, prompt: str, gamma: int, temperature: float, top_k: int, top_p: float, events: tuple,
               start: int, drafter: tuple = ("chain", ()), heads=None) -> int:

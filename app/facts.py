@@ -157,6 +157,17 @@ def facts(ctl) -> Facts:
         put("arith_ms", lambda: f"{roof.arithmetic_ms_per_step:.3f} ms")
         ops = roof.ops_per_step
         put("ops_per_step", lambda: fmt_ops_count(ops, s.language))
+        # Does the example fit the device it names? Weights and every cache against its memory, in words.
+        put("memory_fit", lambda: memory_words(roof, t))
+        # attention's arithmetic for one position over the context (the weights' is 2 × params)
+        put("attn_ops", lambda: fmt_ops_count(roof.attention_ops_per_step / (roof.batch * roof.positions),
+                                              s.language))
+        # Pope et al.'s crossover: from how many sequences the caches read more than the weights
+        put("kv_crossover", lambda: f"{roof.weight_bytes / (s.context * roof.kv_bytes_per_token):,.0f}")
+        from app.figures import KV_CONTEXTS
+        short = KV_CONTEXTS[-1]
+        put("kv_short", lambda: f"{short:,}")
+        put("kv_crossover_short", lambda: f"{roof.weight_bytes / (short * roof.kv_bytes_per_token):,.0f}")
     # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
     weights_only = lambda lanes=s.lanes: derived.roofline(s.device, s.model, lanes, 0)  # noqa: E731
     put("tps_weights", lambda: f"{weights_only().tokens_per_s:,.0f}")
@@ -241,6 +252,8 @@ def facts(ctl) -> Facts:
         f["under_char"] = f"{uc}  (p {up:.3f} > q {uq:.3f})"
         f["over_char"] = f"{oc}  (q {oq:.3f} > p {op:.3f})"
         f["under"], f["over"] = uc, oc
+        from app.figures import OVERLAP_CONTEXT, overlap_rows
+        f["overlap"] = f"{overlap_rows(ses.pair(), OVERLAP_CONTEXT)[-1]:.3f}"     # Σ min(p, q) after 慢慢
     except UNAVAILABLE as exc:
         f.failed("under_char", exc)
     neural_facts(ctl, f)
@@ -257,6 +270,8 @@ def facts(ctl) -> Facts:
         f["tv_left"] = f"{tv_l[-1]:.4f}"
         f["tv_right"] = f"{tv_r[-1]:.4f}"
         f["tube_draws"] = f"{res.rounds * res.draws:,}"
+        f["tube_rounds"] = f"{res.rounds}"
+        f["tube_round"] = f"{res.rounds} / {res.rounds}"     # the tour shows the round its table stands at
         # A perfect sampler's noise (400 simulated tubes, ~70 ms): computed only when a page asks for it, once.
         noise = lambda: tv_noise(res.target_p, res.rounds * res.draws)  # noqa: E731
         f.lazy["tv_noise"] = lambda: f"{noise()[0]:.4f}"
@@ -357,7 +372,7 @@ def neural_facts(ctl, f: Facts) -> None:
         "neural_c_paper": measured(lambda d: sig(d["on_paper"]["c"])),
         "neural_verify": measured(lambda d: f"{_in_run(d, 'verify_ratio'):.2f}"),
         "neural_formula": measured(lambda d: f"×{sig(d['in_run']['speedup_formula'])}"),
-        "neural_threads": measured(lambda d: str(int(d["device"]["threads"]))),
+        "neural_threads": measured(lambda d: fmt_threads(d["device"]["threads"], t)),
         "neural_roofline": measured(lambda d: f"{100 * d['on_paper']['fraction_of_roofline_plain']:.0f}%"),
         "neural_verify_k": measured(lambda d: f"{d['settings']['gamma'] + 1}"),
         "neural_speedup": measured(lambda d: f"×{sig(d['speedup'])}"),
@@ -495,6 +510,22 @@ def fmt_flops(ops_per_s: float) -> str:
 def fmt_bandwidth(bytes_per_s: float) -> str:
     """35.8e9 -> '35.8 GB/s', 4.8e12 -> '4.80 TB/s' (decimal units, as data sheets use)."""
     return _scaled(bytes_per_s, "B/s", ((1e12, "T"), (1e9, "G"), (1e6, "M")))
+
+
+def memory_words(roof, t) -> str:
+    """'50.4 GB of 80 GB: fits' or 'needs 291 GB, more than the 80 GB: does not fit' (the weights and every
+    sequence's KV cache against the device's memory; a device of unknown memory says only what it needs)."""
+    need = f"{sig(roof.bytes_per_step / 1e9)} GB"
+    if not roof.memory_bytes:
+        return t("fact.memory_need", need=need)
+    have = f"{roof.memory_bytes / 1e9:g} GB"
+    return t("fact.memory_fits" if roof.fits_in_memory else "fact.memory_no_fit", need=need, have=have)
+
+
+def fmt_threads(n, t) -> str:
+    """'1 thread' / '4 threads' / '4 个线程': a count of CPU threads in words (never '1 thread(s)')."""
+    n = int(n)
+    return t("word.threads_1") if n == 1 else t("word.threads", n=n)
 
 
 def fmt_ms(ms: float) -> str:

@@ -8,6 +8,11 @@ from corpus.errors import InputError
 from app.derived import GAMMAS, REFERENCE_ALPHAS
 
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
+# Pictures a tour page draws for its own sentence (app.tour.Page.plot), beside the chapters' plots: the weights
+# alone before the KV cache is explained, Pope's crossover of the two reads, and Σ min(p, q) as an overlap.
+PAGE_PLOTS = ("roofline_weights", "kv_bytes", "overlap")
+OVERLAP_CONTEXT = "慢慢"      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
+KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one and a short one
 
 
 def plot_names(ctl) -> tuple[str, ...]:
@@ -21,8 +26,11 @@ def plot_names(ctl) -> tuple[str, ...]:
 # counted at the lab's settings, its speedups from the device, model, context and c).
 PLOT_INPUTS = {
     "speedup": ("run", "c"),
-    "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps"),
+    "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps", "gamma"),
     "roofline": ("device", "model", "context", "lanes", "computer"),
+    "roofline_weights": ("device", "model", "lanes"),
+    "kv_bytes": ("device", "model", "context", "lanes"),
+    "overlap": ("pair", "tokens"),
     # the tubes are run on the pair with its drafter, not part of the run
     "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }
@@ -65,7 +73,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         curves = {a: derived.speedups(a, s.c) for a in REFERENCE_ALPHAS}
         label = {"ngram": "plot.toy_alpha", "custom": "plot.custom_alpha"}.get(s.pair, "plot.neural_alpha")
         return plots.speedup_plot(t, pal, curves, alpha, derived.speedups(alpha, s.c), list(GAMMAS), g, s.c, label,
-                                  **look)
+                                  gamma=s.gamma, **look)
     if name == "tpp":
         alpha = long_alpha(ctl)
         if ctl.session.neural:
@@ -78,15 +86,38 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
             counted = derived.tokens_per_pass_long(pair, ctl.session.sampler_settings(), TPP_LONG_TOKENS)
             label = t("plot.counted_long", tokens=f"{TPP_LONG_TOKENS:,}")
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), derived.tokens_per_pass_formula(alpha), counted,
-                                          alpha, label, **look)
-    if name == "roofline":
-        lanes, tps, busy = derived.lane_sweep(s.device, s.model, s.context)
+                                          alpha, label, gamma=s.gamma, **look)
+    if name in ("roofline", "roofline_weights"):
+        # the weights alone and, once the KV cache is on the page, with every sequence's own cache: side by side
         from models import hardware
-        from app.facts import computer_roofline
-        mine = computer_roofline(ctl)
-        computer = None if mine is None else (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}"), mine["lanes"])
-        return plots.roofline_plot(t, pal, lanes, tps, busy, s.lanes, hardware.get_device(s.device).label,
-                                   hardware.get_model(s.model).label, f"{s.context:,}", computer=computer, **look)
+        ctx = 0 if name == "roofline_weights" or s.context <= 1 else s.context      # (1: "as the mill counts")
+        lanes, tps_w, busy_w = derived.lane_sweep(s.device, s.model, 0)
+        tps_c = busy_c = fits = None
+        if ctx > 0:
+            _, tps_c, busy_c = derived.lane_sweep(s.device, s.model, ctx)
+            fits = derived.lane_fits(s.device, s.model, ctx)
+        dev, m = hardware.get_device(s.device), hardware.get_model(s.model)
+        fit_lanes = (dev.memory_bytes - m.weight_bytes) / (ctx * m.kv_bytes_per_token) if ctx and dev.memory_bytes \
+            else None
+        computer = None
+        if name == "roofline":               # this computer's own busy share, as its measurement found it
+            from app.facts import computer_roofline
+            mine = computer_roofline(ctl)
+            if mine is not None:
+                computer = (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}"), mine["lanes"])
+        return plots.roofline_plot(t, pal, lanes, tps_w, tps_c, busy_c if ctx > 0 else busy_w, s.lanes, dev.label,
+                                   m.label, f"{ctx:,}", fits=fits, memory_gb=dev.memory_bytes / 1e9,
+                                   fit_lanes=fit_lanes, computer=computer, **look)
+    if name == "kv_bytes":
+        from models import hardware
+        dev, m = hardware.get_device(s.device), hardware.get_model(s.model)
+        ctxs = tuple(dict.fromkeys((s.context if s.context > 1 else KV_CONTEXTS[0],) + KV_CONTEXTS))[:2]
+        return plots.kv_bytes_plot(t, pal, list(derived.LANE_SWEEP), m.weight_bytes / 1e9,
+                                   {f"{c:,}": c * m.kv_bytes_per_token / 1e9 for c in ctxs}, s.lanes,
+                                   dev.memory_bytes / 1e9, dev.label, m.label, **look)
+    if name == "overlap":
+        labels, p, q, rest, total = overlap_rows(pair, OVERLAP_CONTEXT)
+        return plots.overlap_plot(t, pal, labels, p, q, rest, total, OVERLAP_CONTEXT, **look)
     if name == "tubes":
         res = ctl.tube_worker.get()
         tv_l, tv_r = tube_tv_curves(res)
@@ -101,6 +132,20 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         from models import hardware
         return plots.drafters_plot(t, pal, fig["points"], s.gamma, hardware.get_device(s.device).label, note, **look)
     raise KeyError(name)
+
+
+def overlap_rows(pair, context: str, n: int = 7):
+    """p and q after `context` for the n tokens where either is largest: (labels, p, q, Σ min(p, q) over the tokens
+    not drawn, Σ min(p, q) over all of them: the chance one guess is accepted after `context`)."""
+    ids = pair.encode(context)
+    p = np.asarray(pair.target_row(ids)[0], dtype=np.float64)
+    q = np.asarray(pair.draft_row(ids)[0], dtype=np.float64)
+    top = [int(j) for j in np.argsort(-np.maximum(p, q), kind="stable")[:n]]
+    both = np.minimum(p, q)
+    total = float(both.sum())
+    shown = float(both[top].sum())
+    labels = [pair.display(j) for j in top]
+    return labels, p[top], q[top], total - shown, total
 
 
 def drafter_points(ctl, wait: bool = False) -> dict | None:

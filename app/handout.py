@@ -22,6 +22,15 @@ SIZES = {"title": 44, "head": 29, "body": 23, "small": 20}
 QUESTIONS = ("keep_prob", "residual_top", "tokens_per_pass", "best_gamma")
 
 
+def _batch_context() -> int:
+    """Chapter 2's context (its params): the handout's batch with its KV cache is the chapter's."""
+    from app.tour import CHAPTERS, chapter_index
+    return int(CHAPTERS[chapter_index("02-batching")].params["context"])
+
+
+BATCH_CONTEXT = _batch_context()
+
+
 def facts(snap) -> dict:
     """The handout's numbers, from the models, the run and the hardware model (the lab's device and model)."""
     import numpy as np
@@ -29,18 +38,24 @@ def facts(snap) -> dict:
     from app import derived, quiz
     from models import analytics
     lab = snap.lab
-    alpha = float(quiz._alpha(snap))
+    pf = snap.facts or quiz.long_run(snap.pair, lab)      # the pair's long run (the CLI's snapshot has none yet)
+    alpha = float(pf.alpha)
     g, c = int(lab["gamma"]), float(lab["c"])
     best, best_sp = derived.best_gamma(alpha, c)
     r1 = derived.roofline(lab["device"], lab["model"], 1, 1)
     r64 = derived.roofline(lab["device"], lab["model"], 64, 0)    # the weights alone, as the tour says
+    # ... and with each sequence's own KV cache at chapter 2's context: the chapter's punchline
+    r64kv = derived.roofline(lab["device"], lab["model"], 64, BATCH_CONTEXT)
     p, q = quiz._row(snap.pair, quiz.PREFIX)
-    return {"alpha": f"{alpha:.3f}", "gamma": g, "c": f"{c:g}",
+    # α is the long run's (the quiz's snapshot counts it: models.analytics.pair_facts), never the table's few passes
+    return {"alpha": f"{alpha:.3f}", "long_tokens": f"{pf.tokens:,}", "gamma": g, "c": f"{c:g}",
             "tpp": f"{float(analytics.tokens_per_pass_formula(alpha, g)):.2f}",
             "best": best, "best_speedup": f"{best_sp:.2f}×", "device": r1.device_label, "model": r1.model_label,
             "gb": f"{r1.weight_bytes / 1e9:.2f}", "ms": f"{r1.ms_per_token:.2f}",
             "tps1": f"{r1.tokens_per_s:,.0f}", "busy1": f"{100 * r1.arithmetic_busy:.1f}%",
             "tps64": f"{r64.tokens_per_s:,.0f}", "busy64": f"{100 * r64.arithmetic_busy:.1f}%",
+            "context": f"{BATCH_CONTEXT:,}", "kv_gb": f"{r64kv.kv_bytes_per_step / 1e9:.1f} GB",
+            "tps64kv": f"{r64kv.tokens_per_s:,.0f}",
             "overlap": f"{float(np.minimum(p, q).sum()):.3f}"}
 
 
@@ -53,9 +68,10 @@ def measured_pair(t) -> str | None:
         return None
     d = e["data"]
     run = d.get("in_run") or {}
+    from app.facts import fmt_threads
     try:
         return t("handout.measured", file=e.get("file", "?"), device=d["device"]["name"], date=str(d["date"])[:10],
-                 threads=d["device"]["threads"], plain=f"{d['plain_tokens_per_s']:.0f}",
+                 threads=fmt_threads(d["device"]["threads"], t), plain=f"{d['plain_tokens_per_s']:.0f}",
                  spec=f"{d['speculative_tokens_per_s']:.0f}", speedup=f"×{d['speedup']:.2f}",
                  formula=f"×{run['speedup_formula']:.2f}" if run.get("speedup_formula") else "—")
     except (KeyError, TypeError, ValueError):        # validated on load; an older schema lacks some figures

@@ -60,6 +60,39 @@ def _figure(pal: dict, size_px=(640, 400), text_px: float = 16.0):
     return fig, ax
 
 
+def _title(ax, text: str, fontsize: float | None = None) -> None:
+    """The plot's title at 1.2 × the figure's text size (or `fontsize` points). (Axes.set_title applies rcParams'
+    axes.titlesize, 12 pt = 16.7 px, whatever size the axes' title had: at 1080p that is under the legibility
+    floor.)"""
+    size = fontsize or points(ax.figure.text_px * 1.2)
+    ax.set_title(text, fontsize=size, color=ax.title.get_color())
+    # A line wider than the figure is broken where it is narrowest to break (a space, a '·', after a '：'), as many
+    # times as it takes: a long rule's name is read whole, not cut off at the figure's edge.
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    room = fig.bbox.width * 0.8           # centred over the axes, which the y labels push right
+    lines = []
+    for line in text.split("\n"):
+        while True:
+            t = ax.title
+            t.set_text(line)
+            if t.get_window_extent(renderer).width <= room or len(line) < 8:
+                lines.append(line)
+                break
+            cuts = [k for k, ch in enumerate(line) if ch in " ·：:，,"] or list(range(1, len(line)))
+            fits = []
+            for k in cuts:
+                t.set_text(line[:k].rstrip())
+                if t.get_window_extent(renderer).width <= room:
+                    fits.append(k)
+            k = max(fits) if fits else len(line) // 2
+            lines.append(line[:k + (1 if line[k] in "：:，," else 0)].rstrip())
+            line = line[k + 1:].lstrip() if line[k] in " ·：:，," else line[k:]
+            if not line:
+                break
+    ax.set_title("\n".join(lines), fontsize=size, color=ax.title.get_color())
+
+
 def _tight(fig) -> None:
     """tight_layout, quietly: in a very small window the margins cannot fit, and the plot is drawn as it is."""
     import warnings
@@ -83,7 +116,9 @@ def _plain_ticks(ax) -> None:
         return f"{v:.3g}"
     for axis, scale in ((ax.xaxis, ax.get_xscale()), (ax.yaxis, ax.get_yscale())):
         if scale == "log" and getattr(axis.get_transform(), "base", 10) == 10:
-            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            lo, hi = sorted(axis.get_view_interval())
+            wide = lo > 0 and hi / lo > 1e3           # many decades: one label a decade, or they crowd
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
         axis.set_major_formatter(FuncFormatter(fmt))
         axis.set_minor_formatter(NullFormatter())
 
@@ -102,10 +137,14 @@ def _legend(ax, pal, handles=None, loc="best"):
 
 
 def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best_gamma: int, c: float,
-                 pair_label: str = "plot.toy_alpha", size_px=(640, 400), text_px: float = 16.0):
+                 pair_label: str = "plot.toy_alpha", size_px=(640, 400), text_px: float = 16.0,
+                 gamma: int | None = None):
     """curves: {alpha: speedups over gammas} (alphas cited from the papers); toy_curve: the toy's own. The
-    reference curves are named at their right ends; the legend keeps to the toy pair's own lines."""
+    reference curves are named at their right ends; the legend keeps to the toy pair's own lines. `gamma`: the
+    γ the table runs, marked."""
     fig, ax = _figure(pal, size_px, text_px)
+    if gamma in gammas:
+        ax.axvline(gamma, color=pal["mpl_fg"], lw=1.2, ls=":", zorder=1)
     # Bright, distinct hues that stay readable on the dark and the projector's black background.
     hues = ("#8da0cb", "#66c2a5", "#a6d854", "#ffd92f", "#e78ac3")
     ends = []
@@ -123,7 +162,7 @@ def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best
     ax.axhline(1.0, color=_hex(pal["reject"]), lw=1, ls="--")
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.speedup"))
-    ax.set_title(t("plot.speedup_title", c=f"{c:g}"))
+    _title(ax, t("plot.speedup_title", c=f"{c:g}"))
     _legend(ax, pal, handles=mine, loc="upper left")
     _tight(fig)
     _end_labels(ax, gammas[-1], ends)       # after the layout: the gaps are in the final pixels
@@ -151,43 +190,141 @@ def _end_labels(ax, x, ends) -> None:
 
 
 def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted_label: str, size_px=(640, 400),
-                         text_px: float = 16.0):
+                         text_px: float = 16.0, gamma: int | None = None):
+    """The formula against the counts at every γ; `gamma`: the γ in force, marked (a page's slider moves it)."""
     fig, ax = _figure(pal, size_px, text_px)
+    if gamma in gammas:
+        ax.axvline(gamma, color=_hex(pal["reject"]), lw=1.5, zorder=1)
     ax.plot(gammas, formula, "-o", color=_hex(pal["target"]), lw=2, label=t("plot.formula", alpha=f"{alpha:.3f}"))
     ax.bar(gammas, counted, width=0.45, color=_hex(pal["accent"]), alpha=0.85, label=counted_label)
     ax.plot(gammas, [g + 1 for g in gammas], ":", color=pal["mpl_fg"], lw=1, label=t("plot.max_tokens"))
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.tokens_per_pass"))
-    ax.set_title(t("plot.tpp_title"))
+    _title(ax, t("plot.tpp_title"))
     _legend(ax, pal)
     _tight(fig)
     return fig
 
 
-def roofline_plot(t, pal, lanes, tokens_per_s, busy, current_lanes: int, device: str, model: str, context: str,
+def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: int, device: str, model: str,
+                  context: str, fits=None, memory_gb: float = 0.0, fit_lanes: float | None = None,
                   size_px=(640, 400), text_px: float = 16.0, computer=None):
-    """computer: (label, lanes to saturate) of this computer as measured: its own busy share beside
-    the device's (a pass of n lanes keeps min(1, n / lanes) of its arithmetic busy)."""
+    """Tokens/s against lanes on paper: reading the weights alone, and (tps_cache, when the context holds tokens)
+    with every sequence's own KV cache read too, side by side; the pair of figures at `current_lanes` written on
+    the curves. fits: per lane count, whether the weights and the caches fit the device's `memory_gb` (the part
+    of the cache's curve that does not is drawn faint and said; fit_lanes: the most sequences that fit). busy: the arithmetic's share (of the cache's
+    curve when there is one), on the right axis. computer: (label, lanes to saturate) of
+    this computer as measured: its own busy share, min(1, n / lanes), beside the device's."""
     fig, ax = _figure(pal, size_px, text_px)
-    ax.plot(lanes, tokens_per_s, color=_hex(pal["target"]), lw=2.5, label=t("plot.tokens_per_s"))
+    tgt, acc, rej, fg = _hex(pal["target"]), _hex(pal["accent"]), _hex(pal["reject"]), pal["mpl_fg"]
+    def at_lanes(ys) -> float:
+        return float(np.exp(np.interp(np.log2(current_lanes), np.log2(lanes), np.log(ys))))
+    # The figures at the lanes lit go in the legend (beside each curve's name): the panel's table's numbers
+    handles = ax.plot(lanes, tps_weights, color=tgt, lw=2.5, ls="--" if tps_cache is not None else "-",
+                      label=t("plot.tps_weights", lanes=current_lanes, tps=f"{at_lanes(tps_weights):,.0f}"))
+    curve = tps_weights
+    if tps_cache is not None:
+        ok = np.asarray(fits if fits is not None else [True] * len(lanes), dtype=bool)
+        xs, ys = np.asarray(lanes, dtype=float), np.asarray(tps_cache, dtype=float)
+        handles += ax.plot(xs[ok], ys[ok], color=tgt, lw=3, label=t("plot.tps_cache", context=context,
+                                                                    lanes=current_lanes,
+                                                                    tps=f"{at_lanes(tps_cache):,.0f}"))
+        if not ok.all():
+            k = int(np.argmin(ok))              # the first lane count that does not fit
+            ax.plot(xs[max(0, k - 1):], ys[max(0, k - 1):], color=tgt, lw=1.5, ls=":", alpha=0.6)
+            edge = fit_lanes if fit_lanes else xs[max(0, k - 1)]
+            ax.axvspan(edge, xs[-1] * 1.5, color=fg, alpha=0.10, lw=0)
+            ax.text(0.98, 0.42, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
+                    fontsize=_small(fig), ha="right", va="center")
+        curve = tps_cache
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     _plain_ticks(ax)
     ax.set_xlabel(t("plot.lanes"))
     ax.set_ylabel(t("plot.tokens_per_s"))
     ax2 = ax.twinx()
-    ax2.plot(lanes, [100 * b for b in busy], color=_hex(pal["accent"]), lw=2, ls="--", label=t("plot.busy"))
-    ax2.set_ylabel(t("plot.busy"), color=_hex(pal["accent"]), fontsize=points(text_px * 1.1))
-    ax2.tick_params(colors=pal["mpl_fg"], labelsize=points(text_px))
+    ax2.plot(lanes, [100 * b for b in busy], color=acc, lw=1.8, ls="-.")     # named by its axis, in its colour
+    ax2.set_ylabel(t("plot.busy"), color=acc, fontsize=points(text_px * 1.1))
+    ax2.tick_params(colors=fg, labelsize=points(text_px))
     ax2.set_ylim(0, 105)
-    ax.axvline(current_lanes, color=_hex(pal["reject"]), lw=1.5)
-    lines = ax.get_lines()[:1] + ax2.get_lines()
     if computer is not None:
         label, sat = computer
-        lines += ax2.plot(lanes, [100 * min(1.0, n / sat) for n in lanes], color=_hex(pal["draft"]), lw=2.5, ls=":",
-                          label=label)
-    ax.set_title(t("plot.roofline_title", device=device, model=model, context=context))
-    _legend(ax, pal, handles=lines, loc="upper left")
+        handles += ax2.plot(lanes, [100 * min(1.0, n / sat) for n in lanes], color=_hex(pal["draft"]), lw=2.5,
+                            ls=":", label=label)
+    ax.axvline(current_lanes, color=rej, lw=1.5)
+    for ys in (tps_weights, tps_cache):
+        if ys is not None:
+            ax.plot([current_lanes], [at_lanes(ys)], "o", color=rej, ms=8, zorder=5)
+    lo, hi = min(min(tps_weights), min(curve)), max(tps_weights)
+    ax.set_ylim(lo * 0.7, hi * 12)          # room above the curves for the legend
+    _plain_ticks(ax)                        # (again: the ticks follow the final range)
+    _title(ax, t("plot.roofline_title", device=device, model=model))
+    _legend(ax, pal, handles=handles, loc="upper left")
+    _tight(fig)
+    return fig
+
+
+def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lanes: int, memory_gb: float,
+                  device: str, model: str, size_px=(640, 400), text_px: float = 16.0):
+    """Pope et al.'s crossover: the bytes one pass reads, the weights' (the same whatever the batch) and the KV
+    caches' (one per sequence: lanes × context × bytes per token) for each context in `contexts` ({label: GB per
+    lane}); where a cache's line crosses the weights' it reads more than they do. Beyond the device's memory a
+    line is drawn faint."""
+    fig, ax = _figure(pal, size_px, text_px)
+    tgt, acc, rej, fg = _hex(pal["target"]), _hex(pal["accent"]), _hex(pal["reject"]), pal["mpl_fg"]
+    xs = np.asarray(lanes, dtype=float)
+    handles = ax.plot(xs, [weights_gb] * len(xs), color=tgt, lw=3, label=t("plot.read_weights"))
+    styles = ("-", "--", ":")
+    for j, (ctx, per_lane) in enumerate(contexts.items()):
+        ys = xs * per_lane
+        ok = ys + weights_gb <= memory_gb if memory_gb else np.ones_like(xs, dtype=bool)
+        handles += ax.plot(xs[ok], ys[ok], color=acc, lw=2.5 if j == 0 else 1.8, ls=styles[j % 3],
+                           label=t("plot.read_cache", context=ctx))
+        if not ok.all():
+            ax.plot(xs[~ok], ys[~ok], color=acc, lw=1.2, ls=styles[j % 3], alpha=0.35)
+        cross = weights_gb / per_lane
+        if xs[0] <= cross <= xs[-1]:
+            dot = ax.plot([cross], [weights_gb], "o", color=rej, ms=8, zorder=5, label=t("plot.crossover"))
+            if j == 0:
+                handles += dot
+            ax.annotate(f"≈{cross:,.0f}", (cross, weights_gb),
+                        xytext=(0, 1.3 * text_px), textcoords="offset points",
+                        ha="center", va="center", color=fg, fontsize=_small(fig))
+    ax.axvline(current_lanes, color=rej, lw=1.2, alpha=0.7)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    _plain_ticks(ax)
+    ax.set_xlabel(t("plot.lanes"))
+    ax.set_ylabel(t("plot.gb_per_pass"))
+    ax.set_ylim(min(xs[0] * min(contexts.values()), weights_gb) * 0.5, weights_gb * 40)
+    _plain_ticks(ax)
+    _title(ax, t("plot.kv_bytes_title", device=device, model=model))
+    _legend(ax, pal, handles=handles, loc="lower right")
+    _tight(fig)
+    return fig
+
+
+def overlap_plot(t, pal, labels, p, q, rest: float, total: float, context: str, size_px=(640, 400),
+                 text_px: float = 16.0):
+    """Σ min(p, q) as a picture: for each token after `context`, its p and q as two outlined bars on one spot and
+    their overlap min(p, q) filled; the filled area is the chance one guess is accepted there (`total`, of which
+    `rest` comes from the tokens not drawn)."""
+    fig, ax = _figure(pal, size_px, text_px)
+    tgt, dft, acc, fg = _hex(pal["target"]), _hex(pal["draft"]), _hex(pal["accent"]), pal["mpl_fg"]
+    x = np.arange(len(labels), dtype=float)
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
+    both = np.minimum(p, q)
+    ax.bar(x, both, width=0.78, color=acc, alpha=0.85, label=t("plot.overlap_min"), zorder=2)
+    ax.bar(x - 0.2, p, width=0.4, fill=False, edgecolor=tgt, lw=2.2, label=t("plot.overlap_p"), zorder=3)
+    ax.bar(x + 0.2, q, width=0.4, fill=False, edgecolor=dft, lw=2.2, ls="--", label=t("plot.overlap_q"), zorder=3)
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+    ax.set_ylim(0, max(float(p.max()), float(q.max())) * 1.25)
+    ax.set_ylabel(t("plot.probability"))
+    ax.set_xlabel(t("plot.overlap_rest", rest=f"{rest:.3f}"))
+    _title(ax, t("plot.overlap_title", context=context, total=f"{total:.3f}"))
+    _legend(ax, pal, loc="upper right")
     _tight(fig)
     return fig
 
@@ -201,7 +338,7 @@ def tubes_plot(t, pal, draws, tv_left, tv_right, rule_label: str, size_px=(640, 
     _plain_ticks(ax)
     ax.set_xlabel(t("plot.draws"))
     ax.set_ylabel(t("plot.tv"))
-    ax.set_title(t("plot.tubes_title", rule=rule_label))
+    _title(ax, t("plot.tubes_title", rule=rule_label))
     _legend(ax, pal)
     _tight(fig)
     return fig
@@ -271,7 +408,7 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str
     ax.set_ylim(0.8, top + 0.6)
     ax.set_xlabel(t("plot.lanes_per_pass"))
     ax.set_ylabel(t("plot.tokens_per_pass_counted" if wide else "plot.tokens_per_pass_short"))
-    ax.set_title(t("plot.drafters_title", gamma=gamma, device=device) + "\n" + " · ".join(
+    _title(ax, t("plot.drafters_title", gamma=gamma, device=device) + "\n" + " · ".join(
         x for x in (note, device) if x), fontsize=_small(fig))
     # Beside the axes where the figure is wide; where it is narrow (a panel), along the figure's foot, the axes
     # laid out above it: no point is ever hidden behind it, and no text runs off the figure or into another.

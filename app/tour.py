@@ -11,6 +11,9 @@ plays. A beat may stand the table 'cutaway' (the read head cut open) or 'explode
 A chapter file is checked against a typed schema when it loads (Narration, Page, Action): an unknown key,
 a missing language, an unknown part, action or view is an InputError naming the file and page, never a
 silent no-op. A page may put the shipped neural pair on the table ("pair": "neural"; the pages around it keep the n-gram pair).
+A page may draw its own plot ("plot"), put sliders for the quantity it is about under the class's hand
+("controls"), and ask a question before its action reveals the answer ("ask", with "keep_back": the numbers
+shown as '?' until then).
 Actions: {"do": "play"} plays the next target pass (or pass "pass", 0-based; the tubes' rounds
 when the beat frames the tubes); {"do": "checkpoint", "kind": "test"|"count"} asks for a prediction about
 pass "pass" (default the first) and reveals it; either may name its own "parts" and "view" and carry the
@@ -30,10 +33,17 @@ CHECKPOINT_KINDS = ("test", "count")     # test: will this guess pass?  count: h
 LANGS = ("zh", "en")
 BEAT_VIEWS = ("table", "cutaway", "exploded")     # how the table stands while a beat frames its parts
 HOLDS = ("start", "drafted", "end")
+# Where a played pass stops (Action.until): at the end of its drafting (the guesses pencilled), of its verify (the
+# big drum's turn, the lanes lit: the check and the meters not yet), or of its writing (the whole pass). A later
+# play of the same pass goes on from there.
+UNTILS = ("draft", "verify", "write")
 PAGE_PAIRS = ("ngram", "neural")      # a page may run the table on the shipped neural pair (app/pairs.py)
 # What a page may draw in the tour's panel besides its numbers: "residual" draws p, q and norm(max(0, p − q)) of
 # the run's rejection the page talks about (the checkpoint's guess), with the token drawn from it marked.
 PAGE_PANELS = ("residual",)
+# Lab settings a page may put under the class's hand (a slider in the tour's panel, above its plot): the quantity
+# the page is about, dragged while the plot and the numbers answer. They hold on that page only.
+PAGE_CONTROLS = ("gamma", "c", "lanes", "context")
 
 
 @dataclass(frozen=True)
@@ -44,6 +54,7 @@ class Action:
     kind: str = "test"            # checkpoint only: 'test' | 'count'
     pass_index: int | None = None  # "pass" in the file, 0-based: which pass to play or ask about; None: the next
     text: dict = field(default_factory=dict)   # {'zh', 'en'} shown once the action has run (may be empty)
+    until: str = "write"          # play only: the phase the pass stops after (UNTILS)
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,13 @@ class Page:
     # Where the table stands before this page's action plays (HOLDS), when not where a page that sets its own
     # settings starts (the run's first pass): 'drafted' shows the pass's guesses pencilled, as its sentence says.
     hold: str | None = None
+    # The panel's picture for this page (app.figures.PLOT_NAMES or PAGE_PLOTS), when not the chapter's plot.
+    plot: str | None = None
+    controls: tuple[str, ...] = ()    # PAGE_CONTROLS: sliders for the quantity the page is about
+    # Predict, then reveal: a question shown under the page's text until its action has been shown, and the live
+    # numbers ("plot": the panel's plot) kept back ('?') until then; the action's words give the answer.
+    ask: dict = field(default_factory=dict)
+    keep_back: tuple[str, ...] = ()
 
     def __getitem__(self, lang: str) -> str:
         return self.text[lang]
@@ -112,9 +130,10 @@ CHAPTERS: tuple[Chapter, ...] = (
     # residual its replacement was drawn from.
     Chapter("05-acceptance-rule", {"gamma": 4}, facts=("check_p", "check_q", "check_ratio"),
             events=("kept_and_replaced", "gamble_rejected"), hold="drafted"),
+    # Its pages draw the running example's overlap first (the proof as a picture), then the tubes; the tube page
+    # asks before it plays and keeps the distances and their plot back until then (its keep_back).
     Chapter("06-same-as-target", {"tube_rule": "exact"}, plot="tubes",
-            facts=("under_char", "over_char", "tv_left", "tv_right", "tv_noise"),
-            after_play=("tv_left", "tv_right", "tv_noise", "plot")),
+            facts=("under_char", "over_char", "tv_left", "tv_right", "tv_noise")),
     Chapter("07-alpha", {"gamma": 4}, plot="tpp",
             facts=("alpha", "long_count", "alpha_corpus", "run_count", "tpp_formula", "tpp_counted", "run_tpp"),
             hold="end"),
@@ -225,8 +244,35 @@ def _fact_names(raw, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def _plot(raw, where: str) -> str | None:
+    from app.figures import PAGE_PLOTS, PLOT_NAMES
+    if raw is not None and raw not in PLOT_NAMES + PAGE_PLOTS:
+        raise InputError(f"{where}: 'plot' must be one of {', '.join(PLOT_NAMES + PAGE_PLOTS)}, not {raw!r}")
+    return raw
+
+
+def _controls(raw, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw or any(c not in PAGE_CONTROLS for c in raw) or len(set(raw)) != len(raw):
+        raise InputError(f"{where}: 'controls' must be a non-empty list of {', '.join(PAGE_CONTROLS)}, each once")
+    return tuple(raw)
+
+
+def _keep_back(raw, where: str) -> tuple[str, ...]:
+    """Fact names (or "plot") a predict-then-reveal page keeps back until its action has been shown."""
+    if raw is None:
+        return ()
+    facts = tuple(n for n in raw if n != "plot") if isinstance(raw, list) else raw
+    if facts:
+        _fact_names(list(facts), where)
+    if not isinstance(raw, list) or not raw or len(set(raw)) != len(raw):
+        raise InputError(f"{where}: 'keep_back' must be a non-empty list of fact names (or \"plot\"), each once")
+    return tuple(raw)
+
+
 def parse_action(raw, where: str) -> Action:
-    _keys(raw, {"do", "parts", "view", "kind", "pass", *LANGS}, where)
+    _keys(raw, {"do", "parts", "view", "kind", "pass", "until", *LANGS}, where)
     do = raw.get("do")
     if do not in ACTION_KINDS:
         raise InputError(f"{where}: 'do' must be one of {', '.join(ACTION_KINDS)}, not {do!r}")
@@ -238,8 +284,11 @@ def parse_action(raw, where: str) -> Action:
     index = raw.get("pass")
     if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
         raise InputError(f"{where}: 'pass' is a pass number (a whole number >= 0, 0 the first), not {index!r}")
+    until = raw.get("until", "write")
+    if until not in UNTILS or ("until" in raw and do != "play"):
+        raise InputError(f"{where}: 'until' belongs to a play and is one of {', '.join(UNTILS)}, not {until!r}")
     return Action(do=do, parts=_parts(raw.get("parts"), where, required=False), view=_view(raw.get("view"), where),
-                  kind=kind, pass_index=index, text=_texts(raw, where, required=False))
+                  kind=kind, pass_index=index, text=_texts(raw, where, required=False), until=until)
 
 
 def parse_narration(raw, where: str) -> Narration:
@@ -251,7 +300,8 @@ def parse_narration(raw, where: str) -> Narration:
     pages = []
     for i, p in enumerate(pages_raw):
         at = f"{where}: page {i + 1}"
-        _keys(p, {"action", "parts", "view", "pair", "params", "events", "panel", "facts", "hold", *LANGS}, at)
+        _keys(p, {"action", "parts", "view", "pair", "params", "events", "panel", "facts", "hold", "plot", "controls",
+                  "ask", "keep_back", *LANGS}, at)
         if p.get("hold") is not None and p["hold"] not in HOLDS:
             raise InputError(f"{at}: 'hold' must be one of {', '.join(HOLDS)}, not {p['hold']!r}")
         if p.get("panel") is not None and p["panel"] not in PAGE_PANELS:
@@ -260,10 +310,15 @@ def parse_narration(raw, where: str) -> Narration:
         pair = p.get("pair", "ngram")
         if pair not in PAGE_PAIRS:
             raise InputError(f"{at}: 'pair' must be one of {', '.join(PAGE_PAIRS)}, not {pair!r}")
+        ask = _texts(p["ask"], f"{at}: ask") if isinstance(p.get("ask"), dict) else {}
+        if ("ask" in p or "keep_back" in p) and (action is None or not ask):
+            raise InputError(f"{at}: 'ask' (a question in zh and en) and 'keep_back' need an action that reveals")
         pages.append(Page(text=_texts(p, at), parts=_parts(p.get("parts"), at, required=True), action=action,
                           view=_view(p.get("view"), at) or "table", pair=pair, params=_params(p.get("params"), at),
                           events=_events(p.get("events"), at), panel=p.get("panel"),
-                          facts=_fact_names(p.get("facts"), at), hold=p.get("hold")))
+                          facts=_fact_names(p.get("facts"), at), hold=p.get("hold"), plot=_plot(p.get("plot"), at),
+                          controls=_controls(p.get("controls"), at), ask=ask,
+                          keep_back=_keep_back(p.get("keep_back"), at)))
     return Narration(title=title, pages=tuple(pages))
 
 

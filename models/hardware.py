@@ -8,10 +8,16 @@ once, they are not γ + 1 sequences).
     bytes per pass   = weights (params × 2 bytes, bf16) + batch × context × KV bytes per token
     KV bytes/token   = layers × KV heads × head dim × 2 (K and V) × 2 bytes
     pass time        >= bytes per pass / memory bandwidth       (decoding is a read-bound loop)
-    arithmetic       = 2 ops per parameter per token computed = 2 × params × batch × positions
-                       (attention's own ops left out, as in SCIENCE.md)
+    arithmetic       = batch × positions × (2 ops per parameter + attention's ops over the context)
+    attention ops    = 4 × layers × hidden × context per position computed (q·k over every cached key, then the
+                       weighted sum of every cached value: 2 ops a multiply-add, query heads × head dim = hidden)
     busy fraction    = arithmetic time / pass time (weights only: batch × positions × model ops-per-byte /
                        device ops-per-byte)
+    fits             = weights + batch × context × KV bytes per token <= the device's memory
+
+Attention's arithmetic grows with the context: about 2.1 G operations a token at 4,096 tokens (an eighth of the
+weights' 16.1 G for Llama 3.1 8B) and about 17.2 G at 32,768 (as much as the weights'). SCIENCE.md's figures for
+the weights alone (a batch of 64: ~22% busy) read no cache and so have none.
 
 The weights term is all parameters (16.06 GB for Llama 3.1 8B), as SCIENCE.md rounds it: a real decoder looks
 up one row of the untied input embedding (1.05 GB) instead of streaming it, so it reads about 15.01 GB
@@ -76,6 +82,12 @@ class LlamaShape:
         """One lane's arithmetic per weight byte read: 2 ops per parameter / 2 bytes per parameter = 1 in bf16,
         4 with int4 weights (the same arithmetic on a quarter of the bytes)."""
         return 2.0 / self.bytes_per_param
+
+    def attention_ops(self, context: int) -> float:
+        """Attention's arithmetic for one position over `context` cached tokens: q·kᵀ and the weighted sum of V in
+        every layer, 2 × 2 × (query heads × head dim = hidden) × context each (the weights' 2 ops per parameter are
+        counted apart)."""
+        return 4.0 * self.layers * self.hidden * context
 
     @property
     def medusa_head_params(self) -> int:
@@ -220,15 +232,16 @@ class Roofline:
     ms_per_token: float                # a plain pass writes one token per sequence
     tokens_per_s: float
     tokens_per_s_per_sequence: float
-    ops_per_step: float
+    ops_per_step: float                # weights' and attention's arithmetic together
+    attention_ops_per_step: float      # of which attention's over the context
     arithmetic_ms_per_step: float
     arithmetic_busy: float             # arithmetic time / pass time
     arithmetic_idle: float
     device_ops_per_byte: float
     model_ops_per_byte_per_lane: float
     lanes_to_saturate: float
-    fits_in_memory: bool
-    memory_bytes: int
+    fits_in_memory: bool               # the weights and every sequence's KV cache fit the device's memory
+    memory_bytes: int                  # the device's memory (0: not known, as for a measured CPU)
     bound: str                         # 'memory' | 'arithmetic'
 
     def as_dict(self) -> dict:
@@ -249,7 +262,8 @@ def roofline(device, model, batch: int = 1, context: int = 0, positions: int = 1
     kv_step = batch * context * m.kv_bytes_per_token
     bytes_step = m.weight_bytes + kv_step
     read_s = bytes_step / d.bandwidth_Bps
-    ops_step = 2.0 * m.params * batch * positions
+    attn_step = batch * positions * m.attention_ops(context)
+    ops_step = 2.0 * m.params * batch * positions + attn_step
     arith_s = ops_step / d.flops
     step_s = max(read_s, arith_s)
     return Roofline(
@@ -262,7 +276,7 @@ def roofline(device, model, batch: int = 1, context: int = 0, positions: int = 1
         # on the acceptance rate, models.analytics), so tokens/s here is per pass written at one token each.
         ms_per_step=step_s * 1e3, ms_per_token=step_s * 1e3,
         tokens_per_s=batch / step_s, tokens_per_s_per_sequence=1.0 / step_s,
-        ops_per_step=ops_step, arithmetic_ms_per_step=arith_s * 1e3,
+        ops_per_step=ops_step, attention_ops_per_step=attn_step, arithmetic_ms_per_step=arith_s * 1e3,
         arithmetic_busy=arith_s / step_s, arithmetic_idle=1.0 - arith_s / step_s,
         device_ops_per_byte=d.ops_per_byte, model_ops_per_byte_per_lane=m.ops_per_byte,
         lanes_to_saturate=d.ops_per_byte / m.ops_per_byte,
@@ -272,14 +286,14 @@ def roofline(device, model, batch: int = 1, context: int = 0, positions: int = 1
 
 def pass_time(device, model, lanes: int, context: int = 0, extra_params: int = 0, extra_ops: float = 0.0) -> dict:
     """One target pass computing `lanes` tokens for one sequence with `context` tokens of KV cache, on paper:
-    max(weights + KV read time, arithmetic time). extra_params: more weights read in the same pass (Medusa heads);
+    max(weights + KV read time, arithmetic time: the weights' and attention's). extra_params: more weights read in the same pass (Medusa heads);
     extra_ops: their arithmetic."""
     d, m = get_device(device), get_model(model)
     if not isinstance(lanes, (int, float)) or lanes < 1:
         raise InputError(f"lanes must be >= 1, got {lanes!r}")
     read_bytes = m.weight_bytes + context * m.kv_bytes_per_token + extra_params * m.bytes_per_param
     read_s = read_bytes / d.bandwidth_Bps
-    ops = 2.0 * m.params * lanes + extra_ops
+    ops = 2.0 * m.params * lanes + lanes * m.attention_ops(context) + extra_ops
     arith_s = ops / d.flops
     return {"read_ms": read_s * 1e3, "arithmetic_ms": arith_s * 1e3, "ms": max(read_s, arith_s) * 1e3,
             "bytes": read_bytes, "ops": ops, "bound": "memory" if read_s >= arith_s else "arithmetic"}

@@ -161,5 +161,8 @@ class BigDrum:
             fb.add("bead", np.stack(lamps), pal.lane_on, emissive=np.array(glow))
         if dark:
             fb.add("bead", np.stack(dark), pal.lane_off)
-        fb.text(ec.say("预测头（Medusa）", "heads (Medusa)"), np.array([cx, rail_y + 0.3, cz + HEAD_DZ]), right, up,
-                0.32, pal.label, anchor="center", valign="middle")
+        # Head 1 is not on the rail: it is the target's own output layer (the big drum's turn writes its guess).
+        first, last = state.heads[0], state.heads[-1]
+        fb.text(ec.say(f"预测头 {first}–{last}（Medusa）", f"heads {first}–{last} (Medusa)"),
+                np.array([cx, rail_y + 0.3, cz + HEAD_DZ]), right, up, 0.32, pal.label, anchor="center",
+                valign="middle")

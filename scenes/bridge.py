@@ -23,7 +23,7 @@ from scenes.text_atlas import DISC, RING, SOLID
 TILT = math.radians(16)
 BEAM_Y = 1.95           # centre of the beam the meters stand on
 BEAM_H = 0.5
-PLATE_V = (0.0, 2.62)   # plate extent along the meter's (tilted) up axis, from the beam's top
+PLATE_V = (0.0, 2.62)    # plate extent along the meter's (tilted) up axis, from the beam's top: room for p/q over r
 COLUMN_V0 = 0.22        # column foot
 COLUMN_H = 1.55         # full scale (p/q = 1)
 PLATE_W = 0.88
@@ -34,9 +34,9 @@ RIGHT = np.array([1.0, 0.0, 0.0])
 # the 1/120 s tick grid, which can land just short of the fill's last instant.
 FILLED = 0.96
 VALUE_SIZE = 0.41       # p/q readout em height (world units): ~30 px on a 1080p projector in the table view
-VALUE_V = 2.17          # its baseline up the plate
-R_SIZE = 0.29
-R_V = 1.88
+VALUE_V = 2.30          # its baseline up the plate
+R_SIZE = 0.35           # near the value's size: r is what the red line marks (at 0.29 it read 13 px on the table)
+R_V = 1.86
 PIP_V = 0.11            # a tree's round pips, along the plate's foot (under the column)
 VERDICT_SIZE = 0.31
 VERDICT_W = 0.6         # room for the verdict word beside its mark (x the cell scale)
@@ -63,6 +63,12 @@ def fmt(x: float) -> str:
     if 0 < x < 0.01:
         return f"{x:.2g}" if x >= 1e-4 else f"{x:.1e}"
     return f"{x:.2f}" if x < 10 else f"{x:.0f}"
+
+
+def r_text(r: float) -> str:
+    """The meter's r: "r .60", no leading zero (r is under 1), so it fits the plate as large as the value above it."""
+    s = fmt(r)
+    return "r " + (s[1:] if s.startswith("0.") else s)
 
 
 def _box(p, su, sv, sw) -> np.ndarray:
@@ -161,7 +167,7 @@ class MeterBridge:
             fit = PLATE_W * k * 0.94
             size = min(VALUE_SIZE * k, fit / max(fb.atlas.advance(txt), 1e-6))
             fb.text(txt, meter_point(i, VALUE_V, 0.01, 0, gamma), RIGHT, UP, size, pal.label, anchor="center")
-            rt = f"r {fmt(m.r)}"
+            rt = r_text(m.r)
             fb.text(rt, meter_point(i, R_V, 0.01, 0, gamma), RIGHT, UP,
                     min(R_SIZE * k, fit / max(fb.atlas.advance(rt), 1e-6)), pal.label, anchor="center")
         # The verdict on the beam's face: ring = pass, cross = fail, dash = untested, and a word beside it.

@@ -99,6 +99,6 @@ class KVCabinet:
         # More sequences than drawers: the figures count them all, the cabinet draws nine (say so on it).
         batch = int(ec.run.batch_lanes)
         if batch > self.slots:
-            note = ec.say(f"{batch} 个序列 · 画出 {self.slots} 个抽屉", f"{batch} sequences · {self.slots} drawers drawn")
+            note = ec.say(f"{batch} 段话 · 画出 {self.slots} 个抽屉", f"{batch} sequences · {self.slots} drawers drawn")
             fb.text(note, (xm, self.y1 + 0.3, self.z1 + 0.1), (1, 0, 0), (0, 1, 0), 0.3, pal.label,
                     anchor="center", valign="middle")

@@ -16,7 +16,7 @@ from scenes.layout import PARTS, EmitContext
 
 PHASES = {
     "idle": ("准备", "ready"),
-    "draft": ("小滚筒转：草稿在猜", "the small drum turns: the draft guesses"),
+    "draft": ("小滚筒转：小模型在猜", "the small drum turns: the draft guesses"),
     "verify": ("大滚筒转一圈，一起核对所有猜测", "one turn of the big drum checks every guess"),
     "check": ("逐个比较 p/q 和 r", "each guess: p/q against r"),
     "write": ("留下通过的，换掉被拒的", "keep the accepted, replace the rejected"),
@@ -24,11 +24,11 @@ PHASES = {
     "done": ("写完了", "finished"),
 }
 # The write phase of a pass that kept every guess: no replacement, the bonus token instead.
-WRITE_BONUS = ("全部通过，再白送一个奖励词元", "all accepted, and a bonus token")
+WRITE_BONUS = ("全部通过，再多送一个词元", "all accepted, and a bonus token")
 # A pass of the target alone (TargetSampler, γ = 0): no guesses to check, one token per lane per turn.
 TARGET_PHASES = dict(PHASES, **{
     "draft": ("大模型单独写", "the target writes alone"),
-    "verify": ("大滚筒转一圈，每条通道写一个词元", "one turn of the big drum: one token per lane"),
+    "verify": ("大滚筒转一圈，每条路写一个词元", "one turn of the big drum: one token per lane"),
     "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
     "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
@@ -38,7 +38,7 @@ DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine dra
 # How the drafter of the pass drafts (its look, models.drafters) changes what the draft and check phases do
 # (scenes.timeline); a drafter drawn by the small drum (DRUM) does what PHASES says.
 DRAFTER_PHASES = {
-    COPY: {"draft": ("铅笔车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
+    COPY: {"draft": ("铅笔小车从前文抄猜测", "the pencil cart copies guesses from earlier text")},
     "copy_none": {"draft": ("前文里没有可抄的", "nothing earlier to copy"),
                     "verify": ("大滚筒转一圈，只写一个词元", "one turn of the big drum writes one token"),
                     "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
@@ -52,8 +52,16 @@ DRAFTER_PHASES = {
 }
 
 
-def phase_words(state) -> tuple[str, str]:
-    """(zh, en) of what the table is doing now, for the drafter of this pass."""
+# The check phase's words when the bridge is not in the picture (a beat framing the drums, the mill): the status
+# line does not send the class to a part they cannot see.
+CHECK_OFF_FRAME = ("大模型逐个核对猜测", "the target checks the guesses in turn")
+
+
+def phase_words(state, bridge: bool = True) -> tuple[str, str]:
+    """(zh, en) of what the table is doing now, for the drafter of this pass; `bridge`: whether the bridge of
+    meters is in the picture (its words name p/q and r on its meters)."""
+    if not bridge and state.phase == "check" and not state.extra.get("target_only"):
+        return CHECK_OFF_FRAME
     target_only = bool(state.extra.get("target_only"))
     key = kind_of(state.drafter).look
     if key == COPY and target_only:
@@ -254,10 +262,13 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
     drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
                          anchors, targets=targets)
     failed = [d[0] for d in drawn if not d[5] and d[0] in (shorter or {})]
-    if failed:                   # placed again only when a readout found no spot and has a shorter form
+    # A name with a second half ("读头 · 九条路") that finds no spot is tried once more with its first half
+    # alone: a crowded frame of the whole table still names every part.
+    short = {d[0] for d in drawn if not d[5] and " · " in PARTS[d[0]].zh + PARTS[d[0]].en}
+    if failed or short:          # placed again only when a plate found no spot and has a shorter form
         readouts.update({name: shorter[name] for name in failed})
         drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                             anchors, targets=targets)
+                             anchors, targets=targets, short=short)
     _draw_plates(fb, drawn, targets, keep_out, words, height, ec.palette)
     if targets is not None:
         drawn = [d for d in drawn if d[5]]
@@ -311,7 +322,7 @@ def _draw_plates(fb, drawn, targets, keep_out, words, height, pal) -> None:
 
 
 def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, anchors=None,
-                 targets=None):
+                 targets=None, short=frozenset()):
     pal = ec.palette
     big, small = label_sizes(ec, height)
     wanted, names, all_lines = [], [], []
@@ -329,10 +340,11 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
         if targets is not None and name not in targets:
             continue                     # no anchor on the part in view: no name
         lines = []
+        zh, en = (info.zh.split(" · ")[0], info.en.split(" · ")[0]) if name in short else (info.zh, info.en)
         if ec.language in ("zh", "both"):
-            lines.append((info.zh, big, pal.label))
+            lines.append((zh, big, pal.label))
         if ec.language in ("en", "both"):
-            lines.append((info.en, small if ec.language == "both" else big * 0.8, pal.label_sub))
+            lines.append((en, small if ec.language == "both" else big * 0.8, pal.label_sub))
         n_name = len(lines)
         for text, kind in readouts.get(name, ()):
             lines.append((text, big if kind == "main" else small, tuple(pal.lane_on.color) if kind == "main" else pal.label))
@@ -391,7 +403,7 @@ def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamm
         # "第 1/12 步" read as chapter 1 of 12: the count says what it counts.
         step_words = ec.say(f"第 {step + 1} 步（共 {n_steps} 步）", f"pass {step + 1} of {n_steps}")
         n = lanes_true
-        lanes = ec.say(f"亮 {n} 条通道", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
+        lanes = ec.say(f"亮 {n} 条路", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
         if n > DRAWN_LANES:       # the figures count them all; the read head draws nine
             lanes += ec.say(f"（台上画 {DRAWN_LANES} 条）", f" ({DRAWN_LANES} drawn)")
         # The target alone has no γ: say what it does instead (one token per lane per turn of the drum);
@@ -416,13 +428,14 @@ def hud_origin(height: int) -> tuple[float, float]:
 
 def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
              timing=None, passes: bool = True, activity: list[tuple[str, str]] | None = None,
-             lanes: bool = True) -> tuple | None:
+             lanes: bool = True, bridge: bool = True) -> tuple | None:
     """Top-left: where we are in the run and what is happening now, and a strip of the pass's phases
     (`passes` False: no pass counter, for a view of the test tubes, which run rounds of their own;
-    `activity` [(zh, en)]: what the mode is doing instead, the tubes' round)."""
+    `activity` [(zh, en)]: what the mode is doing instead, the tubes' round; `bridge`: whether the bridge is in
+    the picture)."""
     pal = ec.palette
     target_only = bool(state.extra.get("target_only"))
-    phase = phase_words(state)
+    phase = phase_words(state, bridge)
     if state.phase == "write" and not target_only and kept_all(state):
         phase = WRITE_BONUS
     step = state.step if passes else -1

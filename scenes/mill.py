@@ -5,7 +5,7 @@ positions, context), the figure the app's panels show; a checking pass computes 
 sequence, which read its KV cache once): with one lane lit the gears barely move;
 nine lanes at H100's ratio keep them about 3% busy; about 295 lanes would be needed for the arithmetic to
 keep up with the reading (SCIENCE.md sections 1, 2 and 11). A long context adds KV-cache reads to every
-pass, so the same lanes are less busy: 64 lanes at 4,096 tokens ≈ 6.9%, not the ≈ 22% of the weights alone.
+pass, so the same lanes are less busy: 64 lanes at 4,096 tokens ≈ 7.8%, not the ≈ 22% of the weights alone.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ COUNTER_X = 0.45         # the counters stand this far past the shafts' near end
 COUNTER_R = 0.065
 COUNTER_TEETH = 12       # a lane's counter wheel turns one tooth for each pin read while the lane is lit
 # The pieces the cut-away names (key, zh, en), nearest the class first.
-CUTAWAY_PIECES = (("teeth", "齿", "teeth"), ("rods", "推杆", "push rods"), ("axles", "通道轴", "lane axles"),
+CUTAWAY_PIECES = (("teeth", "齿", "teeth"), ("rods", "推杆", "push rods"), ("axles", "路的轴", "lane axles"),
                   ("counters", "计数轮", "counters"))
 
 

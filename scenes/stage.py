@@ -31,7 +31,7 @@ from scenes.table import CastIronTable
 from scenes.tape import PaperTape, TypingHead
 from scenes.text_atlas import GlyphAtlas
 from scenes.timeline import Timeline, Timing
-from scenes.tubes import TestTubes, tube_round_words
+from scenes.tubes import TestTubes, tube_round_words, wrong_rule_words
 
 # Which part each close-up view is about (its title in the HUD; the exploded view lifts them all).
 VIEW_PART = {"bigdrum": "bigdrum", "readhead": "readhead", "cutaway": "readhead", "smalldrum": "smalldrum",
@@ -49,6 +49,10 @@ VIEW_SHOWS = {
 # Parts that ride along with another part when the table is taken apart: the pencil cart's rail runs along the
 # tape (it writes there), so the small drum can be lifted clear of the bridge without dragging the rail along.
 LIFT_WITH = {"pencil": "tape", "typing": "tape"}
+# What a part is built with and so partly behind by design, not hidden by it (Stage.occlusion): the read head
+# sits under the big drum and covers the lower half of its pins from any view that reads the drum.
+ASSEMBLED_WITH = {"bigdrum": ("readhead",)}
+HIDDEN_BEHIND = 0.5     # a framed part more than half hidden by other parts is reported (beat_report)
 RIDERS = {"smalldrum": ("pencil",), "tape": ("typing",)}
 # A framed beat (set_focus) draws the parts it names, what rides with them, and what they work with.
 FOCUS_WITH = {"bigdrum": ("readhead",), "readhead": ("bigdrum",)}
@@ -102,7 +106,7 @@ class Stage:
         self.palette = get_palette(palette)
         self.renderer = Renderer(ctx)
         self.atlas = GlyphAtlas(ctx)
-        self.atlas.ensure("0123456789.%>/·:γ= 第步轮条通道亮次每目标独写投机解码其他通过退回未检KVrp")
+        self.atlas.ensure("0123456789.%>/·:γ= 第步轮条路亮次每目标独写投机解码其他通过退回未检KVrp")
         self.camera = Camera("table")
         self.view = "table"
         self.language = "both"          # zh | en | both
@@ -130,6 +134,7 @@ class Stage:
         # the window's height: the table gets only part of the window, and its labels must read as the
         # panels' text does (scenes.legibility).
         self.text_height: float | None = None
+        self._measuring = False     # occlusion() is drawing its depth frames: keep the camera as it stands
         # Last frame's legibility: smallest text drawn (px), lines left out as too small, overlapping boxes.
         self.legibility: dict = {"min_text_px": None, "hidden": [], "overlaps": [], "boxes": []}
         # What the HUD's first lines say instead of the pass counter (a mode's own activity: the tube
@@ -248,6 +253,14 @@ class Stage:
         duration = self._lift_to(view)
         self._refit(duration)
 
+    def bridge_in_frame(self) -> bool:
+        """Whether the bridge of meters is in the picture: the whole table, the table taken apart, or a beat that
+        frames it (a beat framing other parts may draw it at the edge of the frame or not at all)."""
+        if self.focus is not None:
+            return "bridge" in self.focus or self.view == "exploded"
+        shows = VIEW_SHOWS.get(self.view)
+        return shows is None or "bridge" in shows
+
     def shows(self) -> set[str] | None:
         """The parts drawn now (None: all of them)."""
         if self.focus is None:
@@ -355,7 +368,10 @@ class Stage:
         if self.hud_passes() or r is None:
             return None
         rnd = r.rounds - 1 if rnd is None else min(int(rnd), r.rounds - 1)
-        return [tube_round_words(r, rnd, self.timeline.speed if speed is None else speed)]
+        words = [tube_round_words(r, rnd, self.timeline.speed if speed is None else speed)]
+        if r.rule != "exact" and self.view == "table":
+            words.append(wrong_rule_words(r.rule))    # the tubes draw it over the racks in their own view only
+        return words
 
     def hud_passes(self) -> bool:
         """The HUD tells the passes of the run, except over the test tubes alone (they run rounds of their own)."""
@@ -402,8 +418,8 @@ class Stage:
     def frame_for(self, width: int, height: int) -> None:
         """Refit a framed beat when what it was fitted for changed (render() calls this first): a new frame size
         (the first frame, a resize) is fitted at once, a new run or language flies there."""
-        if self.focus is None or self._focus_key(width, height) == self._fit_key:
-            return
+        if self.focus is None or self._focus_key(width, height) == self._fit_key or self._measuring:
+            return                  # (occlusion() draws smaller frames under the camera the beat is fitted with)
         resized = (width, height) != self._size
         self._size = (width, height)
         self._refit(0.0 if (resized or not self._rendered or self._reduced_motion) else self.camera_transition_s)
@@ -469,6 +485,31 @@ class Stage:
         chips = [(x - 0.5 * sz, y - 0.5 * sz, sz, sz) for _, x, y, sz, _, _ in self.lane_numbers]
         return emit_callouts(fb, items, width, height, ec, keep_out=([hud] if hud else []) + chips)
 
+    # The pieces that ride on a part, named on plates of their own where a frame of most of the table names the
+    # parts (chapter 12 says "the small drum and the pencil cart", "the paper tape, the typing head").
+    RIDER_NAMES = (("pencil", "smalldrum", "铅笔小车", "pencil cart"), ("typing", "tape", "打字头", "typing head"))
+
+    def _rider_callouts(self, fb, vp, width, height, state, ec, offsets, keep_out) -> list[tuple]:
+        from scenes.framing import builder_bounds
+        by_name = {p.name: p for p in self.parts}
+        items = []
+        for name, host, zh, en in self.RIDER_NAMES:
+            if host not in self.focus or name in self.hidden:
+                continue
+            sub = FrameBuilder(self.atlas)
+            sub.offset = np.asarray(offsets.get(LIFT_WITH.get(name, name), (0.0, 0.0, 0.0)), dtype=np.float64)
+            by_name[name].emit(sub, state, ec)
+            bounds = builder_bounds(sub)
+            if bounds is None:
+                continue
+            lo, hi = bounds
+            x, y, depth = project(vp, np.array([(lo[0] + hi[0]) / 2, hi[1], (lo[2] + hi[2]) / 2]), width, height)
+            box = projected_rect(vp, lo, hi, width, height)
+            if box is None or not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
+                continue
+            items.append((name, zh, en, (float(x), float(y)), tuple(float(v) for v in box)))
+        return emit_callouts(fb, items, width, height, ec, keep_out=keep_out) if items else []
+
     def whole_part_rects(self, width: int, height: int, names=tuple(PARTS)) -> dict[str, tuple | None]:
         """Each part's whole projected box now, (x0, y0, x1, y1) pixels, lifted as it is heading for (the
         exploded view keeps these apart); 'table' among `names`: the table itself (what an overview frames)."""
@@ -476,19 +517,85 @@ class Stage:
         return {p: projected_rect(vp, lo, hi, width, height)
                 for p, (lo, hi) in self.part_boxes(tuple(names), whole=True).items()}
 
-    def beat_report(self, width: int, height: int, covers=()) -> dict:
-        """What a class sees of the framed parts in a frame of this size now: {'parts', 'in_view': {part: share
+    def beat_report(self, width: int, height: int, covers=(), occlusion: bool = True) -> dict:
+        """What a class sees of the framed parts in a frame of this size now: {'parts', 'in_frame': {part: share
         of its projected box inside the frame and clear of the HUD and `covers` (x0, y0, x1, y1 rectangles:
-        the panels over the frame)}, 'covered': [parts more than 1% under the HUD or a cover]}."""
+        the panels over the frame)}, 'in_view': that times the share of its own pixels not hidden behind another
+        part, 'occluded': {part: share of its pixels another part hides}, 'covered': [parts more than 1% under
+        the HUD or a cover], 'hidden_behind': [parts more than HIDDEN_BEHIND hidden by other parts]}.
+        `occlusion` False: boxes only (no GL), as the report was before it drew depth."""
         from scenes.framing import overlap_share, visible_share
         parts = list(self.focus or ())
         rects = self.part_rects(width, height)
         hud = self.hud_rect(width, height)
         over = ([hud] if hud else []) + [tuple(c) for c in covers]
         frame = (0.0, 0.0, float(width), float(height))
+        hidden_by = self.occlusion(width, height, parts) if occlusion and parts else {p: 0.0 for p in parts}
+        in_frame = {p: visible_share(rects[p], frame, over) for p in parts}
         return {"parts": parts,
-                "in_view": {p: round(visible_share(rects[p], frame, over), 4) for p in parts},
-                "covered": [p for p in parts if overlap_share(rects[p], over) > 0.01]}
+                "in_frame": {p: round(in_frame[p], 4) for p in parts},
+                "in_view": {p: round(in_frame[p] * (1.0 - hidden_by[p]), 4) for p in parts},
+                "occluded": {p: round(hidden_by[p], 4) for p in parts},
+                "covered": [p for p in parts if overlap_share(rects[p], over) > 0.01],
+                "hidden_behind": [p for p in parts if hidden_by[p] > HIDDEN_BEHIND]}
+
+    OCCLUSION_SCALE = 0.25      # the depth renders for occlusion(): a quarter of the frame's size each way
+
+    def occlusion(self, width: int, height: int, parts) -> dict[str, float]:
+        """{part: share of its pixels hidden behind other parts} in a frame of this size now, from depth: the
+        whole table is drawn once, then each part alone (with what rides on it), at OCCLUSION_SCALE and without
+        labels, HUD or multisampling; a pixel of the part is seen where the whole table's depth there is the
+        part's own. A part that covers no pixel counts as hidden."""
+        w = max(16, int(width * self.OCCLUSION_SCALE))
+        h = max(16, int(height * self.OCCLUSION_SCALE))
+        ctx = self.ctx
+        fbo = ctx.framebuffer(color_attachments=[ctx.texture((w, h), 4)], depth_attachment=ctx.depth_texture((w, h)))
+        saved = (set(self.hidden), self.show_hud, self.show_labels, self.still_layer, self.samples, self.render_scale,
+                 self.text_height)
+        names = [part.name for part in self.parts]
+
+        # What a render leaves for the frame's readers (legibility, plates, the HUD's words...): the depth frames
+        # must not replace the frame's own.
+        kept = {k: getattr(self, k) for k in self._FRAME_OUTPUTS if hasattr(self, k)}
+
+        def depth() -> np.ndarray:
+            self.render(fbo, w, h)
+            raw = fbo.read(viewport=(0, 0, w, h), components=1, attachment=-1, dtype="f4")
+            return np.frombuffer(raw, dtype=np.float32).reshape(h, w)
+
+        out = {}
+        try:
+            self._measuring = True
+            self.show_hud, self.show_labels, self.still_layer, self.samples, self.render_scale = \
+                False, False, False, 0, 1.0
+            self.text_height = saved[6] or height          # the same text sizes as the frame it reports on
+            self.hidden = set(saved[0])
+            whole = depth()
+            for p in parts:
+                mates = ASSEMBLED_WITH.get(p, ())
+                if mates:           # the table without what the part is built with (it hides it by design)
+                    self.hidden = set(saved[0]) | set(mates)
+                    scene = depth()
+                else:
+                    scene = whole
+                keep = {p, *RIDERS.get(p, ())}
+                self.hidden = set(saved[0]) | (set(names) - keep)
+                own = depth()
+                mine = own < 1.0
+                n = int(mine.sum())
+                seen = int((mine & (scene >= own - 1e-4)).sum())
+                out[p] = 1.0 - seen / n if n else 1.0
+        finally:
+            (self.hidden, self.show_hud, self.show_labels, self.still_layer, self.samples, self.render_scale,
+             self.text_height) = saved
+            for k, v in kept.items():
+                setattr(self, k, v)
+            self._measuring = False
+            fbo.release()
+        return out
+
+    _FRAME_OUTPUTS = ("legibility", "label_plates", "label_leaders", "callouts", "label_keep_out", "lane_numbers",
+                      "hud_text", "frame_text", "last_stats", "_still_seen", "_label_replay")
 
     def advance(self, dt: float, play: bool = True) -> None:
         """The one clock of everything that moves: the timeline (when `play`), the camera's flight and the
@@ -646,7 +753,8 @@ class Stage:
         if self.show_hud:
             timing = self.timeline.steps[state.step] if state.step >= 0 else None
             hud = emit_hud(fb, state, width, height, ec, len(self.traces), self._title(), timing,
-                           passes=self.hud_passes(), activity=self.hud_activity(state.tube_round), lanes=self.hud_lanes)
+                           passes=self.hud_passes(), activity=self.hud_activity(state.tube_round), lanes=self.hud_lanes,
+                           bridge=self.bridge_in_frame())
         # Nothing is read through the HUD: a part's words under it (a rack of tubes behind it in the tape's
         # view) are left out rather than covered.
         world_boxes, world_items = nearest_wins(world_boxes, world_items, world_hidden)
@@ -673,7 +781,10 @@ class Stage:
             if state.heads:
                 # The heads' own words on the rail are too small to read beside the whole drum: the plate names them.
                 first, last = state.heads[0], state.heads[-1]
+                # Head 1 is no head on the rail: it is the target's own output layer (issue 34: say which it is).
                 readouts["bigdrum"] = [(ec.say(f"上面一排是预测头 {first}–{last}", f"the row on top: heads {first}–{last}"),
+                                        "sub"),
+                                       (ec.say("头 1 是大模型自己的输出层", "head 1: the target's own output layer"),
                                         "sub")]
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}
@@ -713,6 +824,9 @@ class Stage:
                 self.label_plates = emit_part_labels(fb, vp, width, height, ec, offsets, hidden,
                                                      leaders_out=self.label_leaders, **args)
                 self._label_replay = (key, fb.since(mark), list(self.label_plates), list(self.label_leaders))
+        if wide and self.focus is not None and len(self.focus) >= 5:
+            keep = ([hud] if hud else []) + [tuple(p[1:]) for p in self.label_plates] + [b[1:] for b in world_boxes]
+            self.callouts = self.callouts + self._rider_callouts(fb, vp, width, height, state, ec, offsets, keep)
         self._measure(fb, vp, width, height, min_px, out_h / height, (world_min, world_hidden, world_boxes))
         self.hud_text = list(getattr(fb, "hud_text", []))
         self.frame_text = [(it.text, it.screen) for it in fb.text_items]

@@ -1,7 +1,7 @@
 """The test tubes: the next character after a prefix drawn many times by the target alone (left rack) and by
 speculative decoding (right rack); both converge to the target's p (SCIENCE.md section 6).
 
-One tube per character (the most likely few, then "other"). Each round's draws fall in as beads (left:
+One tube per character (the most likely few, then "rest": every other character; 其他 in Chinese). Each round's draws fall in as beads (left:
 steel, right: copper = accepted guess, red = the target's replacement); a black line marks p x draws, and a
 brass ring marks the cumulative frequency so far, which settles on the black line. Counts come from
 models.tubes.TubesResult; nothing here is random except the order in which a round's beads fall.
@@ -13,15 +13,15 @@ import numpy as np
 from scenes.geometry import box_matrix, boxes, compose, scale, translate
 from scenes.layout import TUBES_CENTRE, EmitContext
 
-N_CHARS = 4           # tubes per rack besides "other"
+N_CHARS = 4           # tubes per rack besides "rest"
 TUBE_R = 0.23
 TUBE_H = 2.9
 TUBE_Y0 = 0.5         # tube feet stand on a base tall enough to carry the TV readout on its face
-SPACING = 0.56
+SPACING = 0.64         # room between the tubes for a readout of FREQ_SIZE (".28" is 0.54 wide) and a gap
 BEAD_R = 0.088
 LAYER = 0.16          # two beads side by side per layer
 RACK_GAP = 0.55
-FREQ_SIZE = 0.36      # cumulative-frequency numbers over the tubes: as big as a tube's spacing allows
+FREQ_SIZE = 0.40      # cumulative-frequency numbers over the tubes: as big as a tube's spacing allows (".28" is 0.54 wide)
 # The readout rows lean back towards the audience (the table camera looks down about 34 degrees).
 LEAN = np.radians(20)
 READ_UP = np.array([0.0, np.cos(LEAN), np.sin(LEAN)])
@@ -155,7 +155,7 @@ class TestTubes:
                 rings.append(compose(translate(x, count_height(freq[j] * r.draws), z),
                                      scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
                 # Character under the tube, cumulative frequency over it.
-                label = display(self.chars[j]) if j < N_CHARS else ("other" if ec.language == "en" else "其他")
+                label = display(self.chars[j]) if j < N_CHARS else ("rest" if ec.language == "en" else "其他")
                 size, xl = 0.42, x
                 if j == N_CHARS:
                     # The last tube of its rack: its word reaches into the space right of the rack, so it can be
@@ -177,8 +177,10 @@ class TestTubes:
             if series is not None and len(series) > rnd:
                 xs = [self.tube_x(rack, j) for j in range(N_CHARS + 1)]
                 fb.text(f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, z + 0.41),
-                        right, up, 0.34, pal.label, anchor="center", valign="middle")
-        if r.rule != "exact":
+                        right, up, 0.40, pal.label, anchor="center", valign="middle")
+        if r.rule != "exact" and ec.view != "table":
+            # (A tour beat framing the tubes on the table says it on the HUD, under the round: over the racks it
+            # would make the frame taller and every readout too small to read; Stage.hud_activity.)
             # Over both racks (the words are longer than one rack is wide), fitted to their span, just above the
             # racks' titles: higher, the tubes' own view cuts it off under the mode bar.
             # A caption too long to be read on one line over both racks (English) takes two, split after its
@@ -203,7 +205,7 @@ RULE_LABELS = {
     "exact": ("精确规则", "the exact rule"),
     "resample_from_p": ("用 p 重抽", "resample from p"),
     "exact_match_only": ("只留大模型首选", "keep only the target's top token"),
-    "draft_only": ("只让草稿写", "draft only, target never writes"),
+    "draft_only": ("只让小模型写", "draft only, target never writes"),
     "typical": ("典型接受（Medusa）", "typical acceptance (Medusa)"),
 }
 RULE_LABELS["no_bonus"] = RULE_LABELS["draft_only"]     # the old name of draft_only (models.tubes.LEGACY_RULES)

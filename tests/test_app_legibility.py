@@ -104,7 +104,14 @@ def test_every_tour_beat_is_legible_at_720p(lang):
         while (ctl.tour.chapter, ctl.tour.page, ctl.tour.acted) not in seen:
             st = ctl.tour
             seen.add((st.chapter, st.page, st.acted))
-            _check(_settle(ctl, app), f"{lang} chapter {st.chapter + 1} page {st.page + 1} acted {st.acted}")
+            where = f"{lang} chapter {st.chapter + 1} page {st.page + 1} acted {st.acted}"
+            _check(_settle(ctl, app), where)
+            if st.beat()[0] == ("tubes",):
+                # The tubes' own numbers are what the page talks about: every readout, both TVs and every tube's
+                # name stay above the floor (none left out as too small, at the round shown and after every round).
+                import re
+                lost = [t for t in ctl.driver.stage.legibility["hidden"] if re.match(r"^(TV |\.\d\d|1$|rest$|其他$|.$)", t)]
+                assert not lost, (where, lost)
             beats += 1
             ctl.do("next")
     finally:
@@ -185,3 +192,64 @@ def test_larger_ui_scale_gives_larger_panel_text():
     sizes = [ui.panel_font_size(720, s, r) for s in (0.75, 1.0, 1.25, 1.5)]
     assert sizes == sorted(sizes) and len(set(sizes)) == 4
     assert np.isclose(sizes[2] / sizes[1], 1.25, atol=0.05)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_chapter_6s_tubes_and_panel_read_the_same_round(lang):
+    """While the tubes fill, the TV on each rack's base and the panel's TV are one round's, the round the HUD and
+    the panel name (the panel used to show the 200th round's beside the tubes' seventh); after every round, the
+    page's numbers are the last round's and so are the racks'."""
+    from app.tour import CHAPTERS, narration
+    from app.window import FIXED_DT
+    slug = "06-same-as-target"
+    pages = narration(slug).pages
+    k = next(i for i, p in enumerate(pages) if p.ask)
+    ctl, app = _app(lang, "tour", chapter=[c.slug for c in CHAPTERS].index(slug))
+    try:
+        ctl.tour.goto([c.slug for c in CHAPTERS].index(slug))
+        ctl.panel.apply_chapter()
+        ctl.tour.page = k
+        ctl.panel.apply_page()
+        _settle(ctl, app, 1)
+        ctl.do("next")                                        # the tubes start to fill
+        for seconds in (6.0, 7.0):
+            for _ in range(int(seconds / 0.5)):           # the camera's flight first, then the rounds
+                app.draw_frame(FIXED_DT)
+                ctl.driver.advance(0.5)
+            app.draw_frame(FIXED_DT)
+            shown = ctl.panel.facts_shown()
+            rnd = ctl.panel.tube_round_shown()
+            assert shown["tube_round"] == f"{rnd + 1} / {ctl.tubes().rounds}" and 0 < rnd < ctl.tubes().rounds - 1
+            on_table = sorted(b[0] for b in ctl.driver.stage.legibility["boxes"] if str(b[0]).startswith("TV "))
+            assert on_table == sorted([f"TV {float(shown['tv_left']):.3f}", f"TV {float(shown['tv_right']):.3f}"]), \
+                (on_table, shown)
+        ctl.do("next")                                        # the page after every round
+        _settle(ctl, app)
+        shown = ctl.panel.facts_shown()
+        f = ctl.facts()
+        assert shown["tv_left"] == f["tv_left"] and shown["tube_round"] == f"{ctl.tubes().rounds} / {ctl.tubes().rounds}"
+        on_table = [b[0] for b in ctl.driver.stage.legibility["boxes"] if str(b[0]).startswith("TV ")]
+        assert f"TV {float(f['tv_left']):.3f}" in on_table and f"TV {float(f['tv_right']):.3f}" in on_table
+    finally:
+        app.close()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_plot_keeps_its_text_above_the_floor_at_1080p(lang):
+    """At a projector's 1080p a panel's plot is laid out with 24 px text: every text in it, the title included, is
+    at least that (a title used to be set by matplotlib's own 12 pt, 16.7 px at any size), and none runs off the
+    figure or onto another."""
+    from app import figures, plots
+    from app.controller import Controller
+    from app.settings import AppSettings
+    text_px = min_text_px(1080)
+    ctl = Controller(AppSettings(language=lang, mode="lab", lanes=64, context=4096), persist=False,
+                     scripted=True).start()
+    for name in figures.plot_names(ctl) + figures.PAGE_PLOTS:
+        shape = 1.05 if name == "drafters" else 1.6          # as ui.PlotTextures.image lays a panel's plot out
+        fig = figures.make(ctl, name, (740, int(740 / shape)), text_px)
+        plots.figure_rgba(fig)
+        smallest, overlaps, cut = plots.text_report(fig)
+        plots.close(fig)
+        assert smallest >= text_px - 1e-6, (name, smallest)
+        assert not cut, (name, cut)

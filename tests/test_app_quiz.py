@@ -230,6 +230,37 @@ def test_handout_numbers_are_the_models():
     assert set(LAB_FIELDS) <= set(snap.lab)
 
 
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_handout_labels_alpha_as_the_long_runs_and_gives_the_batch_with_its_cache(lang):
+    """The printed page must not teach what chapters 4 and 7 correct: its α is the pair's long run (the number of
+    tokens counted is beside it), not "the run on the table" (whose count, kept/tested, differs); it carries
+    chapter 2's punchline (the batch of 64 with its KV cache, from the roofline at chapter 2's context), and it
+    defines the draft without its own name."""
+    import re
+
+    from app import derived, handout
+    from app.tour import CHAPTERS, chapter_index
+    from models import analytics
+    ctl, snap = _snap()
+    text = " ".join(t for _, t in handout.blocks(snap, lang))
+    f = handout.facts(snap)
+    assert f["long_tokens"] == f"{snap.facts.tokens:,}" and f["long_tokens"] in text
+    # the α sentence names the long run, never the table's text
+    alpha_sentence = next(s for s in re.split(r"(?<=。)|(?<=\.)\s+", text) if f"α = {f['alpha']}" in s)
+    assert ("long run" if lang == "en" else "长程运行") in alpha_sentence, alpha_sentence
+    assert ("table's text" if lang == "en" else "台上这段文字的接受率") not in text
+    run = analytics.count_run(snap.run.traces)
+    assert f"{run.accepted / run.tested:.3f}" != f["alpha"]       # the two really differ on the default run
+    ctx = CHAPTERS[chapter_index("02-batching")].params["context"]
+    kv = derived.roofline(snap.lab["device"], snap.lab["model"], 64, ctx)
+    assert f"{kv.tokens_per_s:,.0f}" in text and f"{ctx:,}" in text
+    assert f["tps64kv"] != f["tps64"]
+    words = next(t for k, t in handout.blocks(snap, lang) if t.startswith(("target", "大模型（")))
+    draft = words.split("draft (小模型):")[1].split(".")[0] if lang == "en" else words.split("小模型（draft）：")[1].split("。")[0]
+    assert "小模型" not in draft and "draft" not in draft, draft          # not circular
+    assert "thread(s)" not in text
+
+
 def test_the_handout_and_the_lesson_plan_quote_the_programs_numbers():
     """docs/HANDOUT.md and docs/TEACHING.md state the default settings' figures: they are what the program
     computes (a change to the models or the hardware model that moves them fails here, not in a classroom)."""

@@ -156,23 +156,34 @@ def _controller(**settings):
     return Controller(AppSettings(**{"language": "en", **settings}), persist=False, scripted=True).start()
 
 
-def test_alpha_chapter_says_what_the_live_numbers_say():
-    """Chapter 7 attributes 'temperature 0 gives a higher α' to Leviathan et al.'s models and shows the toy's own
-    α at T = 0 and T = 1; the toy sentence ('goes the other way') must agree with those live numbers."""
-    from app.derived import alpha_corpus
+def test_alpha_chapter_draws_the_overlap_before_the_long_run():
+    """Chapter 7 draws α as a picture before it gives the long run's number: p and q after 慢慢 (the running
+    example), their overlap shaded, and the shading adds up to Σ min(p, q) of the models' own rows; the page says
+    that sum. The long-run α comes on a later page."""
+    import numpy as np
+
+    from app import figures, plots
     from app.facts import facts, fill
     ctl = _controller(mode="lab")
     f = facts(ctl)
     pair = ctl.session.pair()
-    a0, a1 = alpha_corpus(pair, 0.0), alpha_corpus(pair, 1.0)
-    assert a0 < a1                                   # what the narration claims for the toy pair
-    assert a1 == pytest.approx(alpha_corpus(pair))
+    ids = pair.encode("慢慢")
+    p, q = pair.target_row(ids)[0], pair.draft_row(ids)[0]
+    total = float(np.minimum(p, q).sum())
+    assert f["overlap"] == f"{total:.3f}"
     pages = narration("07-alpha").pages
-    cited = next(p for p in pages if "Leviathan" in p["en"])
-    assert "temperature 0" in cited["en"].lower()
-    toy = next(p for p in pages if "{alpha_t0}" in p["en"])
-    text = fill(toy["en"], f)
-    assert f"{a0:.3f}" in text and f"{a1:.3f}" in text and f"{100 * (1 - a0):.0f}%" in text and "—" not in text
+    first_overlap = next(k for k, pg in enumerate(pages) if pg.plot == "overlap")
+    first_alpha = next(k for k, pg in enumerate(pages) if "{alpha}" in pg["en"])
+    assert first_overlap < first_alpha and f["overlap"] in fill(pages[first_overlap]["en"], f)
+    labels, pp, qq, rest, tot = figures.overlap_rows(pair, "慢慢")
+    assert tot == pytest.approx(total) and np.minimum(pp, qq).sum() + rest == pytest.approx(total)
+    fig = figures.make(ctl, "overlap", (640, 400), 16)
+    plots.figure_rgba(fig)
+    heights = sorted(r.get_height() for r in fig.axes[0].patches if r.get_fill())    # the shaded overlap bars
+    plots.close(fig)
+    assert sum(heights) + rest == pytest.approx(total)
+    # The n-gram quirks (backed-off positions, α at temperature 0 on the counted pair) are no longer pages of their own.
+    assert not any("{backed_off_pct}" in pg["en"] or "{alpha_t0}" in pg["en"] for pg in pages)
 
 
 def test_extra_arithmetic_fact_is_the_extra_not_the_ratio():
@@ -337,9 +348,12 @@ def test_facts_name_the_long_run_and_this_run_apart():
     assert f["alpha"] == f"{pf.alpha:.3f}" and f["long_tokens"] == f"{pf.tokens:,}"
     assert f["alpha"] != f"{count.accepted / count.tested:.3f}"
     assert f["best_gamma"] == f"{pf.best(0.1)[0]}" and f["best_speedup"] == f"{pf.best(0.1)[1]:.2f}×"
-    # A check's γ + 1 positions are one sequence's: 64 sequences × 5 positions at 4,096 tokens is 34.5% busy.
-    assert f["busy_spec"] == "34.5%" == f"{100 * hardware.pass_busy('h100-sxm', 'llama-3.1-8b', 64, 5, 4096):.1f}%"
-    assert f["busy"] == "6.9%" and f["busy_weights"] == "21.7%" and f["tps_weights"] == "13,350"
+    # A check's γ + 1 positions are one sequence's: 64 sequences × 5 positions at 4,096 tokens read what 64 × 1 read
+    # and do five times the arithmetic (attention's included).
+    one = hardware.pass_busy('h100-sxm', 'llama-3.1-8b', 64, 1, 4096)
+    assert f["busy_spec"] == f"{100 * hardware.pass_busy('h100-sxm', 'llama-3.1-8b', 64, 5, 4096):.1f}%" \
+        == f"{100 * 5 * one:.1f}%"
+    assert f["busy"] == f"{100 * one:.1f}%" and f["busy_weights"] == "21.7%" and f["tps_weights"] == "13,350"
     assert f["lev_extra"] == "53%" and f["lev_faster"] == "96%"
     tr = run.traces[1]
     story = f["story_2"]
@@ -432,7 +446,7 @@ def test_the_count_reveal_names_a_replacement_or_the_bonus():
             sm.reset(pair.encode("慢慢"))
             tr = sm.step()
             text = count_reveal(ctl, tr)
-            bonus_word, repl_word = ("bonus", "replacement") if lang == "en" else ("奖励词元", "替换词元")
+            bonus_word, repl_word = ("bonus", "replacement") if lang == "en" else ("多送", "换上")
             assert (bonus_word in text) == (tr.final_kind == "bonus") and (repl_word in text) != (bonus_word in text)
             assert pair.display(tr.final_token) in text
             assert (f"{tr.n_accepted}" in text) if tr.n_accepted else ("none" in text or "一个也没" in text)

@@ -1,10 +1,15 @@
 """One vocabulary: every string the program shows, in zh and en, against assets/i18n/glossary.json.
 
-The strings live in four kinds of places: the catalogs (assets/i18n/{zh,en}.json), the narration
-(assets/tour/*.json), the glossary's own definitions, and string literals in the Python code (scene
-labels, bridge and tube words, HUD lines, CLI text, error messages, bench method notes). Python strings
+The strings live in these places: the catalogs (assets/i18n/{zh,en}.json), the narration
+(assets/tour/*.json), the lessons, the glossary's own definitions, string literals in the Python code (scene
+labels, bridge and tube words, HUD lines, CLI text, error messages, bench method notes), and what the program
+composes from them: the printed handout and the quiz's questions, built here in both languages. Python strings
 are read with `ast` so f-strings are checked whole (their fields become "{}") and docstrings, which
 are for developers, are left out; so are glyph sets handed to the text atlas (`.ensure(...)`).
+
+The exhibit's words (the user's exhibit text, ../shared/docs/EXHIBIT.zh.txt) are one list,
+assets/i18n/exhibit_terms.json: each is the glossary's word for its concept, and the variants it replaces are
+forbidden in every string, beside the glossary's own forbidden variants.
 """
 from __future__ import annotations
 
@@ -17,14 +22,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GLOSSARY = json.loads((ROOT / "assets" / "i18n" / "glossary.json").read_text(encoding="utf-8"))
+EXHIBIT_TERMS = json.loads((ROOT / "assets" / "i18n" / "exhibit_terms.json").read_text(encoding="utf-8"))["terms"]
+EXHIBIT = Path("/work/shared/docs/EXHIBIT.zh.txt")     # beside the repository on the project's machines
 CODE_DIRS = ("app", "scenes", "models", "corpus")
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 def rules(lang: str) -> list[tuple[str, re.Pattern]]:
     flags = re.IGNORECASE if lang == "en" else 0
-    return [(term, re.compile(rx, flags)) for term, entry in GLOSSARY["terms"].items()
-            for rx in entry["forbidden"][lang]]
+    own = [(term, re.compile(rx, flags)) for term, entry in GLOSSARY["terms"].items()
+           for rx in entry["forbidden"][lang]]
+    return own + [(f"exhibit:{e['concept']}", re.compile(rx, flags)) for e in EXHIBIT_TERMS
+                  for rx in e["replaces"][lang]]
 
 
 RULES = {"zh": rules("zh"), "en": rules("en")}
@@ -127,12 +136,29 @@ def code_strings():
                 yield where, "en", text
 
 
+def composed_strings():
+    """What the program composes for a class to read: the printed handout and every quiz question (prompt,
+    options, why), in both languages, from the default lab's run."""
+    from app import handout, quiz
+    from app.controller import Controller
+    from app.settings import AppSettings
+    ctl = Controller(AppSettings(language="en", mode="lab"), persist=False, scripted=True).start()
+    snap = quiz.snapshot(ctl)
+    for lang in ("zh", "en"):
+        for k, (_, text) in enumerate(handout.blocks(snap, lang)):
+            yield f"handout [{k}]", lang, text
+        for q in quiz.build(snap, lang):
+            for k, text in enumerate((q.prompt, *q.options, q.why)):
+                yield f"quiz {q.id} [{k}]", lang, text
+
+
 def all_strings():
     yield from catalog_strings()
     yield from narration_strings()
     yield from lesson_strings()
     yield from glossary_strings()
     yield from code_strings()
+    yield from composed_strings()
 
 
 # ---- the tests -------------------------------------------------------------------------------------
@@ -145,15 +171,38 @@ def test_glossary_is_well_formed():
         for lang in ("zh", "en"):
             for rx in entry["forbidden"][lang]:
                 re.compile(rx)
-    # The exhibit's own words are the glossary's.
-    exhibit = {"speculative_decoding": "推测解码", "big_drum": "大滚筒", "small_drum": "小滚筒", "read_head": "读头",
-               "lane": "通道", "bridge": "验证表桥", "mill": "算术磨坊", "kv_cabinet": "KV 柜", "tubes": "试管",
-               "tape": "纸带", "counted": "数出来的", "measured": "实测", "gpu_memory": "显存"}
-    assert {k: terms[k]["zh"] for k in exhibit} == exhibit
+    # The exhibit's own words are the glossary's (assets/i18n/exhibit_terms.json: one list).
+    for e in EXHIBIT_TERMS:
+        entry = terms[e["concept"]]
+        assert e["zh"] in entry["zh"] and entry["en"] == e["en"], (e["concept"], entry["zh"], entry["en"])
     # No chosen word is itself a forbidden variant of any concept.
     for term, entry in terms.items():
         for lang in ("zh", "en"):
             assert not violations(entry[lang], lang), (term, violations(entry[lang], lang))
+
+
+def test_the_exhibit_terms_are_the_exhibits_own():
+    """Each exhibit word is quoted from the exhibit, and the quote is the exhibit's own sentence (where the exhibit
+    is beside the repository); a word the product took from nowhere would fail here."""
+    assert len(EXHIBIT_TERMS) >= 20 and len({e["concept"] for e in EXHIBIT_TERMS}) == len(EXHIBIT_TERMS)
+    exhibit = EXHIBIT.read_text(encoding="utf-8") if EXHIBIT.exists() else None
+    for e in EXHIBIT_TERMS:
+        assert e["zh"] in e["quote"], e["concept"]
+        if exhibit is not None:
+            assert e["quote"] in exhibit, e["concept"]
+        for lang in ("zh", "en"):
+            for rx in e["replaces"][lang]:
+                assert not re.search(rx, e["zh"] if lang == "zh" else e["en"]), (e["concept"], rx)
+
+
+def test_the_exhibit_rules_catch_the_words_the_screen_used():
+    """The words the screen said where the exhibit has its own (issue 34) are caught, the exhibit's are not."""
+    for text in ("草稿模型猜了", "亮 5 条通道", "64 个序列", "奖励词元", "KV 柜", "验证表桥", "算术磨坊", "铅笔车",
+                 "批量 64", "替换词元", "Lookahead 解码", "满刻度 1", "草稿低估的字"):
+        assert violations(text, "zh"), text
+    for text in ("小模型猜了", "亮 5 条路", "一批 64 段", "多送的词元", "柜子", "桥上的表", "小磨坊", "铅笔小车",
+                 "换上的词元", "前瞻解码", "满格是 1", "草稿网络", "不通过"):
+        assert not violations(text, "zh"), text
 
 
 def test_the_rules_catch_each_variant_the_issue_names():
@@ -165,7 +214,7 @@ def test_the_rules_catch_each_variant_the_issue_names():
              "a token tree": "en", "prompt look-up": "en", "typical sampling": "en"}
     for text, lang in found.items():
         assert violations(text, lang), text
-    for text, lang in {"推测解码": "zh", "大滚筒转一圈": "zh", "亮 5 条通道": "zh", "每步写下 2 个": "zh",
+    for text, lang in {"推测解码": "zh", "大滚筒转一圈": "zh", "亮 5 条路": "zh", "每步写下 2 个": "zh",
                        "数出来的": "zh", "从显存读一遍": "zh", "Step-through mode (key 3)": "en",
                        "--steps must be between 1 and 10000": "en", "bytes read per pass": "en",
                        "猜测树的每个节点": "zh", "典型接受": "zh", "a guess tree's nodes": "en", "prompt lookup": "en",
@@ -202,9 +251,14 @@ def test_python_strings_are_found_whole_and_docstrings_left_out():
 def test_every_string_uses_the_glossary_words():
     seen = 0
     bad = []
+    composed = 0
     for where, lang, text in all_strings():
         seen += 1
+        composed += where.startswith(("handout", "quiz"))
         bad += [f"{where} [{lang}] {v}: {text[:90]!r}" for v in violations(text, lang)]
+        if lang == "en" and CJK.search(text):         # a Chinese word in an English sentence ("draft (小模型)")
+            bad += [f"{where} [en, its Chinese] {v}: {text[:90]!r}" for v in violations(text, "zh")]
+    assert composed > 100                            # the handout and the quiz were read, in both languages
     assert seen > 800
     assert not bad, "\n".join(bad)
 

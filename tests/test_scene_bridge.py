@@ -80,7 +80,7 @@ def test_a_meter_held_at_the_end_of_its_fill_counts_as_filled():
 def test_every_tested_meter_shows_its_p_over_q_and_its_r(setup):
     """A capped column (p/q above 1) still carries its number, at a size a class can read (it used to say
     "1.98>1" and be left out as too small, so the pass's first meter showed r alone)."""
-    from scenes.bridge import fmt
+    from scenes.bridge import fmt, r_text
     stage, shooter = setup
     trs = traces(3, 4, 8)
     capped = 0
@@ -89,6 +89,6 @@ def test_every_tested_meter_shows_its_p_over_q_and_its_r(setup):
         shooter.shoot(stage)
         drawn = [str(b[0]) for b in stage.legibility["boxes"]]
         for i in range(tr.tested):
-            assert fmt(tr.ratios[i]) in drawn and f"r {fmt(tr.r[i])}" in drawn, (k, i)
+            assert fmt(tr.ratios[i]) in drawn and r_text(tr.r[i]) in drawn, (k, i)
             capped += tr.ratios[i] > 1
     assert capped > 0

@@ -5,7 +5,8 @@
 
 It opens the real window once (the same loop `spectable run --frames` runs, a fixed 1/30 s clock) and walks
 the tour with PageDown, letting each beat's camera flight and action finish before the shot. Prints one line
-per shot with the beat's parts, what share of each is in view and what the UI covers (the `--json` `beat`).
+per shot with the beat's parts, what share of each is in view (inside the frame, clear of the HUD and panels, and not
+hidden behind another part: Stage.occlusion draws depth) and what the UI covers (the `--json` `beat`).
 This is for looking at the lesson, not a test: tests/test_scene_tour_beats.py checks the same numbers.
 """
 from __future__ import annotations

@@ -12,6 +12,17 @@ from app.tour import CHAPTERS, Action, narration
 from corpus.errors import InputError
 
 
+class _Over(dict):
+    """Some facts replaced, every other one read from the facts underneath (their lazy numbers included)."""
+
+    def __init__(self, under):
+        super().__init__()
+        self.under = under
+
+    def __missing__(self, key):
+        return self.under[key]
+
+
 # Beside the neural pair's pages: its long-run α and tokens per pass (its measured costs follow in a table).
 NEURAL_FACTS = ("alpha", "tpp_counted")
 
@@ -23,6 +34,7 @@ class TourPanel(Panel):
         super().__init__(ctl, driver)
         self.plots = ui.PlotTextures(ctl)
         self.plays = 0
+        self.partial: tuple[int, str] | None = None     # a pass played only up to a phase (Action.until)
         self._fit: dict = {}          # (chapter, page, acted, language, size) -> the box's height it needs
         self._last_key = None
 
@@ -50,11 +62,15 @@ class TourPanel(Panel):
             case = self.residual_case()
             if case is not None:            # the rejected pass written: struck guess, replacement, verdicts
                 return tl.step_moment(case[0], "write")
+        if self.partial is not None and self.partial[0] < n:     # a pass stopped after its draft or its verify
+            return tl.step_moment(*self.partial)
         if self.plays > 0:
             return tl.step_moment(min(self.plays, n) - 1, "write")
         # A page that set its own settings (a new drafter, a new prompt) shows its run from the start, unless it
         # says where its pass stands (a tree's page: the tree pencilled).
         hold = st.page_data().hold or ("start" if st.page_params()[0] else st.current.hold)
+        if hold == "end" and "tubes" in st.beat()[0]:
+            return tl.duration                  # the tubes after every round: what the page's numbers count
         if hold == "drafted":
             return tl.step_moment(0, "draft")
         if hold == "end":
@@ -94,6 +110,7 @@ class TourPanel(Panel):
             values.update(entry.settings)
         self.chapter_values = values
         self.plays = 0
+        self.partial = None
         self.apply_page()
         self.frame()
         self.restage()
@@ -134,6 +151,7 @@ class TourPanel(Panel):
         ctl.update(**values)
         if ctl.session.ensure() is not None and ctl.session.version != before:
             self.plays = 0
+            self.partial = None
 
     def demo_seed(self, events, values: dict) -> int:
         """The first seed from the lab's whose run, at the settings `values` (the drafter among them), shows the
@@ -165,8 +183,9 @@ class TourPanel(Panel):
         if res == "act":
             self.act(st.action())
         elif res == "page" and (action == "prev" or (st.action() is not None and st.action().do == "checkpoint")
-                                or st.page_data().panel == "residual"):
-            self.restage()          # (the residual's page: its pass written, the replacement on the tape)
+                                or st.page_data().panel == "residual" or st.page_data().hold is not None):
+            self.restage()          # (the residual's page: its pass written, the replacement on the tape; a page
+            #                          that says where the table stands: the tubes after every round)
 
     # ---- actions -------------------------------------------------------------------------------
     def pass_to_play(self, action: Action) -> int:
@@ -174,15 +193,18 @@ class TourPanel(Panel):
         k = self.plays if action.pass_index is None else action.pass_index
         return min(k, len(tl.steps) - 1)
 
-    def play_pass(self, k: int) -> None:
-        """Play pass k to the end of its writing (held there: its result stays on the table). From where the
-        table stands if that is between the previous pass's result and this pass's guesses (so the tape scrolls
-        on and pencilled guesses are not written twice), else from the pass's start."""
+    def play_pass(self, k: int, until: str = "write") -> None:
+        """Play pass k to the end of its writing (held there: its result stays on the table), or only to the end
+        of its draft or its verify (`until`: a page shows the guesses pencilled, or the lanes lit, before the next
+        page goes on). From where the table stands if that is between the previous pass's result and the moment
+        it stops at (so the tape scrolls on and what was played is not played twice), else from the pass's start."""
         tl = self.driver.timeline
         lo = tl.step_moment(k - 1, "write") if k > 0 else 0.0
-        start = tl.t if lo <= tl.t <= tl.step_moment(k, "draft") + 1e-9 else tl.step_start(k)
-        self.plays = k + 1
-        self.driver.play(start, tl.step_moment(k, "write"), after_flight=True)
+        end = tl.step_moment(k, until)
+        start = tl.t if lo <= tl.t <= end - 1e-9 else tl.step_start(k)
+        self.plays = k + 1 if until == "write" else k
+        self.partial = None if until == "write" else (k, until)
+        self.driver.play(start, end, after_flight=True)
 
     def checkpoint_span(self, action: Action) -> tuple[float, float]:
         """(setup, answer) of a checkpoint on the table: a count checkpoint's pass from its pencilled guesses to
@@ -211,7 +233,7 @@ class TourPanel(Panel):
             if "tubes" in parts:
                 drv.play(0.0, after_flight=True)                 # the tubes fill round after round
                 return
-            self.play_pass(self.pass_to_play(action))
+            self.play_pass(self.pass_to_play(action), action.until)
         elif action.kind == "count":
             self.play_pass(min(action.pass_index or 0, len(tl.steps) - 1))     # the reveal is the pass itself
         else:
@@ -221,7 +243,32 @@ class TourPanel(Panel):
 
     @property
     def panel_frac(self) -> float:
-        return 0.40 if self.state.current.plot else 0.30
+        return 0.40 if (self.state.page_data().plot or self.state.current.plot) else 0.30
+
+    def draw_controls(self, scr) -> None:
+        """Sliders for the quantity the page is about (Page.controls): dragged, they go through the controller as
+        the lab's do, and the plot and the numbers above answer. A page turn puts the chapter's values back."""
+        from app.settings import FIELDS
+        t, s = self.ctl.t, self.ctl.settings
+        imgui.spacing()
+        new = {}
+        imgui.push_item_width(imgui.get_content_region_avail().x * 0.6)
+        for name in self.state.page_data().controls:
+            if name == "c":
+                _, v = imgui.slider_float(t("lab.c"), s.c, 0.0, 1.0, "%.2f")
+                new["c"] = round(v, 4)
+            elif name == "gamma":
+                _, new["gamma"] = imgui.slider_int("γ", s.gamma, *FIELDS["gamma"].int_range())
+            elif name == "lanes":
+                _, new["lanes"] = imgui.slider_int(t("lab.lanes"), s.lanes, 1, 512,
+                                                   flags=imgui.SliderFlags_.logarithmic)
+            elif name == "context":
+                _, new["context"] = imgui.slider_int(t("lab.context"), s.context, 1, 131072,
+                                                     flags=imgui.SliderFlags_.logarithmic)
+        imgui.pop_item_width()
+        changed = {k: v for k, v in new.items() if v != getattr(s, k)}
+        if changed:
+            self.ctl.adjust(**changed)
 
     def _fit_key(self, scr) -> tuple:
         st = self.state
@@ -248,6 +295,7 @@ class TourPanel(Panel):
         # --- narration, lower left, large ---
         ui.begin_panel("##narration", ui.narration_rect(scr), bg_alpha=0.9)
         n_ch, chapters, n_page, pages = st.position()       # as this lesson counts them
+        f = self.with_tube_round(f)
         ui.heading(scr, f"{n_ch}. {data.title[lang]}", 1.35)
         where = "  " + t("tour.where", chapter=n_ch, chapters=chapters, page=n_page, pages=pages)
         if imgui.get_item_rect_size().x + imgui.calc_text_size(where).x < imgui.get_content_region_avail().x:
@@ -264,7 +312,10 @@ class TourPanel(Panel):
             self.draw_count_checkpoint(f, revealed=shown)
         elif action is not None and action.do == "checkpoint":
             self.draw_checkpoint(f, revealed=shown)
-        elif st.acted and action is not None and action.text.get(lang):
+        elif page.ask and not shown:                 # predict first: the question, until the action has shown it
+            ui.wrapped(fill(page.ask[lang], f), colors["target"])
+        if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
+                (shown or not page.ask):
             ui.wrapped(fill(action.text[lang], f), colors["accent"])
         ui.pop_font()
         last = st.is_last_beat()
@@ -289,19 +340,29 @@ class TourPanel(Panel):
         ui.begin_panel("##tourpanel", ui.panel_rect(scr))
         ui.heading(scr, t("tour.live_numbers"))
         ui.facts_table(scr, [(t("fact." + k), "?" if k in self.unrevealed(shown) else f[k]) for k in self.panel_facts()])
+        if page.controls and "plot" not in self.unrevealed(shown):     # a slider would give the answer away
+            self.draw_controls(scr)
+        plot = page.plot or ch.plot
         if page.panel == "residual":
             self.draw_residual(scr)
         elif pairs.is_neural(page.pair):
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
             # formula at the lab's c would not be this pair's).
             self.draw_neural_measurement(scr)
-        elif ch.plot and "plot" in self.unrevealed(shown):
+        elif plot and "plot" in self.unrevealed(shown):
             imgui.spacing()
             ui.wrapped(t("tour.plot_after_play"), colors["muted"])
-        elif ch.plot:
+        elif plot:
             imgui.spacing()
             # Room kept under the plot for the parts in focus and the chapter menu.
-            self.plots.image(scr, ch.plot, imgui.get_content_region_avail().x,
+            overlay = None
+            rnd = self.tube_round_shown() if plot == "tubes" else None
+            if rnd is not None:                 # the curves up to the round the tubes show, and a line at it
+                from app.modes.tubes import TubesPanel
+                res, bg = self.ctl.tubes(), self.ctl.colors["mpl_bg"]
+                draws = (rnd + 1) * int(res.draws)
+                overlay = lambda dl, x, y, w, h, info: TubesPanel.mask_future(dl, x, y, info, draws, res, bg)  # noqa: E731
+            self.plots.image(scr, plot, imgui.get_content_region_avail().x, overlay=overlay,
                              reserve=imgui.get_frame_height_with_spacing() * 2 + imgui.get_text_line_height_with_spacing() * 2)
         imgui.spacing()
         sep = "、" if lang == "zh" else ", "
@@ -394,6 +455,30 @@ class TourPanel(Panel):
         imgui.dummy((w, y - y0))
         ui.wrapped(t("tour.residual_foot", token=data["token"]), c["muted"])
 
+    def tube_round_shown(self) -> int | None:
+        """The tube round the table shows (0-based) on a beat that frames the tubes; None elsewhere or while the
+        experiment is still running on its thread."""
+        if "tubes" not in self.state.beat()[0]:
+            return None
+        res, tl = self.ctl.tubes(), self.driver.timeline
+        if res is None or tl is None or not tl.tube_rounds:
+            return None
+        return int(min(tl.state_at().tube_round, res.rounds - 1))
+
+    def with_tube_round(self, f):
+        """The facts, with the tubes' distances to p at the round the table shows (the numbers on the racks' bases
+        and in the panel are one round's, never the last round's beside the seventh's) and that round."""
+        rnd = self.tube_round_shown()
+        if rnd is None:
+            return f
+        from app.figures import tube_tv_curves
+        res = self.ctl.tubes()
+        tv_l, tv_r = tube_tv_curves(res)
+        out = _Over(f)
+        out.update(tv_left=f"{tv_l[rnd]:.4f}", tv_right=f"{tv_r[rnd]:.4f}", tube_round=f"{rnd + 1} / {res.rounds}",
+                   tube_draws=f"{(rnd + 1) * int(res.draws):,}")
+        return out
+
     def panel_facts(self) -> tuple[str, ...]:
         """The live numbers beside the narration: the chapter's, or the neural pair's on its pages."""
         page = self.state.page_data()
@@ -460,10 +545,14 @@ class TourPanel(Panel):
         elif action is not None and action.do == "checkpoint":
             names += ["check_pass", "check_index", "check_guess", "check_p", "check_q", "check_ratio"]
             names += ["check_r", "check_verdict"] if shown else []
-        elif st.acted and action is not None and action.text.get(lang):
+        elif page.ask and not shown:
+            fields(page.ask[lang])
+        if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
+                (shown or not page.ask):
             fields(action.text[lang])
         hidden = self.unrevealed(shown)
         names += list(self.panel_facts())
+        f = self.with_tube_round(f)
         out = {n: ("?" if n in hidden else f[n]) for n in dict.fromkeys(names)}
         stage = self.driver.stage
         if stage is not None and stage.timeline.steps:
@@ -482,6 +571,9 @@ class TourPanel(Panel):
         """Live numbers that would give a checkpoint's answer away: hidden until its reveal has been shown; and a
         chapter's `after_play` (the tubes' distances, their plot) until its first play has been shown."""
         st = self.state
+        page = st.page_data()
+        if page.keep_back and not (st.acted and shown):
+            return set(page.keep_back)
         later = st.current.after_play
         if later:
             first = next((k for k, page in enumerate(st.pages()) if page.action is not None
