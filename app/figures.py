@@ -10,7 +10,7 @@ from app.derived import GAMMAS, REFERENCE_ALPHAS
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # Pictures a tour page draws for its own sentence (app.tour.Page.plot), beside the chapters' plots: the weights
 # alone before the KV cache is explained, Pope's crossover of the two reads, and Σ min(p, q) as an overlap.
-PAGE_PLOTS = ("roofline_weights", "kv_bytes", "overlap")
+PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap")
 OVERLAP_CONTEXT = "慢慢"      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
 KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one and a short one
 
@@ -27,7 +27,8 @@ def plot_names(ctl) -> tuple[str, ...]:
 PLOT_INPUTS = {
     "speedup": ("run", "c"),
     "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps", "gamma"),
-    "roofline": ("device", "model", "context", "lanes", "computer"),
+    "roofline": ("device", "model", "context", "lanes"),
+    "roofline_computer": ("device", "model", "context", "lanes", "computer"),
     "roofline_weights": ("device", "model", "lanes"),
     "kv_bytes": ("device", "model", "context", "lanes"),
     "overlap": ("pair", "tokens"),
@@ -87,7 +88,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
             label = t("plot.counted_long", tokens=f"{TPP_LONG_TOKENS:,}")
         return plots.tokens_per_pass_plot(t, pal, list(GAMMAS), derived.tokens_per_pass_formula(alpha), counted,
                                           alpha, label, gamma=s.gamma, **look)
-    if name in ("roofline", "roofline_weights"):
+    if name in ("roofline", "roofline_weights", "roofline_computer"):
         # the weights alone and, once the KV cache is on the page, with every sequence's own cache: side by side
         from models import hardware
         ctx = 0 if name == "roofline_weights" or s.context <= 1 else s.context      # (1: "as the mill counts")
@@ -100,7 +101,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         fit_lanes = (dev.memory_bytes - m.weight_bytes) / (ctx * m.kv_bytes_per_token) if ctx and dev.memory_bytes \
             else None
         computer = None
-        if name == "roofline":               # this computer's own busy share, as its measurement found it
+        if name == "roofline_computer":      # this computer's own busy share beside, as its measurement found it
             from app.facts import computer_roofline
             mine = computer_roofline(ctl)
             if mine is not None:

@@ -139,7 +139,7 @@ CHAPTERS: tuple[Chapter, ...] = (
             hold="end"),
     Chapter("08-how-much-faster", {"c": 0.1}, plot="speedup",
             facts=("alpha", "c", "pass_cost", "best_gamma", "best_speedup"), events=("some_kept",)),
-    Chapter("09-idle-arithmetic", {"lanes": 1, "context": 1}, plot="roofline",
+    Chapter("09-idle-arithmetic", {"lanes": 1, "context": 1}, plot="roofline_computer",
             facts=("extra_pct", "busy", "busy_spec", "lanes_to_saturate")),     # context 1: as the mill counts
     # the bridge shows a finished check; its pages then run heads, lookup and a tree, and typical acceptance in the
     # tubes (each page's params), beside every drafter's long run

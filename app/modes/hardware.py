@@ -86,7 +86,7 @@ class HardwarePanel(Panel):
         # The roofline gets the wide box under the table, where it can be read from the back row.
         ui.begin_panel("##hwplot", ui.narration_rect(scr), bg_alpha=0.9)
         avail = imgui.get_content_region_avail()
-        self.plots.image(scr, "roofline", avail.x, height=avail.y)
+        self.plots.image(scr, "roofline_computer", avail.x, height=avail.y)    # this computer beside
         imgui.end()
 
     # ---- the neural pair measured live on this machine (app.session.BenchWorker) --------------------------
