@@ -396,7 +396,6 @@ _WORDS = {
 
 
 def _trace_json(pair, t) -> dict:
-    import numpy as np
     tests = []
     for i, x in enumerate(t.guesses):
         verdict = "accepted" if t.accepted[i] else ("rejected" if i == t.n_accepted else "untested")

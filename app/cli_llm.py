@@ -6,6 +6,7 @@ that is how tools/gpu_measure.sh runs the bench on a GPU machine with a fixed so
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from corpus import jsonio
@@ -105,7 +106,8 @@ def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
 # --- model-info -----------------------------------------------------------------------------------
 def model_info(name: str) -> dict:
     import torch
-    from models.llm.model import CONFIGS, DTYPES, LlamaConfig, read_checkpoint_config
+    from models.llm.model import CONFIGS, DTYPES, LlamaConfig
+    from models.llm.hf import read_checkpoint_config
 
     if name in CONFIGS:
         cfg, source = LlamaConfig.from_name(name), "named config"
@@ -156,11 +158,11 @@ def _tokenizer_for(checkpoint):
 
 
 def llm_generate(args) -> dict:
-    import time
 
     import torch
-    from models.llm.model import RANDOM_WEIGHTS_NOTE, load_model
-    from models.llm.bench import resolve_device, resolve_dtype
+    from models.llm.model import RANDOM_WEIGHTS_NOTE
+    from models.llm.hf import load_model
+    from models.llm.device import resolve_device, resolve_dtype
     from models.llm.checkpoint import load_weights, read_config, resolve
     from models.llm.speculative import PlainDecoder, SpeculativeDecoder
     from models.llm.formats import check_kernels
@@ -198,7 +200,8 @@ def llm_generate(args) -> dict:
         draft, d_random = load(args.draft_checkpoint, args.draft_random, args.seed + 1)
         if draft.config.vocab_size != V:
             raise InputError(f"draft vocabulary {draft.config.vocab_size} differs from the target's {V}")
-    seq = -(-(len(prompt) + args.tokens + 2 * (args.gamma + 1)) // 16) * 16   # aligned rows for attention kernels
+    from models.llm.device import aligned
+    seq = aligned(len(prompt) + args.tokens + 2 * (args.gamma + 1))   # aligned rows for attention kernels
     target.setup_caches(1, seq)
     t0 = time.perf_counter()
     progress = Progress("generating", args.tokens, "tokens")
@@ -238,20 +241,14 @@ def llm_generate(args) -> dict:
 
 def _check_memory(args, dtype, device, prompt_len: int) -> None:
     """Estimate before allocating: both models' weights and caches must fit in what the device has free."""
-    from models.llm.model import LlamaConfig
-    from models.llm.bench import available_bytes
     from models.llm.checkpoint import read_config, resolve
-
+    from models.llm.device import check_fits
+    from models.llm.model import LlamaConfig
     cfgs = [read_config(resolve(args.checkpoint)) if args.checkpoint else LlamaConfig.from_name(args.random)]
     if (args.draft_checkpoint or args.draft_random) and not args.plain:
         cfgs.append(read_config(resolve(args.draft_checkpoint)) if args.draft_checkpoint
                     else LlamaConfig.from_name(args.draft_random))
-    seq = prompt_len + args.tokens + 2 * (args.gamma + 1)
-    need = sum(c.weight_bytes(dtype) + seq * c.kv_bytes_per_token(dtype) + seq * seq for c in cfgs)
-    free = available_bytes(device)
-    if need * 1.1 > free:
-        raise InputError(f"{' + '.join(c.name for c in cfgs)} in {args.dtype} needs about {need / 1e9:.1f} GB; "
-                         f"{device.type} has {free / 1e9:.1f} GB free")
+    check_fits(cfgs, dtype, device, prompt_len + args.tokens + 2 * (args.gamma + 1), label=args.dtype)
 
 
 def cmd_llm_generate(args) -> int:
@@ -304,7 +301,7 @@ def cmd_bench(args) -> int:
     from corpus.atomic import remove_stale_temps
     remove_stale_temps(out_path.parent, out_path.name)    # temp files an earlier, killed bench left
     try:
-        result = run_bench(s, progress=not args.quiet)
+        result = run_bench(s, progress=None if args.quiet else _Stages())
     except torch.cuda.OutOfMemoryError as exc:
         raise InputError(f"out of device memory during the bench ({str(exc).splitlines()[0][:120]}); "
                          "use a smaller --batch or --context") from None
@@ -313,10 +310,24 @@ def cmd_bench(args) -> int:
     return 0
 
 
+class _Stages:
+    """A bench's stages as they start, numbered, with the seconds so far, on stderr (stdout stays for the figures
+    and --json)."""
+
+    def __init__(self):
+        self.k, self.t0 = 0, time.perf_counter()
+
+    def __call__(self, what: str) -> None:
+        self.k += 1
+        print(f"bench [{self.k}] {what} ({time.perf_counter() - self.t0:.0f} s)", file=sys.stderr, flush=True)
+
+
 def cmd_bench_pair(args) -> int:
     """A checkpoint pair (the shipped one, or --target/--draft folders or .gguf files) measured live."""
     import torch
-    from models.llm.bench import measure_llama_pair, pair_summary_lines, resolve_device, write_json_atomic
+    from models.llm.bench import write_json_atomic
+    from models.llm.pair_bench import measure_llama_pair, pair_summary_lines
+    from models.llm.device import resolve_device
     from models.llm.pair import LlamaPair
 
     if args.checkpoint or args.draft_checkpoint:
@@ -341,7 +352,7 @@ def cmd_bench_pair(args) -> int:
     r = measure_llama_pair(pair, ids, gamma=args.gamma, tokens=args.tokens, temperature=temperature,
                            reps=args.reps or 5, seed=args.seed, dtype_name=args.dtype, drafter=args.drafter,
                            compile_draft={"auto": None, "on": True, "off": False}[args.compile],
-                           progress=None if args.quiet else (lambda m: print(f"bench: {m}", file=sys.stderr)))
+                           progress=None if args.quiet else _Stages())
     r["settings"]["prompt"] = prompt
     lines = pair_summary_lines(r)
     if args.out:

@@ -212,7 +212,6 @@ def facts(ctl) -> Facts:
     f.lazy["backed_off_pct"] = long(lambda pf: f"{100 * pf.backed_off_share:.0f}%")
     run = ses.ensure()
     if run:
-        tr0 = run.traces[0]
         pair = ses.pair()
         # What the short run on the table counted: named as this run's count.
         count = analytics.count_run(run.traces)

@@ -98,7 +98,7 @@ def load(name: str):
         except ImportError:
             raise InputError("the neural pair needs PyTorch: pip install torch==2.13.0 (the CPU build is enough)") \
                 from None
-        from models.llm.bench import resolve_device
+        from models.llm.device import resolve_device
         from models.llm.pair import LlamaPair
         device = resolve_device(_compute.device)
         target, draft = {NEURAL: ("nahan-target", "nahan-draft"), SMOLLM2: (SMOLLM2, None)}.get(

@@ -310,7 +310,7 @@ def overlap_plot(t, pal, labels, p, q, rest: float, total: float, context: str, 
     their overlap min(p, q) filled; the filled area is the chance one guess is accepted there (`total`, of which
     `rest` comes from the tokens not drawn)."""
     fig, ax = _figure(pal, size_px, text_px)
-    tgt, dft, acc, fg = _hex(pal["target"]), _hex(pal["draft"]), _hex(pal["accent"]), pal["mpl_fg"]
+    tgt, dft, acc = _hex(pal["target"]), _hex(pal["draft"]), _hex(pal["accent"])
     x = np.arange(len(labels), dtype=float)
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     both = np.minimum(p, q)

@@ -340,7 +340,7 @@ class BenchWorker(_OneThread):
         return (self.session.pair_key(), self.session.settings.gamma)
 
     def _measure(self, key):
-        from models.llm.bench import measure_llama_pair
+        from models.llm.pair_bench import measure_llama_pair
         pair = self.session.pair_by_key(key[0])
         if pair.draft is None:
             raise InputError(f"{pair.name} has no draft model: there is no draft cost to measure")

@@ -1,5 +1,5 @@
 """Core speed figures (printed, never asserted): table load, speculative steps per second at γ = 4 (the chain, and
-the lookup, heads and tree drafters), a million test-tube draws, and the long α run.  Run: .venv/bin/python benchmarks/bench_core.py"""
+the lookup, heads and tree drafters), a million test-tube draws, and the long α run.  Run: .venv/bin/python -m benchmarks.bench_core"""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def best_of(n, fn):

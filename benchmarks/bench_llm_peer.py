@@ -1,7 +1,7 @@
 """Ours vs transformers on this CPU: the same weights, config and dtype; forward step, plain and assisted generation.
 
-    .venv/bin/python benchmarks/bench_llm_peer.py                       # llama-3.2-1b + mini-draft-128k, bf16
-    .venv/bin/python benchmarks/bench_llm_peer.py --target tiny --draft tiny-draft --dtype fp32 --tokens 64
+    .venv/bin/python -m benchmarks.bench_llm_peer                       # llama-3.2-1b + mini-draft-128k, bf16
+    .venv/bin/python -m benchmarks.bench_llm_peer --target tiny --draft tiny-draft --dtype fp32 --tokens 64
 
 Prints milliseconds for each side and the ratio theirs / ours (> 1: ours is faster). transformers is a test
 dependency: imported only here and in tests. Greedy on both sides, so the tokens must agree (checked in fp32;
@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from models.llm.model import DTYPES, LlamaConfig, build_random, hf_state_dict  # noqa: E402
-from models.llm.speculative import PlainDecoder, SpeculativeDecoder, decode_one_token  # noqa: E402
+from models.llm.model import DTYPES, LlamaConfig, build_random
+from models.llm.hf import hf_state_dict
+from models.llm.speculative import PlainDecoder, SpeculativeDecoder, decode_one_token
 
 
 def to_transformers(model, dtype):

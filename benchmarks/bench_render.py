@@ -1,6 +1,6 @@
 """Frame time of the full table on this machine's GL (llvmpipe without a GPU), with draw calls and triangles.
 
-    .venv/bin/python benchmarks/bench_render.py [--frames 8] [--views table,exploded] [--msaa 0] [--scale 1.0]
+    .venv/bin/python -m benchmarks.bench_render [--frames 8] [--views table,exploded] [--msaa 0] [--scale 1.0]
                                                 [--passes]
 
 Prints one line per view and size: median and best frame time over --frames renders of an animating
@@ -18,11 +18,8 @@ import argparse
 import itertools
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def main() -> int:

@@ -3,7 +3,7 @@
 Each repeat runs in a fresh interpreter (cold imports, as a teacher's double-click would), under
 SDL_VIDEODRIVER=offscreen unless a display is set. Prints one line per phase and a JSON summary.
 
-    .venv/bin/python benchmarks/bench_startup.py [--repeats 3] [--size 1280x720]
+    .venv/bin/python -m benchmarks.bench_startup [--repeats 3] [--size 1280x720]
 """
 from __future__ import annotations
 

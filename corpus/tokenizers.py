@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 
 from corpus.resources import cache_dir
 

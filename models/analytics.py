@@ -168,10 +168,9 @@ def alpha_generated(pair, settings=None, chars: int = 200_000, chains: int = 64,
         sampler.reset(start)
         acc = tested = passes = 0
         while len(sampler.written) < chars:
-            v = sampler._advance(record=False)
-            n_tested = min(v.n_accepted + 1, s.gamma)
+            v = sampler.tally_step()
             acc += v.n_accepted
-            tested += n_tested
+            tested += v.tested
             passes += 1
         return GeneratedRun(alpha=acc / tested, alpha_expected=float("nan"), tokens=len(sampler.written),
                             passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="sampler")

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from corpus.errors import InputError
-from models.acceptance import MAX_GAMMA, sample_index, verify
+from models.acceptance import MAX_GAMMA, verify
 from models.drafters import ChainDrafter, TreeProposal
 from models.multi_candidate import verify_tree
-from models.trace import StepTrace, TreeNode, TreeTrace
+from models.trace import PassTally, StepTrace, TreeNode, TreeTrace
 
 
 
@@ -128,19 +129,54 @@ def checked_prefix(pair, prefix_ids) -> list[int]:
     return ids
 
 
-class _Base(Rows):
+class Sampler(Protocol):
+    """What every sampler does, the n-gram ones here and the network ones (models.llm.pair): start from a prefix,
+    make passes, keep the text. The table, the long runs, the tubes and the CLI read samplers through this only."""
+
+    settings: SamplerSettings
+    tokens: list[int]                 # the prefix and every token written since reset
+    step_index: int                   # passes made since reset
+
+    def reset(self, prefix_ids=()) -> None: ...
+    def rewind(self, prefix_ids) -> None: ...
+    def step(self) -> StepTrace: ...
+    def tally_step(self) -> PassTally: ...
+    def run_tokens(self, n: int) -> list[StepTrace]: ...
+
+
+class SamplerBase:
+    """The text and the pass counter every sampler keeps; its random stream (numpy or torch) is its own
+    (_start_stream), seeded at reset, so a run replays from (seed, settings, prefix)."""
+
     def __init__(self, pair, settings: SamplerSettings | None = None):
-        super().__init__(pair, settings)
+        self.pair = pair
+        self.settings = settings or SamplerSettings()
         self.reset([])
 
     def reset(self, prefix_ids=()) -> None:
-        """Start again from a prefix with a freshly seeded generator: the same run replays exactly."""
+        """Start again from a prefix with a freshly seeded random stream: the same run replays exactly."""
         self.settings.validate()
         ids = checked_prefix(self.pair, prefix_ids)
         self.tokens: list[int] = ids
         self.prefix_len = len(ids)
-        self.rng = np.random.default_rng(self.settings.seed)
         self.step_index = 0
+        self._start_stream()
+
+    def _start_stream(self) -> None:
+        raise NotImplementedError
+
+    def _stream(self):
+        raise NotImplementedError
+
+    def rewind(self, prefix_ids) -> None:
+        """Back to a prefix with the random stream going on (not re-seeded): many independent runs from one
+        prefix, as the test tubes draw them."""
+        stream = self._stream()
+        self.reset(prefix_ids)
+        self._restore_stream(stream)
+
+    def _restore_stream(self, stream) -> None:
+        raise NotImplementedError
 
     @property
     def written(self) -> list[int]:
@@ -161,6 +197,23 @@ class _Base(Rows):
             yield self.step()
 
 
+class _Base(SamplerBase, Rows):
+    """An n-gram sampler: its rows are the pair's, shaped; its stream a numpy Generator."""
+
+    def __init__(self, pair, settings: SamplerSettings | None = None):
+        Rows.__init__(self, pair, settings)
+        SamplerBase.__init__(self, pair, self.settings)
+
+    def _start_stream(self) -> None:
+        self.rng = np.random.default_rng(self.settings.seed)
+
+    def _stream(self):
+        return self.rng
+
+    def _restore_stream(self, stream) -> None:
+        self.rng = stream
+
+
 class SpeculativeSampler(_Base):
     """Guesses from a drafter (default: γ from q, the small drum), one target pass computing p where they need it
     (the big drum), the exact rule."""
@@ -176,8 +229,12 @@ class SpeculativeSampler(_Base):
     def step(self) -> StepTrace:
         return self._advance(record=True)
 
+    def tally_step(self) -> PassTally:
+        """One pass that keeps no trace, counted (a long run's α)."""
+        return self._advance(record=False)
+
     def _advance(self, record: bool):
-        """One pass. record=False skips building a chain's trace (long analytics runs) and returns the Verdicts."""
+        """One pass: its StepTrace, or with record=False its PassTally (a tree's tally comes from its trace)."""
         s = self.settings
         s.validate()
         self.drafter.validate(s.gamma)
@@ -186,6 +243,8 @@ class SpeculativeSampler(_Base):
         out, written = self.pass_from(self.tokens, u[:n], u[n:2 * n], float(u[-1]), record=record)
         self.tokens.extend(written)
         self.step_index += 1
+        if not record and isinstance(out, StepTrace):
+            return PassTally(out.n_accepted, out.tested, ())
         return out
 
     def pass_from(self, ctx, u_guess, r, u_final: float, record: bool = True):
@@ -210,18 +269,15 @@ class SpeculativeSampler(_Base):
         v = verify(guesses, q_rows, p_rows, r[:k], u_final, lenience=s.lenience)
         written = guesses[:v.n_accepted] + [v.final_token]
         if not record:
-            return v, written
+            return PassTally(v.n_accepted, min(v.n_accepted + 1, k), ()), written
         extra = {"u_guess": [float(x) for x in u_guess], "u_final": u_final, "sampler": "speculative"}
         if not isinstance(self.drafter, ChainDrafter):       # k may be under γ: say what was asked
             extra["gamma_setting"] = s.gamma
-        trace = StepTrace(
-            step_index=self.step_index, context=list(ctx), gamma=k, guesses=list(guesses),
-            q_rows=q_rows, p_rows=p_rows, ratios=[float(x) for x in v.ratios], r=[float(x) for x in r[:k]],
-            tested=min(v.n_accepted + 1, k), accepted=[bool(a) for a in v.accepted],
-            n_accepted=v.n_accepted, final_token=v.final_token, final_kind=v.final_kind,
-            final_row=v.final_row, residual_fallback=v.residual_fallback, tokens_written=written,
-            draft_backed_off=list(prop.backed_off), target_backed_off=target_bo, lanes_lit=k + 1,
-            exact=s.exact, extra=extra, drafter=self.drafter.name, source_span=prop.source_span,
+        trace = StepTrace.of(
+            step_index=self.step_index, context=ctx, guesses=guesses, q_rows=q_rows, p_rows=p_rows,
+            ratios=v.ratios, r=r[:k], n_accepted=v.n_accepted, final_token=v.final_token, final_row=v.final_row,
+            residual_fallback=v.residual_fallback, exact=s.exact, extra=extra, draft_backed_off=prop.backed_off,
+            target_backed_off=target_bo, drafter=self.drafter.name, source_span=prop.source_span,
             heads=prop.heads)
         return trace, written
 
@@ -241,7 +297,6 @@ class SpeculativeSampler(_Base):
             target_bo.append(bo)
         tv = verify_tree(prop.parents, prop.tokens, prop.q_rows, prop.q_of, p_rows, r[:n], u_final)
         path = tv.accepted_path
-        written = [prop.tokens[i] for i in path] + [tv.final_token]
         # The chain fields: the walk the rule took (the accepted path, then the last candidate rejected).
         by_node = {c.node: c for c in tv.checks}         # a node is checked at most once; the last check wins anyway
         walk = list(path) + ([tv.checks[-1].node] if tv.final_kind == "replacement" else [])
@@ -259,12 +314,12 @@ class SpeculativeSampler(_Base):
                             prop.heads[i] if prop.heads else None, prop.backed_off[i]) for i in range(n)],
             q_rows=prop.q_rows, p_rows=p_rows, checks=list(tv.checks), target_rows=tv.target_rows,
             accepted_path=list(path), target_backed_off=target_bo)
-        return StepTrace(
-            step_index=self.step_index, context=list(ctx), gamma=g, guesses=[prop.tokens[w] for w in walk],
+        return StepTrace.of(
+            step_index=self.step_index, context=ctx, guesses=[prop.tokens[w] for w in walk],
             q_rows=q_proj, p_rows=p_proj, ratios=[c.ratio for c in checks], r=[c.r for c in checks], tested=g,
             accepted=[c.accepted for c in checks], n_accepted=len(path), final_token=tv.final_token,
             final_kind=tv.final_kind, final_row=tv.final_row, residual_fallback=tv.residual_fallback,
-            tokens_written=written, draft_backed_off=[prop.backed_off[w] for w in walk],
+            draft_backed_off=[prop.backed_off[w] for w in walk],
             target_backed_off=[target_bo[i] for i in parent_row], lanes_lit=n + 1, exact=True,
             extra={"u_guess": [float(x) for x in u_guess], "u_test": [float(x) for x in r[:n]], "u_final": u_final,
                    "sampler": "speculative", "gamma_setting": s.gamma},
@@ -282,12 +337,10 @@ class TargetSampler(_Base):
         V = self.pair.V
         # verify with no guesses is exactly "draw the bonus token from p": the same code path.
         v = verify(np.zeros(0, dtype=np.int64), np.empty((0, V)), p[None, :], np.zeros(0), u_final)
-        trace = StepTrace(
-            step_index=self.step_index, context=list(ctx), gamma=0, guesses=[], q_rows=np.empty((0, V)),
-            p_rows=np.array(p, dtype=np.float64)[None, :], ratios=[], r=[], tested=0, accepted=[],
-            n_accepted=0, final_token=v.final_token, final_kind=v.final_kind, final_row=v.final_row,
-            residual_fallback=False, tokens_written=[v.final_token], draft_backed_off=[],
-            target_backed_off=[bo], lanes_lit=1, exact=True,
+        trace = StepTrace.of(
+            step_index=self.step_index, context=ctx, guesses=[], q_rows=np.empty((0, V)),
+            p_rows=np.array(p, dtype=np.float64)[None, :], ratios=[], r=[], n_accepted=0,
+            final_token=v.final_token, final_row=v.final_row, target_backed_off=[bo],
             extra={"u_final": u_final, "sampler": "target"})
         self.tokens.append(v.final_token)
         self.step_index += 1
@@ -298,7 +351,4 @@ def make_sampler(pair, settings: SamplerSettings | None = None, *, drafter=None,
     """The sampler for any pair (models.pair.Pair.sampler): SpeculativeSampler / TargetSampler for the n-gram pair,
     the torch samplers of models.llm.pair for a network pair (imported only by it: the n-gram path never loads
     torch)."""
-    from models.pair import RowsPair
-    # Any other object with rows (draft_row / target_row over V tokens) gets a rows pair's samplers.
-    build = getattr(pair, "sampler", None) or (lambda *a, **k: RowsPair.sampler(pair, *a, **k))
-    return build(settings, drafter=drafter, target_only=target_only)
+    return pair.sampler(settings, drafter=drafter, target_only=target_only)

@@ -95,6 +95,37 @@ class StepTrace:
     def vocab_size(self) -> int:
         return int(self.p_rows.shape[1])
 
+    @classmethod
+    def of(cls, *, step_index: int, context, guesses, q_rows, p_rows, ratios, r, n_accepted: int, final_token: int,
+           final_row, residual_fallback: bool = False, exact: bool = True, extra: dict | None = None,
+           tested: int | None = None, accepted=None, final_kind: str | None = None, lanes_lit: int | None = None,
+           draft_backed_off=None, target_backed_off=None, **more) -> "StepTrace":
+        """The one way a pass becomes a trace: what follows from the verdict is derived here, not by each sampler —
+        the guesses tested (up to the first rejection), kept (the first n), the kind of the final token (a bonus
+        when every guess passed), the tokens written and the lanes lit (γ + 1); a tree passes its own."""
+        k = len(guesses)
+        return cls(step_index=step_index, context=list(context), gamma=k, guesses=[int(x) for x in guesses],
+                   q_rows=q_rows, p_rows=p_rows, ratios=[float(x) for x in ratios], r=[float(x) for x in r],
+                   tested=min(n_accepted + 1, k) if tested is None else tested,
+                   accepted=[i < n_accepted for i in range(k)] if accepted is None else [bool(a) for a in accepted],
+                   n_accepted=n_accepted, final_token=int(final_token),
+                   final_kind=final_kind or ("bonus" if n_accepted == k else "replacement"), final_row=final_row,
+                   residual_fallback=bool(residual_fallback),
+                   tokens_written=[int(x) for x in guesses[:n_accepted]] + [int(final_token)],
+                   draft_backed_off=[False] * k if draft_backed_off is None else list(draft_backed_off),
+                   target_backed_off=[False] * (k + 1) if target_backed_off is None else list(target_backed_off),
+                   lanes_lit=k + 1 if lanes_lit is None else lanes_lit, exact=exact, extra=extra or {}, **more)
+
+
+@dataclass(frozen=True)
+class PassTally:
+    """What a long run counts of a pass it keeps no trace of (Sampler.tally_step): the guesses kept, the guesses
+    tested (up to the first rejection) and Σ min(p, q) at each tested position."""
+
+    n_accepted: int
+    tested: int
+    overlap: tuple[float, ...]
+
 
 @dataclass
 class GeneratedRun:

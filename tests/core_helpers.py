@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from corpus.errors import InputError
+from models.pair import RowsPair
 
 
 def hard_rows(V: int, rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -30,9 +31,9 @@ def hard_rows(V: int, rng: np.random.Generator) -> list[tuple[np.ndarray, np.nda
     return cases
 
 
-class TablePair:
+class TablePair(RowsPair):
     """A pair whose rows depend on the last token only: table[ctx[-1]] (row 0 for an empty context).
-    It has the NGramPair interface the samplers use (V, draft_row, target_row)."""
+    A rows pair (models.pair.RowsPair): its rows and vocabulary give it the n-gram samplers."""
 
     def __init__(self, p_table: np.ndarray, q_table: np.ndarray):
         self.p_table, self.q_table = p_table, q_table

@@ -6,7 +6,8 @@ import json
 import numpy as np
 import torch
 
-from models.llm.model import LlamaConfig, build_random, save_checkpoint
+from models.llm.model import LlamaConfig, build_random
+from models.llm.hf import save_checkpoint
 
 
 def make_checkpoint(path, name="tiny", seed=1, shards=1, layout="rope_parameters", std=0.1, tokenizer=False):
@@ -62,18 +63,9 @@ def one_thread():
 
 
 def load_train_pair():
-    """tools/train_pair.py as a module (tools/ is not a package)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    if "train_pair" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("train_pair", Path(__file__).resolve().parents[1] / "tools" /
-                                                      "train_pair.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["train_pair"] = mod           # before exec: its dataclasses look their module up
-        spec.loader.exec_module(mod)
-    return sys.modules["train_pair"]
+    """The training code of the shipped pair (models/llm/train.py; tools/train_pair.py runs its main)."""
+    from models.llm import train
+    return train
 
 
 def char_checkpoint(path, vocab, name="tiny", seed=1, std=0.3, max_pos=256):
@@ -113,7 +105,7 @@ def write_gguf(path, model, qtype=None, pre="smollm", tokenizer_edit=None):
     import gguf
     import numpy as np
 
-    from models.llm.model import hf_state_dict
+    from models.llm.hf import hf_state_dict
     cfg = model.config
     qtype = qtype or gguf.GGMLQuantizationType.F32
     w = gguf.GGUFWriter(str(path), "llama")

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from benchmarks.soak import run_soak
+from app.soak import run_soak
 
 ROUNDS = 3
 CYCLE = 126          # frames one round of every mode takes here, 18 a mode (the soak's default is 600)

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from corpus.errors import InputError
 from models.llm.checks import SIZES
-from models.llm.model import LlamaConfig, _checkpoint_files, read_checkpoint_config
+from models.llm.model import LlamaConfig
+from models.llm.hf import _checkpoint_files, read_checkpoint_config
 from tests.fuzz_helpers import budget, json_values
 
 BASE = LlamaConfig.from_name("tiny").to_hf()

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from corpus.errors import InputError
-from models.llm.model import LlamaConfig, build_random, hf_state_dict
+from models.llm.model import LlamaConfig, build_random
+from models.llm.hf import hf_state_dict
 from models.llm.gguf import gguf_config, gguf_tokenizer, load_gguf
 from tests.llm_helpers import one_thread, rewrite_gguf, write_gguf
 

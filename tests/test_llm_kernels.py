@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from corpus.errors import InputError
 from models import acceptance
-from models.llm import kernels, machine, onnx_step, tuning
+from models.llm import kernel_cache, machine, onnx_step, tuning
 from models.llm.kernels import FP32, KERNELS, Source, build, candidates
 from models.llm.model import LlamaConfig, build_random
 from models.llm.formats import prepare_weights
@@ -82,7 +82,7 @@ def test_decisions_are_cached_per_machine_and_a_second_load_measures_nothing(mon
     r = m.kernel_report
     assert r["groups"] and all(g["one_row"] in candidates("fp32") for g in r["groups"])
     saved = json.loads((tmp_path / "spectable" / "kernels.json").read_text())
-    assert saved["schema"] == tuning.SCHEMA and any(tuning.machine_key() in k for k in saved["machines"])
+    assert saved["schema"] == kernel_cache.SCHEMA and any(tuning.machine_key() in k for k in saved["machines"])
 
     def no(*a, **k):
         raise AssertionError("measured again")
@@ -120,7 +120,7 @@ def test_timings_taken_beside_other_work_are_not_kept(monkeypatch, tmp_path):
                     max_leaves=20))
 def test_any_cache_file_reads_as_a_cache_or_as_none(tmp_path_factory, value):
     path = tmp_path_factory.mktemp("k") / "kernels.json"
-    path.write_text(json.dumps({"schema": tuning.SCHEMA, "machines": {"m": value}}))
+    path.write_text(json.dumps({"schema": kernel_cache.SCHEMA, "machines": {"m": value}}))
     got = tuning.read_cache(path)
     assert got == {} or set(got["m"]) == {"models", "threads", "passes"}
 
@@ -128,11 +128,11 @@ def test_any_cache_file_reads_as_a_cache_or_as_none(tmp_path_factory, value):
 def test_a_cache_file_with_a_chosen_kernel_it_never_timed_is_refused(tmp_path):
     path = tmp_path / "kernels.json"
     group = {"us": {"blas-wt": [1.0, 2.0]}, "one": "ort", "many": "blas-wt", "steady": ["blas-wt"]}
-    path.write_text(json.dumps({"schema": tuning.SCHEMA, "machines": {"m": {"models": {"s": {
+    path.write_text(json.dumps({"schema": kernel_cache.SCHEMA, "machines": {"m": {"models": {"s": {
         "refined": True, "groups": {"g": group}}}}}}))
     assert tuning.read_cache(path) == {}
     group["one"] = "blas-wt"
-    path.write_text(json.dumps({"schema": tuning.SCHEMA, "machines": {"m": {"models": {"s": {
+    path.write_text(json.dumps({"schema": kernel_cache.SCHEMA, "machines": {"m": {"models": {"s": {
         "refined": True, "groups": {"g": group}}}}}}))
     assert tuning.read_cache(path)["m"]["models"]["s"]["groups"]["g"]["one"] == "blas-wt"
 

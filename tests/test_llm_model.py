@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from corpus.errors import InputError
-from models.llm.model import (CONFIGS, LlamaConfig, build_random, load_checkpoint, load_model,
-                          read_checkpoint_config, rope_inv_freq)
+from models.llm.model import CONFIGS, LlamaConfig, build_random, rope_inv_freq
+from models.llm.hf import load_checkpoint, load_model, read_checkpoint_config
 from tests.llm_helpers import make_checkpoint, one_thread
 
 

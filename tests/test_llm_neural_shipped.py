@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.llm.model import load_checkpoint
+from models.llm.hf import load_checkpoint
 from models.llm.checkpoint import MODELS_DIR
 from models.llm.pair import LlamaPair, LlamaSampler, LlamaTargetSampler
 from models.sampler import SamplerSettings

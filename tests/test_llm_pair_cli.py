@@ -180,10 +180,10 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, ckpts, tmp_path, capsys)
 
 
 def test_memory_is_estimated_before_loading(ckpts, capsys, monkeypatch):
-    import models.llm.bench as lb
     import models.llm.checkpoint as lc
+    import models.llm.device as ld
     loaded = []
-    monkeypatch.setattr(lb, "available_bytes", lambda device: 10_000)
+    monkeypatch.setattr(ld, "available_bytes", lambda device: 10_000)
     monkeypatch.setattr(lc, "load_weights", lambda *a, **k: loaded.append(a))
     rc, out, err = run(["step", "--target", ckpts / "t", "--draft", ckpts / "d"], capsys)
     assert rc == 2 and "need about" in err and "GB free" in err and loaded == []

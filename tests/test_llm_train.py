@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from models.llm.model import LlamaConfig, Transformer, load_checkpoint
+from models.llm.model import LlamaConfig, Transformer
+from models.llm.hf import load_checkpoint
 from tests.llm_helpers import load_train_pair, one_thread
 
 _threads = pytest.fixture(autouse=True, scope="module")(one_thread)

@@ -10,7 +10,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from corpus.errors import InputError
-from models.llm.model import load_checkpoint, read_checkpoint_config
+from models.llm.hf import load_checkpoint, read_checkpoint_config
 from tests.llm_helpers import make_checkpoint, one_thread, run_cli
 
 _threads = pytest.fixture(autouse=True, scope="module")(one_thread)
@@ -256,7 +256,8 @@ def test_save_checkpoint_on_a_full_disk_leaves_the_old_checkpoint_whole_and_no_t
 
     import safetensors.torch
 
-    from models.llm.model import LlamaConfig, build_random, save_checkpoint
+    from models.llm.model import LlamaConfig, build_random
+    from models.llm.hf import save_checkpoint
     path = tmp_path / "c"
     make_checkpoint(path, shards=shards)
     before = {p.name: p.read_bytes() for p in path.iterdir()}

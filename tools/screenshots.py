@@ -25,12 +25,11 @@ sys.path.insert(0, str(ROOT))
 
 
 def shoot(out: Path, size, lang: str, palette: str, parts, pair: str = "ngram") -> list[dict]:
-    from PIL import Image
-
     from app.controller import Controller
     from app.exports import save_png
     from app.settings import AppSettings
     from app.window import FIXED_DT, App
+    from models import drafters
 
     settings = AppSettings(language=lang, palette=palette, mode="tour", chapter=0, pair=pair)
     ctl = Controller(settings, persist=False, scripted=True, export_dir=out / "exports")

@@ -35,7 +35,6 @@ def main() -> int:
     from app import exports
     from app.controller import Controller
     from app.settings import AppSettings
-    from app.tour import CHAPTERS
     from app.window import App
 
     if "-" in args.chapters:

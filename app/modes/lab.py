@@ -172,7 +172,7 @@ class LabPanel(Panel):
         replace γ; its nodes and lanes on hover). Where a tree's candidates come from and how siblings are drawn sit
         under "more". Every value goes through the controller like every knob."""
         from models.drafters import node_count
-        ctl, t, s = self.ctl, self.ctl.t, self.ctl.settings
+        t, s = self.ctl.t, self.ctl.settings
         full = imgui.calc_item_width()
         imgui.push_item_width(full * 0.42)
         if imgui.begin_combo(t("lab.drafter"), t(f"lab.drafter_{s.drafter}")):

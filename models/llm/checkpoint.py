@@ -21,9 +21,10 @@ import torch
 from corpus.errors import InputError
 from corpus.resources import ASSETS
 from corpus.validate import shown_name
+from models.llm.device import check_fits
 from models.llm.checks import inside_checkpoint
-from models.llm.model import (CONFIGS, LlamaConfig, Transformer, bos_token_id, build_random, load_checkpoint,
-                          read_checkpoint_config)
+from models.llm.model import CONFIGS, LlamaConfig, Transformer, build_random
+from models.llm.hf import bos_token_id, load_checkpoint, read_checkpoint_config
 from models.llm.text import TokenText, from_tokenizer_file
 
 MODELS_DIR = ASSETS / "models"
@@ -131,30 +132,13 @@ def read_tokenizer(src: Source, cfg: LlamaConfig, required: bool = False) -> Tok
     return None
 
 
-# --- memory, estimated before anything is allocated ---------------------------------------------------
-def estimate_bytes(cfg: LlamaConfig, dtype: torch.dtype, seq: int, batch: int = 1, tokens_per_step: int = 8) -> int:
-    """Weights + KV cache for batch x seq + the causal mask + a step's logits and widest activations."""
-    item = torch.empty((), dtype=dtype, device="meta").element_size()
-    weights = cfg.param_count() * item
-    kv = batch * seq * cfg.kv_bytes_per_token(dtype)
-    mask = seq * seq
-    act = batch * tokens_per_step * (cfg.vocab_size * (item + 8) + 8 * cfg.intermediate_size * 4)
-    return weights + kv + mask + act
-
-
 def check_memory(items: list[tuple[str, LlamaConfig]], dtype: torch.dtype, device: torch.device, seq: int,
                  dtype_name: str = "") -> int:
-    """Raise a one-line InputError when the models will not fit in what the device has free."""
-    from models.llm.bench import available_bytes
-    need = sum(estimate_bytes(cfg, dtype, seq) for _, cfg in items)
-    # A GGUF file is dequantised tensor by tensor: one float32 copy of the largest tensor on top.
-    need += max(cfg.vocab_size * cfg.dim * 4 for _, cfg in items)
-    free = available_bytes(device)
-    if need * 1.1 > free:
-        names = " + ".join(n for n, _ in items)
-        raise InputError(f"{names} in {dtype_name or dtype} need about {need / 1e9:.1f} GB; {device.type} has "
-                         f"{free / 1e9:.1f} GB free")
-    return need
+    """Raise a one-line InputError when the models will not fit in what the device has free (models.llm.device's
+    estimate; a GGUF file is dequantised tensor by tensor: one float32 copy of the largest on top)."""
+    cfgs = [cfg for _, cfg in items]
+    return check_fits(cfgs, dtype, device, seq, label=dtype_name or str(dtype),
+                      extra=max(cfg.vocab_size * cfg.dim * 4 for cfg in cfgs))["estimated_bytes"]
 
 
 def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, seed: int = 0,

@@ -18,7 +18,6 @@ quantising is refused in one line, never run in fp32.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 from corpus.errors import InputError

@@ -21,7 +21,8 @@ import torch
 from corpus.errors import InputError
 from corpus.validate import shown_name
 from models.llm.checks import check_finite
-from models.llm.model import LlamaConfig, Transformer, _hf_to_ours, _materialise
+from models.llm.model import LlamaConfig, Transformer, _materialise
+from models.llm.hf import _hf_to_ours
 
 _READERS: dict = {}
 

@@ -59,7 +59,7 @@ class OnnxStep:
         from onnx import helper
         cfg = model.config
         self.model, self.cfg, self.threads = model, cfg, threads
-        H, KV, hd, D = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim, cfg.dim
+        H, KV, hd = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         nodes, inits = [], []
         self.nbytes = 0
 

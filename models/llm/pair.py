@@ -28,12 +28,12 @@ import torch
 
 from corpus.errors import InputError
 from models.llm.model import Transformer
-from models.llm.speculative import (DrafterProposer, ModelProposer, Proposer, SpeculativeLoop, decode_one_token,
-                                    prefill, shape_probs, verify_on_device, RowShaper)
+from models.llm.speculative import (DrafterProposer, ModelProposer, Proposer, RowShaper, decode_one_token, prefill,
+                                    shape_probs, speculative_pass, verify_on_device)  # noqa: F401 - shape_probs read here too
 from models.llm.text import TokenText
-from models.sampler import SamplerSettings, checked_prefix
+from models.sampler import Rows, SamplerBase, SamplerSettings
 from models.drafters import ChainDrafter, kind
-from models.trace import GeneratedRun, StepTrace
+from models.trace import GeneratedRun, PassTally, StepTrace
 
 MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refill to half the window
 DEFAULT_WINDOW = 1024          # long-context checkpoints: a cache this long (attention over it costs per token)
@@ -258,46 +258,24 @@ class LlamaPair:
 
 
 # --- the samplers ------------------------------------------------------------------------------------
-class _LlamaBase:
-    def __init__(self, pair: LlamaPair, settings: SamplerSettings | None = None):
-        self.pair = pair
-        self.settings = settings or SamplerSettings()
-        self.reset([])
+class _LlamaBase(SamplerBase):
+    """A network pair's sampler (models.sampler.Sampler): its stream a torch Generator, its text also in the
+    models' KV caches, filled again when another sampler used them in between."""
 
     def reset(self, prefix_ids=()) -> None:
-        """Start again from a prefix with a freshly seeded generator: the same run replays exactly."""
-        self.settings.validate()
-        ids = checked_prefix(self.pair, prefix_ids)
-        self.tokens: list[int] = ids
-        self.prefix_len = len(ids)
-        self.gen = torch.Generator(device=self.pair.device).manual_seed(int(self.settings.seed))
-        self.step_index = 0
+        super().reset(prefix_ids)
+        ids = self.tokens
         self.lead = [] if ids else self.pair._model_ids([])   # the start token the models read before an empty text
         self._filled = False
 
-    def rewind(self, prefix_ids) -> None:
-        """Back to a prefix with the random stream going on (not re-seeded): many independent runs from one
-        prefix, as the test tubes draw them."""
-        gen = self.gen
-        self.reset(prefix_ids)
-        self.gen = gen
+    def _start_stream(self) -> None:
+        self.gen = torch.Generator(device=self.pair.device).manual_seed(int(self.settings.seed))
 
-    @property
-    def written(self) -> list[int]:
-        return self.tokens[self.prefix_len:]
+    def _stream(self):
+        return self.gen
 
-    def run_tokens(self, n: int) -> list[StepTrace]:
-        """Whole passes until at least n tokens are written by this call (a pass is never cut)."""
-        return list(self.steps(n))
-
-    def steps(self, n: int):
-        """The passes of run_tokens(n) one at a time: a long run counted as it goes keeps no trace (a tree's
-        pass holds every lane's rows: 20,000 tokens of them were 15 GB)."""
-        if n < 0:
-            raise InputError("number of tokens must be >= 0")
-        start = len(self.tokens)
-        while len(self.tokens) - start < n:
-            yield self.step()
+    def _restore_stream(self, stream) -> None:
+        self.gen = stream
 
     def _fill(self, room: int) -> None:
         """Make the caches hold the text (its last half-window when it is too long) before position `pos`."""
@@ -335,7 +313,7 @@ class LlamaSampler(_LlamaBase):
         if proposer is None:
             if drafter is not None and not isinstance(drafter, ChainDrafter):   # the chain is the draft model
                 pair.check_drafter(kind(drafter.name))
-                proposer = DrafterProposer(drafter, _Rows(pair, settings))
+                proposer = DrafterProposer(drafter, Rows(pair, settings))
             else:
                 if pair.draft is None:
                     raise InputError(f"{pair.name} has no draft model: give a draft checkpoint, or use the lookup "
@@ -343,7 +321,6 @@ class LlamaSampler(_LlamaBase):
                 proposer = ModelProposer(pair.draft)
         self.proposer = proposer
         self.drafter = drafter
-        self.loop = SpeculativeLoop(pair.target, proposer)
         super().__init__(pair, settings)
 
     def reset(self, prefix_ids=()) -> None:
@@ -357,6 +334,10 @@ class LlamaSampler(_LlamaBase):
     def step(self) -> StepTrace:
         return self._advance(record=True)
 
+    def tally_step(self) -> PassTally:
+        """One pass that keeps no trace, counted (a long run's α, with Σ min(p, q) at each tested position)."""
+        return self._advance(record=False)
+
     @torch.inference_mode()
     def _advance(self, record: bool):
         s = self.settings
@@ -369,8 +350,8 @@ class LlamaSampler(_LlamaBase):
             pos, cur = self.pos, self.cur
             u = torch.rand(2 * g + 1, dtype=torch.float64, generator=self.gen, device=dev)   # fixed count: replayable
             context = self.tokens if isinstance(self.proposer, DrafterProposer) else self.lead + self.tokens
-            out = self.loop.run(context, cur, pos, g, u, shape, s.lenience)
-            guesses, q, p = out.guesses, out.q, out.p
+            out = speculative_pass(pair.target, self.proposer, context, cur, pos, g, u, shape, s.lenience)
+            q, p = out.q, out.p
             k = len(out.guess_ids)
             beta = torch.minimum(p[:k], q).sum(-1)
             n, final, fallback = out.n_accepted, out.final_token, out.residual_fallback
@@ -382,7 +363,8 @@ class LlamaSampler(_LlamaBase):
         self.tokens.extend(written)
         self.step_index += 1
         if not record:
-            return n, beta[:min(n + 1, k)].tolist()
+            tested = min(n + 1, k)
+            return PassTally(n, tested, tuple(beta[:tested].tolist()))
         p_np, q_np = p.cpu().numpy(), q.cpu().numpy()
         if n == k:
             row = p_np[k].astype(np.float64)
@@ -397,13 +379,11 @@ class LlamaSampler(_LlamaBase):
         if isinstance(self.proposer, DrafterProposer):
             extra["gamma_setting"] = g
             span = self.proposer.last.source_span
-        return StepTrace(
-            step_index=self.step_index - 1, context=ctx, gamma=k, guesses=guess_ids, q_rows=q_np, p_rows=p_np,
-            ratios=[float(x) for x in out.ratios.cpu()], r=[float(x) for x in uu[g:g + k]], tested=min(n + 1, k),
-            accepted=[i < n for i in range(k)], n_accepted=n, final_token=final,
-            final_kind="bonus" if n == k else "replacement", final_row=row / row.sum(), residual_fallback=fallback,
-            tokens_written=written, draft_backed_off=[False] * k, target_backed_off=[False] * (k + 1),
-            lanes_lit=k + 1, exact=s.exact, extra=extra, drafter=self.drafter_name, source_span=span)
+        return StepTrace.of(
+            step_index=self.step_index - 1, context=ctx, guesses=guess_ids, q_rows=q_np, p_rows=p_np,
+            ratios=out.ratios.cpu().tolist(), r=uu[g:g + k], n_accepted=n, final_token=final,
+            final_row=row / row.sum(), residual_fallback=fallback, exact=s.exact, extra=extra,
+            drafter=self.drafter_name, source_span=span)
 
 
 class LlamaTargetSampler(_LlamaBase):
@@ -430,11 +410,9 @@ class LlamaTargetSampler(_LlamaBase):
         self.step_index += 1
         p_np = p.cpu().numpy()
         row = p_np[0].astype(np.float64)
-        return StepTrace(
-            step_index=self.step_index - 1, context=ctx, gamma=0, guesses=[], q_rows=np.zeros((0, V), np.float32),
-            p_rows=p_np, ratios=[], r=[], tested=0, accepted=[], n_accepted=0, final_token=final, final_kind="bonus",
-            final_row=row / row.sum(), residual_fallback=False, tokens_written=[final], draft_backed_off=[],
-            target_backed_off=[False], lanes_lit=1, exact=True,
+        return StepTrace.of(
+            step_index=self.step_index - 1, context=ctx, guesses=[], q_rows=np.zeros((0, V), np.float32),
+            p_rows=p_np, ratios=[], r=[], n_accepted=0, final_token=final, final_row=row / row.sum(),
             extra={"u_final": float(u[0]), "sampler": "target", "window_start": self.window_start, "pair": "neural"})
 
 
@@ -455,29 +433,10 @@ def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, to
     acc = tested = passes = 0
     beta_sum = 0.0
     while len(sampler.written) < tokens:
-        n, betas = sampler._advance(record=False)
-        acc += n
-        tested += len(betas)
-        beta_sum += sum(betas)
+        tally = sampler.tally_step()
+        acc += tally.n_accepted
+        tested += tally.tested
+        beta_sum += sum(tally.overlap)
         passes += 1
     return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=len(sampler.written),
                         passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="decoder")
-
-
-class _Rows:
-    """What a models.drafters drafter reads from the sampler (models.sampler.Rows): the pair, and rows shaped by
-    the settings. The lookup drafter only needs pair.V."""
-
-    def __init__(self, pair, settings):
-        from models.sampler import Rows
-        self._rows = Rows(pair, settings)
-        self.pair = pair
-
-    def shape(self, row):
-        return self._rows.shape(row)
-
-    def draft_row(self, ctx):
-        return self._rows.draft_row(ctx)
-
-    def target_row(self, ctx):
-        return self._rows.target_row(ctx)

@@ -10,27 +10,17 @@ read back, rebuilt when this machine, torch or ONNX Runtime differ), so a second
 """
 from __future__ import annotations
 
-import datetime as _dt
-import os
-import platform
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
 
-from corpus import jsonio
-from corpus.atomic import write_text_atomic
-from corpus.errors import InputError
-from corpus.resources import cache_dir
-from corpus.validate import mapping, number, parse_json, read_regular_file
+from models.llm import onnx_step
+from models.llm.kernel_cache import (QUIET_CORES, ROWS, OtherLoad, env_threads, machine_key, read_cache,
+                                     thread_counts, write_cache)
 from models.llm.kernels import (DEFAULT, GROUP, KERNELS, MANY_ROWS, NullKernel, PackedLinear, Source, build,
-                                candidates,
-                                ort_version)
+                                candidates)
 
-SCHEMA = "spectable-kernels/1"
-STEPS = ("eager", "graph")         # a pass operation by operation in torch, or as one ONNX Runtime graph
-ROWS = (1, MANY_ROWS)              # one row (plain decoding), γ + 1 rows at the default γ (checking guesses)
 BUDGET_S = 0.25                    # seconds of passes per round of candidates and row count (at least MIN_REPS)
 MIN_REPS = 5
 SAME_WITHIN = 1.05                 # one kernel for both row counts when within 5 % (the timings' own noise)
@@ -39,160 +29,6 @@ DRIFT = {"fp32": 1e-3}             # |Δ logit| between row counts above which a
 SAME_WITHIN_PASS = 1.02            # a kernel replaces the one in place when the whole pass is 2 % faster
 SCREEN = 1.5                       # candidates tried in whole passes: within 1.5x of the fastest product
 AB_BUDGET_S = 0.3                  # seconds of alternating passes per comparison (at least 2 x MIN_REPS each)
-MAX_FILE_BYTES = 4 << 20
-MAX_MACHINES = 8
-
-
-# --- this machine ---------------------------------------------------------------------------------------------
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine() or "cpu"
-
-
-def machine_key() -> str:
-    """What a decision depends on besides the shape: the CPU, its cores, torch (its BLAS and oneDNN) and
-    ONNX Runtime."""
-    return (f"{cpu_name()} | {os.cpu_count()} cores | {torch.backends.cpu.get_cpu_capability()} | "
-            f"torch {torch.__version__} | onnxruntime {ort_version() or 'absent'}")
-
-
-def env_threads() -> int | None:
-    """SPECTABLE_THREADS=N: that many threads, not measured (the tests run on one, as every machine can)."""
-    v = os.environ.get("SPECTABLE_THREADS", "")
-    return int(v) if v.isdigit() and int(v) > 0 else None
-
-
-def thread_counts() -> list[int]:
-    cores = max(1, os.cpu_count() or 1)
-    counts, t = [], 1
-    while t < cores:
-        counts.append(t)
-        t *= 2
-    return counts + [cores]
-
-
-# --- the cache file -------------------------------------------------------------------------------------------
-def cache_path() -> Path:
-    return cache_dir() / "kernels.json"
-
-
-def _check_times(value, where: str) -> dict[str, list[float]]:
-    out = {}
-    for name, ts in mapping(value, where).items():
-        if name not in KERNELS:
-            raise InputError(f"{where}: unknown kernel {name!r}")
-        if not isinstance(ts, list) or len(ts) != len(ROWS):
-            raise InputError(f"{where}.{name}: expected {len(ROWS)} timings")
-        out[name] = [number(t, f"{where}.{name}", 0.0, 1e7, lo_open=True) for t in ts]
-    return out
-
-
-def _check_group(value, where: str) -> dict:
-    d = mapping(value, where)
-    times = _check_times(d.get("us"), f"{where}.us")
-    for k in ("one", "many"):
-        if d.get(k) not in times:
-            raise InputError(f"{where}.{k}: not one of the kernels timed")
-    steady = d.get("steady")
-    if not isinstance(steady, list) or not steady or any(n not in times for n in steady):
-        raise InputError(f"{where}.steady: not a list of the kernels timed")
-    if d["one"] not in steady or d["many"] not in steady:
-        raise InputError(f"{where}: a chosen kernel is not among the steady ones")
-    return {"us": times, "one": d["one"], "many": d["many"], "steady": steady}
-
-
-def _check_pass(value, where: str) -> dict:
-    d = mapping(value, where)
-    us = mapping(d.get("us"), f"{where}.us")
-    times = {}
-    for k, ts in us.items():
-        if k not in STEPS or not isinstance(ts, list) or len(ts) != len(ROWS):
-            raise InputError(f"{where}.us: {k!r} is not a way to run a pass with {len(ROWS)} timings")
-        times[k] = [number(t, f"{where}.us.{k}", 0.0, 1e8, lo_open=True) for t in ts]
-    for k in ("one", "many"):
-        if d.get(k) not in times:
-            raise InputError(f"{where}.{k}: not one of the ways timed")
-    return {"us": times, "one": d["one"], "many": d["many"]}
-
-
-def read_cache(path: Path | None = None) -> dict:
-    """{machine: {"models": {signature: {group: {"us": {kernel: [µs per row count]}, "one": kernel, "many":
-    kernel}}}, "threads": {signature: {count: [µs a pass, per row count]}}}}. A file that is missing, unreadable,
-    of another schema or with any value out of place is an empty cache (rewritten after the next measurement),
-    never an error: it only costs that measurement."""
-    path = path or cache_path()
-    try:
-        raw = parse_json(read_regular_file(path, "the kernel cache", MAX_FILE_BYTES), str(path), finite=True)
-        d = mapping(raw, str(path))
-        if d.get("schema") != SCHEMA:
-            return {}
-        machines = {}
-        for m, entry in mapping(d.get("machines", {}), "machines").items():
-            entry = mapping(entry, f"machines[{m!r}]")
-            models = {}
-            for sig, e in mapping(entry.get("models", {}), "models").items():
-                e = mapping(e, f"models[{sig!r}]")
-                if not isinstance(e.get("refined"), bool):
-                    raise InputError(f"models[{sig!r}].refined: expected true or false")
-                models[sig] = {"refined": e["refined"],
-                               "groups": {k: _check_group(v, f"models[{sig!r}][{k!r}]")
-                                          for k, v in mapping(e.get("groups"), sig).items()}}
-            threads = {}
-            for sig, per in mapping(entry.get("threads", {}), "threads").items():
-                threads[sig] = {}
-                for c, ts in mapping(per, f"threads[{sig!r}]").items():
-                    if not str(c).isdigit() or not isinstance(ts, list) or len(ts) != len(ROWS):
-                        raise InputError(f"threads[{sig!r}][{c!r}]: expected a count and {len(ROWS)} timings")
-                    threads[sig][str(int(c))] = [number(t, f"threads[{sig!r}]", 0.0, 1e8, lo_open=True) for t in ts]
-            passes = {sig: _check_pass(v, f"passes[{sig!r}]") for sig, v in mapping(entry.get("passes", {}),
-                                                                                      "passes").items()}
-            machines[str(m)] = {"models": models, "threads": threads, "passes": passes}
-        return machines
-    except (FileNotFoundError, InputError, ValueError, TypeError):
-        return {}
-
-
-def _machine_busy_s() -> float | None:
-    """Seconds of CPU time every process on this machine has used since boot (Linux /proc/stat), None elsewhere."""
-    try:
-        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[:7])
-        return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class OtherLoad:
-    """How many cores other processes kept busy while we measured: timings taken beside other work serve this
-    run but are not kept for the next (a quiet start measures again). Linux only; elsewhere taken as quiet."""
-
-    def __init__(self):
-        self.t0, self.own0, self.all0 = time.perf_counter(), time.process_time(), _machine_busy_s()
-
-    def cores(self) -> float:
-        now = _machine_busy_s()
-        if now is None or self.all0 is None:
-            return 0.0
-        wall = max(time.perf_counter() - self.t0, 1e-3)
-        return max(0.0, (now - self.all0) - (time.process_time() - self.own0)) / wall
-
-
-QUIET_CORES = 0.5                  # others' busy cores above which a measurement is not cached
-
-
-def write_cache(machines: dict, path: Path | None = None) -> None:
-    path = path or cache_path()
-    keep = dict(list(machines.items())[-MAX_MACHINES:])
-    try:
-        write_text_atomic(path, jsonio.dumps({"schema": SCHEMA, "written": _dt.datetime.now(_dt.timezone.utc)
-                                              .isoformat(timespec="seconds"), "machines": keep}, indent=1) + "\n")
-    except OSError:
-        pass            # a cache that cannot be written costs the next start its measurement, nothing else
 
 
 # --- groups of matrices ---------------------------------------------------------------------------------------
@@ -578,7 +414,6 @@ def choose_step(times: dict[str, list[float]], same_family: bool) -> tuple[str, 
 def _graph(model, fmt: str, threads: int, choices: list[Choice], known: dict | None, progress=None):
     """The pass decision for this model at this thread count: (OnnxStep or None, (one, many), timings). known: a
     cached decision (the graph is built only if it is used)."""
-    from models.llm import onnx_step
     if onnx_step.available(model.config) is not None or model.device.type != "cpu":
         return None, ("eager", "eager"), {}
     same = families(choices) == {onnx_step.family(fmt)}
@@ -683,3 +518,23 @@ def prepare(model, fmt: str, *, threads: int | None = None, measure: bool = True
                        f"faster); the pass: eager (the kernels above) against one ONNX Runtime graph, A/B for 1 and "
                        f"{MANY_ROWS} positions, the faster for each where both compute the same numbers; threads: a "
                        f"pass of 1 and {MANY_ROWS} positions timed at each count, the lowest sum kept")}
+
+
+def report_lines(r: dict) -> list[str]:
+    """A kernel report (prepare's) in words: which path each of a model's products took, and what the alternatives
+    cost (µs a product, 1 | γ+1 rows)."""
+    lines = []
+    p = r.get("pass") or {}
+    if p.get("us"):
+        ways = ", ".join(f"{w} {u['1'] / 1e3:.2f} | {u[str(max(int(x) for x in u))] / 1e3:.2f} ms"
+                         for w, u in p["us"].items())
+        lines.append(f"the pass: {p['one_position']} for one position, {p['several_positions']} for several ({ways})")
+    for g in r["groups"]:
+        alts = ", ".join(f"{n} {'|'.join(f'{t:.0f}' for t in us.values())}" for n, us in g["us"].items())
+        head = " head" if g["head"] else ""
+        lines.append(f"{g['matrices']} × {g['shape'][0]}×{g['shape'][1]}{head} {g['format']}: {g['one_row']} for one "
+                     f"row, {g['several_rows']} for several" + (f" ({alts} µs)" if alts else ""))
+    lines.append(f"threads: {r['threads']}" + (" (" + ", ".join(f"{t}: {sum(v) / 1e3:.2f} ms"
+                                                              for t, v in r['thread_pass_us'].items()) + ")"
+                                              if r.get("thread_pass_us") else ""))
+    return lines
