@@ -132,7 +132,7 @@ def _load_neural(args):
     target, draft = getattr(args, "target", None), getattr(args, "draft", None)
     from models.drafters import kind
     k = kind(getattr(args, "drafter", "chain"))
-    self_drafting = not k.draft_model and not k.needs      # runs on a network alone: e.g. copies from the text
+    self_drafting = not k.draft_model      # runs on a network alone: copies from the text, or its own features
     if target is None and draft is None and getattr(args, "pair", None) == pairs.SMOLLM2:
         target, self_drafting = pairs.SMOLLM2, True       # no draft model: the guesses are copied from the text
     elif target is None and draft is None:

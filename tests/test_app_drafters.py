@@ -24,7 +24,7 @@ def controller(**values):
 # ------------------------------------------------------------------ settings
 def test_drafter_fields_are_declared_checked_and_saved(tmp_path):
     from models.drafters import BASES, SAMPLINGS, names
-    assert FIELDS["drafter"].legal() == names() == ("chain", "lookup", "heads", "tree")
+    assert FIELDS["drafter"].legal() == names() == ("chain", "lookup", "heads", "eagle", "tree")
     assert FIELDS["tree_from"].legal() == BASES and FIELDS["tree_sampling"].legal() == SAMPLINGS
     for name in ("drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"):
         assert name in LAB_FIELDS and name in RUN_FIELDS and name in STAGE_FIELDS

@@ -121,7 +121,7 @@ def test_timings_taken_beside_other_work_are_not_kept(monkeypatch, tmp_path):
 def test_any_cache_file_reads_as_a_cache_or_as_none(tmp_path_factory, value):
     path = tmp_path_factory.mktemp("k") / "kernels.json"
     path.write_text(json.dumps({"schema": kernel_cache.SCHEMA, "machines": {"m": value}}))
-    got = tuning.read_cache(path)
+    got = kernel_cache.read_cache(path)
     assert got == {} or set(got["m"]) == {"models", "threads", "passes"}
 
 
@@ -130,11 +130,11 @@ def test_a_cache_file_with_a_chosen_kernel_it_never_timed_is_refused(tmp_path):
     group = {"us": {"blas-wt": [1.0, 2.0]}, "one": "ort", "many": "blas-wt", "steady": ["blas-wt"]}
     path.write_text(json.dumps({"schema": kernel_cache.SCHEMA, "machines": {"m": {"models": {"s": {
         "refined": True, "groups": {"g": group}}}}}}))
-    assert tuning.read_cache(path) == {}
+    assert kernel_cache.read_cache(path) == {}
     group["one"] = "blas-wt"
     path.write_text(json.dumps({"schema": kernel_cache.SCHEMA, "machines": {"m": {"models": {"s": {
         "refined": True, "groups": {"g": group}}}}}}))
-    assert tuning.read_cache(path)["m"]["models"]["s"]["groups"]["g"]["one"] == "blas-wt"
+    assert kernel_cache.read_cache(path)["m"]["models"]["s"]["groups"]["g"]["one"] == "blas-wt"
 
 
 needs_graph = pytest.mark.skipif(onnx_step.available() is not None, reason="ONNX Runtime not installed")

@@ -89,7 +89,7 @@ def test_the_cli_runs_a_gguf_target_with_the_lookup_drafter(gguf_path, capsys):
 
 @pytest.mark.parametrize("argv, needle", [
     (["generate", "--target", "{g}"], "give --draft"),
-    (["generate", "--target", "{g}", "--drafter", "heads"], "or --drafter lookup"),
+    (["generate", "--target", "{g}", "--drafter", "heads"], "this pair runs lookup"),
     (["generate", "--pair", "neural", "--drafter", "heads"], "built on the n-gram counts"),
     (["generate", "--pair", "neural", "--drafter", "tree"], "built on the n-gram counts"),
     (["run", "--pair", "neural", "--drafter", "tree", "--frames", "1", "--no-save"], "built on the n-gram counts"),

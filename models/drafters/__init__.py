@@ -2,7 +2,9 @@
 
     chain    the bigram draft q (the small drum), γ guesses in sequence: today's default
     lookup   copies from the text itself (prompt lookup / Lookahead's n-gram pool): no draft model
-    heads    Medusa's idea: heads on the target's own features propose γ tokens at once: no second model
+    heads    Medusa's idea: heads on the target's own features propose γ tokens at once: no second model (on the
+             counted pair heads counted from the book, on a network pair Medusa-1's trained heads)
+    eagle    EAGLE: one small layer pushes the target's features forward a position at a time (a network pair)
     tree     several candidates per position from chain or heads, checked together (SpecInfer)
 
 Every proposal is checked by the one rule (models.acceptance.verify for one guess per position,
@@ -16,9 +18,20 @@ from models.drafters.chain import ChainDrafter
 from models.drafters.heads import HeadsDrafter
 from models.drafters.lookup import LookupDrafter
 from models.drafters.tree import BASES, MAX_TREE_NODES, MAX_WIDTH, SAMPLINGS, TreeDrafter, node_count
-from models.drafters.registry import (COPY, COUNTS, DRUM, HEADS, LEAN_COPY, LEAN_MODEL, TREE, DrafterKind, choice, kind, kind_of, kinds,
-                                     lean_names, make_choice, names,
-                                     register, registered)
+from models.drafters.registry import (COPY, COUNTS, DRUM, FEATURES, HEADS, LEAN_COPY, LEAN_MODEL, TREE, DrafterKind,
+                                     choice, kind, kind_of, kinds, lean_names, make_choice, names, register,
+                                     registered)
+
+
+def _offers(pair) -> frozenset:
+    return getattr(pair, "offers", frozenset({COUNTS}))
+
+
+def _heads(pair, opts, heads):
+    """The counted pair's heads (counted from the book) or a network's Medusa-1 heads (trained on its features)."""
+    if FEATURES in _offers(pair):
+        return pair.feature_drafter("medusa")
+    return HeadsDrafter(heads())
 
 
 def _tree(pair, opts, heads) -> TreeDrafter:
@@ -42,8 +55,11 @@ register(DrafterKind("chain", lambda pair, opts, heads: ChainDrafter(), draft_mo
                      hue="draft", lean=LEAN_MODEL))
 register(DrafterKind("lookup", lambda pair, opts, heads: LookupDrafter(), look=COPY, hue="#ffd92f", lean=LEAN_COPY,
                      words={"guess": "step.guess_lookup", "q": "step.q_lookup", "residual": "step.residual_lookup"}))
-register(DrafterKind("heads", lambda pair, opts, heads: HeadsDrafter(heads()), look=HEADS, needs=frozenset({COUNTS}),
+register(DrafterKind("heads", _heads, look=HEADS, needs=frozenset({COUNTS, FEATURES}),
                      hue="target", words={"guess": "step.guess_heads", "q": "step.q_heads"}))
+register(DrafterKind("eagle", lambda pair, opts, heads: pair.feature_drafter("eagle"), look=DRUM,
+                     needs=frozenset({FEATURES}), hue="#e78ac3",
+                     words={"guess": "step.guess_eagle", "q": "step.q_eagle"}))
 register(DrafterKind("tree", _tree, options=("tree_width", "tree_depth", "tree_widths", "tree_from", "tree_sampling"),
                      gamma_knob=False, look=TREE, needs=frozenset({COUNTS}), hue="accent",
                      words={"guess": "step.guess_tree"}, variants=_tree_variants,
@@ -53,8 +69,9 @@ register(DrafterKind("tree", _tree, options=("tree_width", "tree_depth", "tree_w
 
 __all__ = ["BASES", "SAMPLINGS", "MAX_TREE_NODES", "MAX_WIDTH", "ChainProposal", "TreeProposal",
            "FirstGuess", "DraftCost", "Drafter", "ChainDrafter", "LookupDrafter", "HeadsDrafter", "TreeDrafter",
-           "DrafterKind", "LEAN_MODEL", "LEAN_COPY", "lean_names", "choice", "make_choice", "DRUM", "COPY", "HEADS", "TREE", "COUNTS", "kind", "kind_of", "kinds", "names", "register",
-           "registered", "make_drafter", "node_count"]
+           "DrafterKind", "LEAN_MODEL", "LEAN_COPY", "lean_names", "choice", "make_choice", "DRUM", "COPY", "HEADS",
+           "TREE", "COUNTS", "FEATURES", "kind", "kind_of", "kinds", "names", "register", "registered",
+           "make_drafter", "node_count"]
 
 
 def make_drafter(name: str, pair=None, *, heads=None, **options) -> Drafter:

@@ -9,7 +9,8 @@ A DrafterKind says what the rest of the program needs to know about a drafter wi
     draft_model   a separate draft model runs (the small drum turns; c × a target pass per guess)
     look          how the table draws its guesses: DRUM (drawn by the small drum), COPY (the pencil cart copies
                   from the tape), HEADS (heads on the big drum's axle), TREE (a tree pencilled in the margin)
-    needs         what a pair must offer (Pair.offers): COUNTS (the n-gram tables: heads and trees are built on them)
+    needs         what a pair must offer (Pair.offers), any one of them: COUNTS (the n-gram tables: the toy's heads and
+                  trees), FEATURES (a network target's features: Medusa's heads, EAGLE)
     formulas      the chain's closed forms (α, E[tokens per pass], the speed-up) describe it
     words         the step-through's words for its guess, its q and its residual (i18n keys), where they differ
     hue           its colour in the plots ('#rrggbb' or a palette name)
@@ -37,8 +38,9 @@ DRUM, COPY, HEADS, TREE = "drum", "copy", "heads", "tree"
 LOOKS = (DRUM, COPY, HEADS, TREE)
 # How the lean torch loops (a checkpoint alone: llm-generate, llm-bench) run a drafter.
 LEAN_MODEL, LEAN_COPY = "model", "copy"
-# What a pair may offer a drafter (Pair.offers).
-COUNTS = "counts"
+# What a pair may offer a drafter (Pair.offers): the n-gram counts (the toy's heads and trees are built on them), or
+# the target's features (a network pair with self-drafters: Medusa's heads, EAGLE's layer).
+COUNTS, FEATURES = "counts", "features"
 
 _NO_WORDS: Mapping[str, str] = MappingProxyType({})
 
@@ -97,9 +99,12 @@ class DrafterKind:
     def problem_on(self, pair) -> str | None:
         """Why this drafter cannot run on `pair` (one line), or None when it can."""
         offers = getattr(pair, "offers", frozenset({COUNTS}))
-        if COUNTS in self.needs and COUNTS not in offers:
-            return (f"the {self.name} drafter is built on the n-gram counts; this pair runs "
-                    f"{' or '.join(k.name for k in kinds() if k.needs <= offers)}")
+        if self.needs and not self.needs & offers:
+            built_on = " or ".join({COUNTS: "the n-gram counts", FEATURES: "a network's features with its trained "
+                                    "self-drafters"}[n] for n in sorted(self.needs))
+            alone = getattr(pair, "draft", True) is None       # a network target without a draft model
+            runs = [k.name for k in kinds() if (not k.needs or k.needs & offers) and not (alone and k.draft_model)]
+            return f"the {self.name} drafter is built on {built_on}; this pair runs {' or '.join(runs)}"
         return None
 
 

@@ -170,8 +170,24 @@ class OtherLoad:
 QUIET_CORES = 0.5                  # others' busy cores above which a measurement is not cached
 
 
+# Timings taken beside other work, kept for this process only: a second load in the same run reuses its choices
+# (the same kernels, the same numbers for the same seed) without writing them for the next start.
+_THIS_RUN: dict[Path, dict] = {}
+
+
+def recall(path: Path | None = None) -> dict:
+    """What this process measured without writing it, else the file (read_cache)."""
+    path = path or cache_path()
+    return _THIS_RUN[path] if path in _THIS_RUN else read_cache(path)
+
+
+def keep_for_this_run(machines: dict, path: Path | None = None) -> None:
+    _THIS_RUN[path or cache_path()] = machines
+
+
 def write_cache(machines: dict, path: Path | None = None) -> None:
     path = path or cache_path()
+    _THIS_RUN.pop(path, None)
     keep = dict(list(machines.items())[-MAX_MACHINES:])
     try:
         write_text_atomic(path, jsonio.dumps({"schema": SCHEMA, "written": _dt.datetime.now(_dt.timezone.utc)

@@ -213,22 +213,29 @@ class Transformer(nn.Module):
         self.max_batch_size, self.max_seq_length = max_batch_size, max_seq_length
 
     def forward(self, idx: torch.Tensor, input_pos: torch.Tensor, eager: bool = False,
-                last_only: bool = False) -> torch.Tensor:
+                last_only: bool = False, features: bool = False, tree=None):
         """idx (B, T) token ids at the consecutive positions input_pos (T,) -> logits (B, T, V) in the model's
         dtype. eager=True skips a compiled block (a prompt's one-off shape is not worth a compilation);
-        last_only=True computes the logits of the last position only (B, 1, V): all a prompt needs."""
+        last_only=True computes the logits of the last position only (B, 1, V): all a prompt needs.
+        features=True: (logits, features), the features being what the output layer reads (the last hidden state
+        after the final norm: what Medusa's heads and EAGLE's drafter work on). tree: a TreeMask, the T tokens a
+        guess tree's nodes (written to the cache slots input_pos, each attending to the context and its own
+        ancestors, rotated at its own depth's position)."""
         if self.max_seq_length < 0:
             raise RuntimeError("call setup_caches first")
         cfg = self.config
         graph = self.step_graph
-        if graph is not None and idx.shape[0] == 1 and (self.graph_rows[0] if idx.shape[1] == 1 else
-                                                          self.graph_rows[1]) and not torch.compiler.is_compiling():
+        if graph is not None and idx.shape[0] == 1 and tree is None and (
+                self.graph_rows[0] if idx.shape[1] == 1 else self.graph_rows[1]) and not torch.compiler.is_compiling():
             # the pass as one ONNX Runtime graph, where it was measured faster (models.llm.onnx_step)
-            logits = graph(idx, int(input_pos[0]))
-            return logits[:, -1:] if last_only else logits
-        if idx.device.type == "cpu" and (eager or self.block_impl is block_forward) \
-                and not torch.compiler.is_compiling():          # a compiled graph wants static shapes
-            x = self._layers_cpu(idx, int(input_pos[0]))
+            out = graph(idx, int(input_pos[0]), features=features)
+            if features:
+                logits, h = out
+                return (logits[:, -1:], h[:, -1:]) if last_only else (logits, h)
+            return out[:, -1:] if last_only else out
+        if (idx.device.type == "cpu" and (eager or self.block_impl is block_forward)
+                and not torch.compiler.is_compiling()) or tree is not None:   # a compiled graph wants static shapes
+            x = self._layers_cpu(self.tok_embeddings(idx), int(input_pos[0]), tree)
         else:
             block = block_forward if eager else self.block_impl
             mask = self.causal_mask[input_pos]                   # (T, S): a query sees positions <= its own
@@ -242,22 +249,28 @@ class Transformer(nn.Module):
                           cfg.rms_norm_eps, cfg.n_heads, cfg.n_kv_heads, cfg.head_dim)
         if last_only:
             x = x[:, -1:]
-        return linear(rms_norm(x, self.norm.weight, cfg.rms_norm_eps), weight_operand(self.output))
+        h = rms_norm(x, self.norm.weight, cfg.rms_norm_eps)
+        logits = linear(h, weight_operand(self.output))
+        return (logits, h) if features else logits
 
-    def _layers_cpu(self, idx: torch.Tensor, start: int) -> torch.Tensor:
+    def _layers_cpu(self, x: torch.Tensor, start: int, tree=None) -> torch.Tensor:
         """The same layers as block_forward for a CPU, where every operation costs its dispatch (1-2 µs, more than
         the arithmetic of a small model): positions known on the host, so attention reads the cache up to the
         last position written and no mask at all for one token; the mask and rotary rows sliced once per
-        forward, not per layer; q and k rotated in one operation; q, k, v (and gate, up) in one product."""
+        forward, not per layer; q and k rotated in one operation; q, k, v (and gate, up) in one product.
+        x (B, T, dim): the embeddings of the T positions; tree: a TreeMask (its positions and mask instead)."""
         cfg = self.config
-        B, T = idx.shape
+        B, T, _ = x.shape
         S = start + T
         H, KV, hd = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         G = H // KV
-        cos, sin = self.rope_cos[start:S], self.rope_sin[start:S]
-        mask = None if T == 1 else self.causal_mask[start:S, :S].repeat(G, 1)
+        if tree is not None:
+            cos, sin = self.rope_cos[tree.positions], self.rope_sin[tree.positions]
+            mask = tree.mask.repeat(G, 1)
+        else:
+            cos, sin = self.rope_cos[start:S], self.rope_sin[start:S]
+            mask = None if T == 1 else self.causal_mask[start:S, :S].repeat(G, 1)
         eps = cfg.rms_norm_eps
-        x = self.tok_embeddings(idx)
         for layer in self.layers:
             a, f = layer.attention, layer.feed_forward
             qkv = linear(rms_norm(x, layer.attention_norm.weight, eps), weight_operand(a.wqkv))

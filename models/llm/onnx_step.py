@@ -24,7 +24,7 @@ import torch
 
 from models.llm.kernels import FP32, INT8_ACT, PackedLinear, Source, _ort, _OrtKernel, nbits_matmul
 
-KEEP_BINDINGS = 4          # row counts with an I/O binding of their own (1, γ+1, ...); others bind afresh
+KEEP_BINDINGS = 8          # row counts (and outputs) with an I/O binding of their own (1, γ+1, ...); others bind afresh
 
 
 def available(cfg=None) -> str | None:
@@ -113,6 +113,7 @@ class OnnxStep:
             silu = node("Mul", [gate, node("Sigmoid", [gate], [f"sg{i}"])], [f"silu{i}"])
             x = node("Add", [x, matmul(node("Mul", [silu, up], [f"swiglu{i}"]), f.w2, f"down{i}")], [f"x{i + 1}"])
         matmul(rms(x, model.norm.weight, "final"), model.output, "logits")
+        outputs.append(value("final", TP.FLOAT, [1, "T", cfg.dim]))       # the features the output layer reads
         # The draw a proposer makes from its last row, in the graph (run only when `guess` asks for it): q =
         # softmax(logits / temperature), then acceptance.sample_index's inverse CDF in fp64, the first index whose
         # cumulative mass exceeds u·total, or the last positive one where u·total rounds up to the total.
@@ -179,8 +180,8 @@ class OnnxStep:
             io.bind_output("token", "cpu", 0, np.int64, [1], b["token"].data_ptr())
         return b
 
-    def _bound_for(self, T: int, draw: bool = False) -> dict:
-        key = (T, draw)
+    def _bound_for(self, T: int, draw: bool = False, features: bool = False) -> dict:
+        key = (T, draw, features)
         cache = self.model.layers[0].attention.kv_cache.k_cache
         b = self._bound.get(key)
         if b is None or b["cache"] is not cache or self._tables[0] is not self.model.rope_cos:
@@ -203,14 +204,18 @@ class OnnxStep:
         self.session.run_with_iobinding(b["io"])
         return b["q"][0].clone(), b["token"][0].clone()
 
-    def __call__(self, idx: torch.Tensor, start: int) -> torch.Tensor:
-        """idx (1, T) at positions start.. -> logits (1, T, V) fp32 (a new tensor each call: callers keep them)."""
+    def __call__(self, idx: torch.Tensor, start: int, features: bool = False):
+        """idx (1, T) at positions start.. -> logits (1, T, V) fp32 (new tensors each call: callers keep them);
+        features=True: (logits, features (1, T, dim)), the output layer's input."""
         T = idx.shape[1]
-        b = self._bound_for(T)
+        b = self._bound_for(T, draw=False, features=features)
         b["ids"].copy_(idx)
         b["seqlens"].fill_(start + T - 1)
         b["total"].fill_(start + T)
         out = torch.empty(1, T, self.cfg.vocab_size)
         b["io"].bind_output("logits", "cpu", 0, np.float32, [1, T, self.cfg.vocab_size], out.data_ptr())
+        if features:
+            h = torch.empty(1, T, self.cfg.dim)
+            b["io"].bind_output("final", "cpu", 0, np.float32, [1, T, self.cfg.dim], h.data_ptr())
         self.session.run_with_iobinding(b["io"])
-        return out
+        return (out, h) if features else out

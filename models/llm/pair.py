@@ -21,6 +21,7 @@ that much context), and the trace's `extra["window_start"]` says where the model
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from collections import OrderedDict
 
 import numpy as np
@@ -30,9 +31,11 @@ from corpus.errors import InputError
 from models.llm.model import Transformer
 from models.llm.speculative import (DrafterProposer, ModelProposer, Proposer, RowShaper, decode_one_token, prefill,
                                     shape_probs, speculative_pass, verify_on_device)  # noqa: F401 - shape_probs read here too
+from models.llm.selfdraft import (RECORD_FILE, SHIPPED_DIR, EagleProposer, FeatureDrafter, MedusaProposer,
+                                  SelfDrafters)
 from models.llm.text import TokenText
 from models.sampler import Rows, SamplerBase, SamplerSettings
-from models.drafters import ChainDrafter, kind
+from models.drafters import FEATURES, ChainDrafter, kind
 from models.trace import GeneratedRun, PassTally, StepTrace
 
 MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refill to half the window
@@ -122,7 +125,36 @@ class LlamaPair:
         return self._key
 
     # --- the pair protocol (models.pair.Pair) -----------------------------------------------------------
-    offers = frozenset()                  # no n-gram counts: heads and trees are built on them
+    @property
+    def offers(self) -> frozenset:
+        """No n-gram counts (the toy's heads and trees are built on them); its target's features where it has
+        self-drafters trained on them (models.llm.selfdraft)."""
+        return frozenset({FEATURES}) if self.self_drafters() is not None else frozenset()
+
+    def self_drafters(self):
+        """Medusa's heads and EAGLE's layer trained on this target (SelfDrafters), or None: the shipped target's
+        in assets/models/nahan-selfdraft, another checkpoint's in a `selfdraft` folder inside it; not for a packed
+        target (they were trained on its fp32 features)."""
+        if not hasattr(self, "_self_drafters"):
+            self._self_drafters = None
+            label = self.sources.get("target")
+            folder = None
+            if label is not None and Path(str(label)).name == "nahan-target":
+                folder = SHIPPED_DIR
+            elif label is not None and (Path(str(label)) / "selfdraft").is_dir():
+                folder = Path(str(label)) / "selfdraft"
+            if folder is not None and (folder / RECORD_FILE).is_file() and self.target.format_name == "fp32":
+                self._self_drafters = SelfDrafters.load(self.target, folder)
+        return self._self_drafters
+
+    def feature_drafter(self, which: str) -> FeatureDrafter:
+        """The drafter of a models.drafters kind that reads the features: 'medusa' (the heads kind) or 'eagle'."""
+        sd = self.self_drafters()
+        if sd is None:
+            raise InputError(f"{self.name} has no self-drafters trained on its features")
+        make = {"medusa": lambda: MedusaProposer(self.target, sd.medusa),
+                "eagle": lambda: EagleProposer(self.target, sd.eagle)}[which]
+        return FeatureDrafter("heads" if which == "medusa" else which, self, make)
 
     @property
     def model_names(self) -> tuple[str, str]:
@@ -285,15 +317,19 @@ class _LlamaBase(SamplerBase):
             text = text[-(W // 2):]
         self.window_start = max(0, len(self.tokens) - len(text))     # an index into the text (trace.context)
         dev = self.pair.device
+        feats = None
         if len(text) > 1:
-            prefill(self.pair.target, torch.tensor([text[:-1]], device=dev))
-        self._fill_draft(text[:-1])
+            out = prefill(self.pair.target, torch.tensor([text[:-1]], device=dev),
+                          features=getattr(self, "proposer", None) is not None and
+                          getattr(self.proposer, "wants_features", False))
+            feats = out[1][0] if isinstance(out, tuple) else None
+        self._fill_draft(text[:-1], feats)
         self.cur = torch.tensor([[text[-1]]], device=dev)
         self.pos = len(text) - 1
         self.pair.owner = self
         self._filled = True
 
-    def _fill_draft(self, ids: list[int]) -> None:
+    def _fill_draft(self, ids: list[int], features=None) -> None:
         pass
 
     def _ready(self, room: int) -> None:
@@ -311,7 +347,9 @@ class LlamaSampler(_LlamaBase):
         settings = settings or SamplerSettings()        # one object: the drafter's rows read the sampler's settings
         self.drafter_name = "chain" if drafter is None else drafter.name
         if proposer is None:
-            if drafter is not None and not isinstance(drafter, ChainDrafter):   # the chain is the draft model
+            if isinstance(drafter, FeatureDrafter):        # Medusa's heads, EAGLE: from the target's features
+                proposer = drafter.make_proposer()
+            elif drafter is not None and not isinstance(drafter, ChainDrafter):   # the chain is the draft model
                 pair.check_drafter(kind(drafter.name))
                 proposer = DrafterProposer(drafter, Rows(pair, settings))
             else:
@@ -328,8 +366,11 @@ class LlamaSampler(_LlamaBase):
         if getattr(self, "drafter", None) is not None:
             self.drafter.reset()
 
-    def _fill_draft(self, ids):
-        self.proposer.prefill(ids)
+    def _fill_draft(self, ids, features=None):
+        if getattr(self.proposer, "wants_features", False):
+            self.proposer.prefill(ids, features=features)
+        else:
+            self.proposer.prefill(ids)
 
     def step(self) -> StepTrace:
         return self._advance(record=True)

@@ -16,8 +16,9 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from models.drafters import LookupDrafter
+from corpus.errors import InputError
 from models import acceptance
+from models.drafters import LookupDrafter
 from models.llm.device import sync
 from models.llm.model import Transformer
 from models.llm.rule import raise_on_violation, sample_index, verify_on_device
@@ -113,10 +114,10 @@ class Proposer(Protocol):
     deterministic proposer gives one-hot rows: the rule stays exact); fewer than g when it has no more.
     `commit(n, g)`: n of the g were kept."""
 
-    def prefill(self, ids: list[int]) -> None: ...
+    def prefill(self, ids: list[int]) -> None: ...           # (a self-drafter: prefill(ids, features=...))
     def propose(self, context: list[int], cur: torch.Tensor, pos: int, g: int, u: torch.Tensor,
                 shape) -> tuple[torch.Tensor, torch.Tensor]: ...
-    def commit(self, n_accepted: int, g: int) -> None: ...
+    def commit(self, n_accepted: int, g: int) -> None: ...   # (a self-drafter: commit(n, g, features))
 
 
 class ModelProposer:
@@ -209,9 +210,15 @@ def speculative_pass(target: Transformer, proposer: Proposer, context: list[int]
     t1 = time.perf_counter()
     chunk = torch.cat([cur.view(1), guesses])[None]                       # cur, x_1..x_k
     positions = torch.arange(pos, pos + k + 1, device=cur.device)
+    feats = None
     if verify_step is None and cur.device.type == "cpu":
-        # 2. The target computes p at the k+1 positions in one forward (the big drum, k+1 lanes lit).
-        p = shape(forward_positions(target, chunk, positions)[0])
+        # 2. The target computes p at the k+1 positions in one forward (the big drum, k+1 lanes lit), and the
+        #    features there for a proposer that drafts from them (Medusa's heads, EAGLE's layer).
+        if getattr(proposer, "wants_features", False):
+            logits, feats = forward_positions(target, chunk, positions, features=True)
+            p, feats = shape(logits[0]), feats[0]
+        else:
+            p = shape(forward_positions(target, chunk, positions)[0])
         # 3. The rule on the host rows (models.acceptance.verify itself): the guesses up to the first
         #    rejection are kept, then the replacement from the residual or the bonus token from p_{k+1}.
         guess_ids = chunk[0, 1:].tolist()
@@ -220,6 +227,8 @@ def speculative_pass(target: Transformer, proposer: Proposer, context: list[int]
         n, final, fallback = v.n_accepted, v.final_token, v.residual_fallback
         ratios = torch.from_numpy(np.asarray(v.ratios, dtype=np.float32))
     else:
+        if getattr(proposer, "wants_features", False):
+            raise InputError("drafting from the target's features runs on the CPU here")
         # 2 and 3 on the device (a GPU does not wait for the host inside a pass), then its one host read
         step = verify_step or device_verify(target, shape, lenience)
         packed, p, ratios = step(chunk, positions, q, u[g:g + k], u[2 * g])
@@ -228,7 +237,10 @@ def speculative_pass(target: Transformer, proposer: Proposer, context: list[int]
     t2 = time.perf_counter()
     # 4. The proposer hears how many were kept; the caller moves on to pos + n + 1 (rollback is by position:
     #    the target wrote pos..pos+k, valid up to pos+n, the rest is overwritten by the next pass).
-    proposer.commit(n, k)
+    if feats is not None:
+        proposer.commit(n, k, feats)
+    else:
+        proposer.commit(n, k)
     return PassOutcome(n, final, bool(fallback), guess_ids, guesses, q, p, ratios, draft_s=t1 - t0, verify_s=t2 - t1)
 
 
@@ -298,8 +310,13 @@ class SpeculativeDecoder:
         """Prefill both models with the prompt; the target's last row gives the first token (one pass)."""
         dev = self.device
         prompt = torch.tensor([prompt_ids], device=dev)
-        p = self.shape(prefill(self.target, prompt))[0]
-        self.proposer.prefill(list(prompt_ids))
+        if getattr(self.proposer, "wants_features", False):       # a self-drafter reads the prompt's features
+            logits, h = prefill(self.target, prompt, features=True)
+            p = self.shape(logits)[0]
+            self.proposer.prefill(list(prompt_ids), features=h[0])
+        else:
+            p = self.shape(prefill(self.target, prompt))[0]
+            self.proposer.prefill(list(prompt_ids))
         u = torch.rand(1, dtype=torch.float64, generator=self.gen, device=dev)
         self.cur = sample_index(p, u[0])[None, None]
         self.pos = len(prompt_ids)

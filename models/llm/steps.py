@@ -80,9 +80,13 @@ def eager_blocks(model: Transformer) -> None:
 
 
 @torch.no_grad()
-def prefill(model: Transformer, prompt: torch.Tensor, start: int = 0) -> torch.Tensor:
-    """Run the prompt (B, T) at positions start.. ; returns the last position's logits (B, V)."""
+def prefill(model: Transformer, prompt: torch.Tensor, start: int = 0, features: bool = False):
+    """Run the prompt (B, T) at positions start.. ; returns the last position's logits (B, V), and with features
+    the features of every position (B, T, dim) too (a self-drafter reads them)."""
     pos = torch.arange(start, start + prompt.shape[1], device=prompt.device)
+    if features:
+        logits, h = model(prompt, pos, eager=True, features=True)
+        return logits[:, -1], h
     return model(prompt, pos, eager=True, last_only=True)[:, -1]
 
 
@@ -91,6 +95,7 @@ def decode_one_token(model: Transformer, token: torch.Tensor, input_pos: torch.T
     return model(token, input_pos)[:, -1]
 
 
-def forward_positions(model: Transformer, tokens: torch.Tensor, input_pos: torch.Tensor) -> torch.Tensor:
-    """tokens (B, T) at input_pos (T,) -> logits (B, T, V): verifying γ+1 positions is one of these."""
-    return model(tokens, input_pos)
+def forward_positions(model: Transformer, tokens: torch.Tensor, input_pos: torch.Tensor, features: bool = False):
+    """tokens (B, T) at input_pos (T,) -> logits (B, T, V): verifying γ+1 positions is one of these; features=True:
+    (logits, features), the output layer's input at each position (what self-drafting reads)."""
+    return model(tokens, input_pos, features=features)

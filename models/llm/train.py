@@ -121,11 +121,22 @@ def train_forward(model: Transformer, idx: torch.Tensor, cos: torch.Tensor, sin:
     """idx (B, T) -> logits (B, T, V). The arithmetic of llama.block_forward (tests check the logits equal
     model(idx, positions)), with causal attention over the window instead of a cache, and dropout on the
     embedding and each residual branch when training."""
+    drop = (lambda t: F.dropout(t, dropout, training=True)) if dropout > 0 else (lambda t: t)
+    return model.output(model.norm(train_layers(model, drop(model.tok_embeddings(idx)), cos, sin, dropout)))
+
+
+def train_features(model: Transformer, idx: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """idx (B, T) -> the features (B, T, dim) the output layer reads (what the self-drafters learn from)."""
+    return model.norm(train_layers(model, model.tok_embeddings(idx), cos, sin))
+
+
+def train_layers(model: Transformer, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                 dropout: float = 0.0) -> torch.Tensor:
+    """The layers over a window of inputs x (B, T, dim), causal attention, no cache."""
     cfg = model.config
-    B, T = idx.shape
+    B, T, _ = x.shape
     H, KV, hd = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
     drop = (lambda t: F.dropout(t, dropout, training=True)) if dropout > 0 else (lambda t: t)
-    x = drop(model.tok_embeddings(idx))
     for layer in model.layers:
         a, f = layer.attention, layer.feed_forward
         h = rms_norm(x, layer.attention_norm.weight, cfg.rms_norm_eps)
@@ -137,7 +148,7 @@ def train_forward(model: Transformer, idx: torch.Tensor, cos: torch.Tensor, sin:
         x = x + drop(F.linear(y.transpose(1, 2).reshape(B, T, H * hd), a.wo.weight))
         gate, up = F.linear(rms_norm(x, layer.ffn_norm.weight, cfg.rms_norm_eps), f.w13.weight).chunk(2, dim=-1)
         x = x + drop(F.linear(F.silu(gate) * up, f.w2.weight))
-    return model.output(model.norm(x))
+    return x
 
 
 def init_weights(model: Transformer, gen: torch.Generator) -> None:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 import torch
 
 from models.llm import onnx_step
-from models.llm.kernel_cache import (QUIET_CORES, ROWS, OtherLoad, env_threads, machine_key, read_cache,
-                                     thread_counts, write_cache)
+from models.llm.kernel_cache import (QUIET_CORES, ROWS, OtherLoad, env_threads, keep_for_this_run, machine_key,
+                                     recall, thread_counts, write_cache)
 from models.llm.kernels import (DEFAULT, GROUP, KERNELS, MANY_ROWS, NullKernel, PackedLinear, Source, build,
                                 candidates)
 
@@ -249,7 +249,7 @@ def tune(model, slots: list[Slot], threads: int, *, measure: bool = True, cache:
     for s in slots:
         groups.setdefault((s.fmt, s.source.shape, s.head), []).append(s)
     machine = f"{machine_key()} | {threads} threads"
-    machines = cache if cache is not None else read_cache()
+    machines = cache if cache is not None else recall()
     known = machines.setdefault(machine, {"models": {}, "threads": {}, "passes": {}})["models"]
     sig = slots_signature(slots)
     names = {g: candidates(g[0]) for g in groups}
@@ -460,7 +460,7 @@ def prepare(model, fmt: str, *, threads: int | None = None, measure: bool = True
     refined in whole passes where the eager path runs the model's single-sequence passes. Sets torch's thread
     count (a process has one). Returns the report the bench and the panel show."""
     slots = model_slots(model, fmt)
-    machines = read_cache()
+    machines = recall()
     base = machine_key()
     sig = slots_signature(slots)
     others = OtherLoad()
@@ -504,6 +504,8 @@ def prepare(model, fmt: str, *, threads: int | None = None, measure: bool = True
     load = others.cores()
     if measure and load <= QUIET_CORES:
         write_cache(machines)
+    elif measure:
+        keep_for_this_run(machines)
     return {"threads": chosen, "thread_pass_us": {str(t): v for t, v in per_count.items()},
             "groups": [c.as_dict() for c in choices], "machine": base, "others_busy_cores": load,
             "cached": load <= QUIET_CORES,
