@@ -296,34 +296,43 @@ class SpeculativeSampler(_Base):
             p_rows[i] = p
             target_bo.append(bo)
         tv = verify_tree(prop.parents, prop.tokens, prop.q_rows, prop.q_of, p_rows, r[:n], u_final)
-        path = tv.accepted_path
-        # The chain fields: the walk the rule took (the accepted path, then the last candidate rejected).
-        by_node = {c.node: c for c in tv.checks}         # a node is checked at most once; the last check wins anyway
-        walk = list(path) + ([tv.checks[-1].node] if tv.final_kind == "replacement" else [])
-        checks = [by_node[w] for w in walk]
-        g = len(walk)
-        q_proj = np.array([prop.q_rows[prop.q_of[w]] for w in walk]).reshape(g, self.pair.V)
-        p_proj = np.empty((g + 1, self.pair.V))
-        for i, c in enumerate(checks):
-            p_proj[i] = tv.target_rows[c.target_row]
-        p_proj[g] = p_rows[1 + walk[-1]] if walk else p_rows[0]
-        parent_row = [0] + [1 + w for w in walk]
-        tree = TreeTrace(
-            base=prop.base, sampling=prop.sampling, widths=list(prop.widths),
-            nodes=[TreeNode(i, prop.parents[i], prop.tokens[i], prop.depths[i], prop.q_of[i],
-                            prop.heads[i] if prop.heads else None, prop.backed_off[i]) for i in range(n)],
-            q_rows=prop.q_rows, p_rows=p_rows, checks=list(tv.checks), target_rows=tv.target_rows,
-            accepted_path=list(path), target_backed_off=target_bo)
-        return StepTrace.of(
-            step_index=self.step_index, context=ctx, guesses=[prop.tokens[w] for w in walk],
-            q_rows=q_proj, p_rows=p_proj, ratios=[c.ratio for c in checks], r=[c.r for c in checks], tested=g,
-            accepted=[c.accepted for c in checks], n_accepted=len(path), final_token=tv.final_token,
-            final_kind=tv.final_kind, final_row=tv.final_row, residual_fallback=tv.residual_fallback,
-            draft_backed_off=[prop.backed_off[w] for w in walk],
-            target_backed_off=[target_bo[i] for i in parent_row], lanes_lit=n + 1, exact=True,
-            extra={"u_guess": [float(x) for x in u_guess], "u_test": [float(x) for x in r[:n]], "u_final": u_final,
-                   "sampler": "speculative", "gamma_setting": s.gamma},
-            drafter=self.drafter.name, heads=[prop.heads[w] for w in walk] if prop.heads else None, tree=tree)
+        return tree_trace(self.step_index, ctx, prop, p_rows, target_bo, tv, u_guess, r, u_final, s.gamma,
+                          self.drafter.name)
+
+
+def tree_trace(step_index: int, ctx, prop, p_rows: np.ndarray, target_bo: list[bool], tv, u_guess, r, u_final: float,
+               gamma: int, drafter: str, extra: dict | None = None) -> StepTrace:
+    """A tree pass as a StepTrace (the counted pair's and a network's): the whole tree in .tree, and the chain
+    fields along the walk the rule took (the accepted path, then the last candidate rejected)."""
+    n = len(prop.tokens)
+    V = p_rows.shape[1]
+    path = tv.accepted_path
+    by_node = {c.node: c for c in tv.checks}         # a node is checked at most once; the last check wins anyway
+    walk = list(path) + ([tv.checks[-1].node] if tv.final_kind == "replacement" else [])
+    checks = [by_node[w] for w in walk]
+    g = len(walk)
+    q_proj = np.array([prop.q_rows[prop.q_of[w]] for w in walk]).reshape(g, V)
+    p_proj = np.empty((g + 1, V))
+    for i, c in enumerate(checks):
+        p_proj[i] = tv.target_rows[c.target_row]
+    p_proj[g] = p_rows[1 + walk[-1]] if walk else p_rows[0]
+    parent_row = [0] + [1 + w for w in walk]
+    tree = TreeTrace(
+        base=prop.base, sampling=prop.sampling, widths=list(prop.widths),
+        nodes=[TreeNode(i, prop.parents[i], prop.tokens[i], prop.depths[i], prop.q_of[i],
+                        prop.heads[i] if prop.heads else None, prop.backed_off[i]) for i in range(n)],
+        q_rows=prop.q_rows, p_rows=p_rows, checks=list(tv.checks), target_rows=tv.target_rows,
+        accepted_path=list(path), target_backed_off=target_bo)
+    return StepTrace.of(
+        step_index=step_index, context=ctx, guesses=[prop.tokens[w] for w in walk],
+        q_rows=q_proj, p_rows=p_proj, ratios=[c.ratio for c in checks], r=[c.r for c in checks], tested=g,
+        accepted=[c.accepted for c in checks], n_accepted=len(path), final_token=tv.final_token,
+        final_kind=tv.final_kind, final_row=tv.final_row, residual_fallback=tv.residual_fallback,
+        draft_backed_off=[prop.backed_off[w] for w in walk],
+        target_backed_off=[target_bo[i] for i in parent_row], lanes_lit=n + 1, exact=True,
+        extra={"u_guess": [float(x) for x in u_guess], "u_test": [float(x) for x in r[:n]], "u_final": u_final,
+               "sampler": "speculative", "gamma_setting": gamma, **(extra or {})},
+        drafter=drafter, heads=[prop.heads[w] for w in walk] if prop.heads else None, tree=tree)
 
 
 class TargetSampler(_Base):

@@ -5,7 +5,7 @@
     heads    Medusa's idea: heads on the target's own features propose γ tokens at once: no second model (on the
              counted pair heads counted from the book, on a network pair Medusa-1's trained heads)
     eagle    EAGLE: one small layer pushes the target's features forward a position at a time (a network pair)
-    tree     several candidates per position from chain or heads, checked together (SpecInfer)
+    tree     several candidates per position from chain, heads or eagle, checked together (SpecInfer)
 
 Every proposal is checked by the one rule (models.acceptance.verify for one guess per position,
 models.multi_candidate.verify_tree for a tree), so the text follows the target's p exactly whatever proposes.
@@ -38,9 +38,23 @@ def _tree(pair, opts, heads) -> TreeDrafter:
     base = opts.get("tree_from", "chain")
     if base not in BASES:
         raise InputError(f"a tree is built from one of: {', '.join(BASES)} (not {base!r})")
-    return TreeDrafter(kind(base).make(pair, heads=heads() if base == "heads" else None),
+    why = kind(base).problem_on(pair) if pair is not None else None
+    if why:
+        raise InputError(f"a tree from {base}: {why}")
+    if hasattr(pair, "tree_base"):           # a network pair: its rows come from its models (models.llm.tree)
+        made = pair.tree_base(base)
+    else:
+        made = kind(base).make(pair, heads=heads() if base == "heads" else None)
+    return TreeDrafter(made,
                        width=opts.get("tree_width", 2), depth=opts.get("tree_depth"), widths=opts.get("tree_widths"),
                        sampling=opts.get("tree_sampling", "iid"))
+
+
+def _tree_problem(pair) -> str | None:
+    """A tree needs a base that runs on the pair: the counted pair's, a draft model, or a network's self-drafters."""
+    if pair is None or COUNTS in _offers(pair) or FEATURES in _offers(pair) or getattr(pair, "draft", None) is not None:
+        return None
+    return "a tree needs a draft model or self-drafters trained on this target's features; this pair runs lookup"
 
 
 def _tree_variants(gamma: int) -> list:
@@ -61,7 +75,7 @@ register(DrafterKind("eagle", lambda pair, opts, heads: pair.feature_drafter("ea
                      needs=frozenset({FEATURES}), hue="#e78ac3",
                      words={"guess": "step.guess_eagle", "q": "step.q_eagle"}))
 register(DrafterKind("tree", _tree, options=("tree_width", "tree_depth", "tree_widths", "tree_from", "tree_sampling"),
-                     gamma_knob=False, look=TREE, needs=frozenset({COUNTS}), hue="accent",
+                     gamma_knob=False, look=TREE, hue="accent", problem=_tree_problem,
                      words={"guess": "step.guess_tree"}, variants=_tree_variants,
                      compared=lambda gamma: _tree_variants(gamma)[1:],      # SpecInfer-sized trees only
                      positions=lambda o, gamma: node_count(o.get("tree_widths") or

@@ -19,6 +19,7 @@ A DrafterKind says what the rest of the program needs to know about a drafter wi
     compared      compared(γ) -> the same, for `spectable drafters --compare` (default: its variants)
     lean          how the lean torch loops on a checkpoint alone run it (models.llm.speculative): LEAN_MODEL (the
                   draft model proposes), LEAN_COPY (copies from the text), None (it runs on a pair only)
+    problem       problem(pair) -> why it cannot run on that pair beyond `needs` (one line), or None
 
 Adding a drafter: its module (a models.drafters.base.Drafter), a register(DrafterKind(...)) call, its words in
 assets/i18n (lab.drafter_<name>, lab.note.<name>), its tests. The sampler, the lab, the step-through, the tubes and
@@ -65,6 +66,7 @@ class DrafterKind:
     compared: Callable | None = None
     lean: str | None = None
     positions: Callable = lambda options, gamma: gamma
+    problem: Callable | None = None         # problem(pair) -> why it cannot run there beyond `needs` (one line), or None
 
     def __post_init__(self):
         if not self.name or not self.name.isidentifier():
@@ -105,7 +107,7 @@ class DrafterKind:
             alone = getattr(pair, "draft", True) is None       # a network target without a draft model
             runs = [k.name for k in kinds() if (not k.needs or k.needs & offers) and not (alone and k.draft_model)]
             return f"the {self.name} drafter is built on {built_on}; this pair runs {' or '.join(runs)}"
-        return None
+        return self.problem(pair) if self.problem is not None else None
 
 
 _KINDS: dict[str, DrafterKind] = {}

@@ -1,4 +1,4 @@
-"""The tree drafter: several candidates per position from `chain` or `heads`, checked in one target pass.
+"""The tree drafter: several candidates per position from `chain`, `heads` or `eagle`, checked in one target pass.
 
 SpecInfer's token tree (Miao et al., ASPLOS 2024) with an expansion configuration (k_1, …, k_D): every node at
 depth d − 1 (the root is the context) gets k_d children, drawn from the base drafter's row for that position —
@@ -22,7 +22,7 @@ from models.acceptance import sample_index
 from models.drafters.base import DraftCost, Drafter, FirstGuess, TreeProposal
 
 SAMPLINGS = ("iid", "distinct")
-BASES = ("chain", "heads")
+BASES = ("chain", "heads", "eagle")        # eagle: on a network pair with self-drafters only
 MAX_TREE_NODES = 512
 MAX_WIDTH = 16
 

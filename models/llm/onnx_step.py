@@ -54,11 +54,16 @@ class OnnxStep:
 
     name = "onnx graph"
 
-    def __init__(self, model, threads: int):
+    def __init__(self, model, threads: int, *, reads_features_of=None):
+        """reads_features_of: the target whose features an EAGLE layer (model, models.llm.selfdraft) pushes
+        forward: the graph reads [features, the target's embedding of each token] through the layer's fc, and its
+        rows go through the target's output layer."""
         from onnx import TensorProto as TP
         from onnx import helper
         cfg = model.config
         self.model, self.cfg, self.threads = model, cfg, threads
+        self.reads_features = reads_features_of is not None
+        words = reads_features_of if self.reads_features else model      # the embedding and the output layer
         H, KV, hd = cfg.n_heads, cfg.n_kv_heads, cfg.head_dim
         nodes, inits = [], []
         self.nbytes = 0
@@ -93,8 +98,14 @@ class OnnxStep:
         inputs = [value("input_ids", TP.INT64, [1, "T"]), value("seqlens_k", TP.INT32, [1]),
                   value("total_len", TP.INT32, []), value("cos", TP.FLOAT, ["S", hd // 2]),
                   value("sin", TP.FLOAT, ["S", hd // 2])]
-        outputs = [value("logits", TP.FLOAT, [1, "T", cfg.vocab_size])]
-        x = node("Gather", [init("embedding", model.tok_embeddings.weight.detach().float()), "input_ids"], ["x0"])
+        V = words.config.vocab_size
+        outputs = [value("logits", TP.FLOAT, [1, "T", V])]
+        x = node("Gather", [init("embedding", words.tok_embeddings.weight.detach().float()), "input_ids"], ["x0"])
+        if self.reads_features:
+            inputs.append(value("features", TP.FLOAT, [1, "T", cfg.dim]))
+            fc = model.fc
+            x = node("Add", [matmul(node("Concat", ["features", x], ["fe"], axis=-1), fc, "fc"),
+                             init("fc_b", fc.bias.detach().float())], ["x0f"])
         qkv_split = init("qkv_split", torch.tensor([H * hd, KV * hd, KV * hd]))
         ff_split = init("ff_split", torch.tensor([cfg.intermediate_size] * 2))
         for i, layer in enumerate(model.layers):
@@ -112,7 +123,7 @@ class OnnxStep:
                             [f"gate{i}", f"up{i}"], axis=-1)
             silu = node("Mul", [gate, node("Sigmoid", [gate], [f"sg{i}"])], [f"silu{i}"])
             x = node("Add", [x, matmul(node("Mul", [silu, up], [f"swiglu{i}"]), f.w2, f"down{i}")], [f"x{i + 1}"])
-        matmul(rms(x, model.norm.weight, "final"), model.output, "logits")
+        matmul(rms(x, model.norm.weight, "final"), words.output, "logits")
         outputs.append(value("final", TP.FLOAT, [1, "T", cfg.dim]))       # the features the output layer reads
         # The draw a proposer makes from its last row, in the graph (run only when `guess` asks for it): q =
         # softmax(logits / temperature), then acceptance.sample_index's inverse CDF in fp64, the first index whose
@@ -130,7 +141,7 @@ class OnnxStep:
                         select_last_index=1)
         found = node("Cast", [node("ReduceMax", [above], ["any_i"], keepdims=0)], ["found"], to=TP.BOOL)
         node("Where", [found, first, last_pos], ["token"])
-        outputs += [value("q", TP.FLOAT, [1, cfg.vocab_size]), value("token", TP.INT64, [1])]
+        outputs += [value("q", TP.FLOAT, [1, V]), value("token", TP.INT64, [1])]
         graph = helper.make_graph(nodes, "llama_pass", inputs, outputs, inits)
         onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                              helper.make_opsetid("com.microsoft", 1)])
@@ -144,6 +155,7 @@ class OnnxStep:
         so.log_severity_level = 3
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = ort.InferenceSession(onnx_model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        self.V = V
         self._bound: dict[tuple, dict] = {}
         self._tables = None
 
@@ -174,10 +186,16 @@ class OnnxStep:
             for kv, buf in (("k", c.k_cache), ("v", c.v_cache)):
                 io.bind_input(f"past_{kv}{i}", "cpu", 0, np.float32, list(buf.shape), buf.data_ptr())
                 io.bind_output(f"present_{kv}{i}", "cpu", 0, np.float32, list(buf.shape), buf.data_ptr())
+        if self.reads_features:
+            b["features"] = torch.zeros(1, T, cfg.dim)
+            io.bind_input("features", "cpu", 0, np.float32, [1, T, cfg.dim], b["features"].data_ptr())
         if draw:
-            b["q"], b["token"] = torch.empty(1, cfg.vocab_size), torch.empty(1, dtype=torch.long)
-            io.bind_output("q", "cpu", 0, np.float32, [1, cfg.vocab_size], b["q"].data_ptr())
+            b["q"], b["token"] = torch.empty(1, self.V), torch.empty(1, dtype=torch.long)
+            io.bind_output("q", "cpu", 0, np.float32, [1, self.V], b["q"].data_ptr())
             io.bind_output("token", "cpu", 0, np.int64, [1], b["token"].data_ptr())
+            if self.reads_features:          # EAGLE's step: the features it predicted, read by its next step
+                b["final"] = torch.empty(1, 1, cfg.dim)
+                io.bind_output("final", "cpu", 0, np.float32, [1, 1, cfg.dim], b["final"].data_ptr())
         return b
 
     def _bound_for(self, T: int, draw: bool = False, features: bool = False) -> dict:
@@ -192,16 +210,21 @@ class OnnxStep:
                 self._bound[key] = b
         return b
 
-    def guess(self, token: torch.Tensor, pos: int, u: torch.Tensor, temperature: float):
+    def guess(self, token: torch.Tensor, pos: int, u: torch.Tensor, temperature: float, features=None):
         """One draft step: token (1, 1) at pos -> (q (V,) fp32 = softmax(logits / temperature), the token drawn
-        from q with the uniform u), both computed in the graph (new tensors: the caller keeps them)."""
+        from q with the uniform u), both computed in the graph (new tensors: the caller keeps them). An EAGLE
+        layer's graph also reads the features before the token (dim,) and gives (q, token, predicted features)."""
         b = self._bound_for(1, draw=True)
         b["ids"].copy_(token.view(1, 1))
+        if self.reads_features:
+            b["features"].copy_(features.view(1, 1, -1))
         b["seqlens"].fill_(pos)
         b["total"].fill_(pos + 1)
         b["u"].copy_(u.view(1))
         b["inv_t"].fill_(1.0 / temperature)
         self.session.run_with_iobinding(b["io"])
+        if self.reads_features:
+            return b["q"][0].clone(), b["token"][0].clone(), b["final"][0, 0].clone()
         return b["q"][0].clone(), b["token"][0].clone()
 
     def __call__(self, idx: torch.Tensor, start: int, features: bool = False):
@@ -212,10 +235,24 @@ class OnnxStep:
         b["ids"].copy_(idx)
         b["seqlens"].fill_(start + T - 1)
         b["total"].fill_(start + T)
-        out = torch.empty(1, T, self.cfg.vocab_size)
-        b["io"].bind_output("logits", "cpu", 0, np.float32, [1, T, self.cfg.vocab_size], out.data_ptr())
+        out = torch.empty(1, T, self.V)
+        b["io"].bind_output("logits", "cpu", 0, np.float32, [1, T, self.V], out.data_ptr())
         if features:
             h = torch.empty(1, T, self.cfg.dim)
             b["io"].bind_output("final", "cpu", 0, np.float32, [1, T, self.cfg.dim], h.data_ptr())
         self.session.run_with_iobinding(b["io"])
         return (out, h) if features else out
+
+    def push(self, features: torch.Tensor, idx: torch.Tensor, start: int) -> torch.Tensor:
+        """An EAGLE layer's graph: features (1, T, dim) before the tokens idx (1, T) at positions start.. -> the
+        predicted features (1, T, dim), the inputs written to the layer's cache (no rows through the output)."""
+        T = idx.shape[1]
+        b = self._bound_for(T, draw=False, features=True)
+        b["ids"].copy_(idx)
+        b["features"].copy_(features)
+        b["seqlens"].fill_(start + T - 1)
+        b["total"].fill_(start + T)
+        h = torch.empty(1, T, self.cfg.dim)
+        b["io"].bind_output("final", "cpu", 0, np.float32, [1, T, self.cfg.dim], h.data_ptr())
+        self.session.run_with_iobinding(b["io"])
+        return h

@@ -34,8 +34,9 @@ from models.llm.speculative import (DrafterProposer, ModelProposer, Proposer, Ro
 from models.llm.selfdraft import (RECORD_FILE, SHIPPED_DIR, EagleProposer, FeatureDrafter, MedusaProposer,
                                   SelfDrafters)
 from models.llm.text import TokenText
-from models.sampler import Rows, SamplerBase, SamplerSettings
-from models.drafters import FEATURES, ChainDrafter, kind
+from models.llm.tree import DraftModelTree, EagleTree, MedusaTree, NetworkTreeBase, tree_pass
+from models.sampler import Rows, SamplerBase, SamplerSettings, tree_trace
+from models.drafters import FEATURES, ChainDrafter, TreeDrafter, kind
 from models.trace import GeneratedRun, PassTally, StepTrace
 
 MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refill to half the window
@@ -131,6 +132,10 @@ class LlamaPair:
         self-drafters trained on them (models.llm.selfdraft)."""
         return frozenset({FEATURES}) if self.self_drafters() is not None else frozenset()
 
+    def use_self_drafters(self, folder) -> None:
+        """Read the self-drafters from `folder` instead (a freshly trained set, before it is shipped)."""
+        self._self_drafters = SelfDrafters.load(self.target, Path(folder))
+
     def self_drafters(self):
         """Medusa's heads and EAGLE's layer trained on this target (SelfDrafters), or None: the shipped target's
         in assets/models/nahan-selfdraft, another checkpoint's in a `selfdraft` folder inside it; not for a packed
@@ -153,8 +158,18 @@ class LlamaPair:
         if sd is None:
             raise InputError(f"{self.name} has no self-drafters trained on its features")
         make = {"medusa": lambda: MedusaProposer(self.target, sd.medusa),
-                "eagle": lambda: EagleProposer(self.target, sd.eagle)}[which]
+                "eagle": sd.eagle_proposer}[which]
         return FeatureDrafter("heads" if which == "medusa" else which, self, make)
+
+    def tree_base(self, which: str):
+        """Where a guess tree's rows come from on this pair (models.llm.tree): 'chain' (the draft model over each
+        node's path), 'heads' (Medusa's head for each depth) or 'eagle' (EAGLE's layer along each path)."""
+        if which == "chain":
+            if self.draft is None:
+                raise InputError(f"{self.name} has no draft model: a tree from chain needs one")
+            return DraftModelTree(ModelProposer(self.draft))
+        d = self.feature_drafter("medusa" if which == "heads" else which)
+        return (MedusaTree if which == "heads" else EagleTree)(d.make_proposer(), d)
 
     @property
     def model_names(self) -> tuple[str, str]:
@@ -346,8 +361,13 @@ class LlamaSampler(_LlamaBase):
         model, lookup = copies from the text). Neither: the pair's draft model."""
         settings = settings or SamplerSettings()        # one object: the drafter's rows read the sampler's settings
         self.drafter_name = "chain" if drafter is None else drafter.name
+        self.tree = drafter if isinstance(drafter, TreeDrafter) else None
         if proposer is None:
-            if isinstance(drafter, FeatureDrafter):        # Medusa's heads, EAGLE: from the target's features
+            if self.tree is not None:                      # the tree's base keeps the state between passes
+                if not isinstance(drafter.base, NetworkTreeBase):
+                    raise InputError(f"a tree from {drafter.base.name} runs on the counted pair")
+                proposer = drafter.base.proposer
+            elif isinstance(drafter, FeatureDrafter):        # Medusa's heads, EAGLE: from the target's features
                 proposer = drafter.make_proposer()
             elif drafter is not None and not isinstance(drafter, ChainDrafter):   # the chain is the draft model
                 pair.check_drafter(kind(drafter.name))
@@ -381,6 +401,8 @@ class LlamaSampler(_LlamaBase):
 
     @torch.inference_mode()
     def _advance(self, record: bool):
+        if self.tree is not None:
+            return self._tree_advance(record)
         s = self.settings
         s.validate()
         g = int(s.gamma)
@@ -427,6 +449,38 @@ class LlamaSampler(_LlamaBase):
             drafter=self.drafter_name, source_span=span)
 
 
+    @torch.inference_mode()
+    def _tree_advance(self, record: bool):
+        """A guess tree checked in one target forward (models.llm.tree), the multi-candidate rule over it."""
+        s = self.settings
+        s.validate()
+        if not s.exact:
+            raise InputError("lenience < 1 is a rule for one guess per position; the tree runs the exact rule only")
+        tree, g = self.tree, int(s.gamma)
+        tree.validate(g)
+        n = tree.guess_uniforms(g)
+        depth = len(tree.widths_for(g))
+        pair, dev = self.pair, self.pair.device
+        with pair.lock:
+            self._ready(n + 1 + depth)
+            pos, cur = self.pos, self.cur
+            u = torch.rand(2 * n + 1, dtype=torch.float64, generator=self.gen, device=dev).cpu().numpy()
+            out = tree_pass(pair.target, tree, self.lead + self.tokens, cur, pos, g, u[:n], u[n:2 * n],
+                            float(u[-1]), _shaper(s))
+            self.pos = pos + out.n_accepted + 1
+            self.cur = torch.tensor([[out.final_token]], device=dev)
+        ctx = list(self.tokens)
+        self.tokens.extend(out.tokens)
+        self.step_index += 1
+        tv = out.verdicts
+        if not record:
+            tested = len(tv.accepted_path) + (tv.final_kind == "replacement")
+            return PassTally(out.n_accepted, tested, ())
+        return tree_trace(self.step_index - 1, ctx, out.proposal, out.p_rows.astype(np.float64),
+                          [False] * (out.nodes + 1), tv, u[:n], u[n:2 * n], float(u[-1]), g, tree.name,
+                          extra={"window_start": self.window_start, "pair": "neural"})
+
+
 class LlamaTargetSampler(_LlamaBase):
     """The target alone, one token a pass (models.sampler.TargetSampler's interface)."""
 
@@ -459,14 +513,14 @@ class LlamaTargetSampler(_LlamaBase):
 
 # --- α on written text --------------------------------------------------------------------------------
 def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, tokens: int = 2000,
-                    prefix_ids=()) -> "GeneratedRun":
+                    prefix_ids=(), drafter=None) -> "GeneratedRun":
     """A seeded speculative run of about `tokens` tokens: α = accepted / tested guesses, tokens per pass counted,
-    and α expected = the mean Σ min(p, q) over the tested positions (lower variance, same run)."""
+    and α expected = the mean Σ min(p, q) over the tested positions (lower variance, same run). drafter: a
+    models.drafters drafter (None: the draft model, or the lookup drafter on a checkpoint alone)."""
     s = settings or SamplerSettings()
     if not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
         raise InputError(f"tokens must be between 1 and 1000000, got {tokens!r}")
-    drafter = None
-    if pair.draft is None:       # a checkpoint alone: its guesses are copied from the text (the lookup drafter's α)
+    if drafter is None and pair.draft is None:   # a checkpoint alone: its guesses are copied from the text
         from models.drafters import LookupDrafter
         drafter = LookupDrafter()
     sampler = LlamaSampler(pair, s, drafter=drafter)

@@ -56,9 +56,18 @@ class MedusaHeads(nn.Module):
     def last_head(self) -> int:
         return len(self.blocks) + 1
 
-    def head_features(self, f: torch.Tensor) -> torch.Tensor:
-        """f (..., dim) -> (K, ..., dim): each head's features, in head order 2..K+1."""
-        return torch.stack([f + F.silu(b(f)) for b in self.blocks])
+    def head_features(self, f: torch.Tensor, count: int | None = None) -> torch.Tensor:
+        """f (..., dim) -> (K, ..., dim): each head's features, in head order 2..K+1 (the first `count` heads)."""
+        blocks = self.blocks[:count] if count is not None else self.blocks
+        if self.training or f.dim() != 1:
+            return torch.stack([f + F.silu(b(f)) for b in blocks])
+        if getattr(self, "_fused", None) is None:    # drafting: the heads' blocks as one matrix product
+            self._fused = (torch.cat([b.weight for b in self.blocks]).detach(),
+                           torch.cat([b.bias for b in self.blocks]).detach())
+        d = f.shape[-1]
+        w, b = self._fused
+        n = len(blocks) * d
+        return f + F.silu(torch.addmv(b[:n], w[:n], f).view(len(blocks), d))
 
 
 def eagle_config(target: LlamaConfig) -> LlamaConfig:
@@ -121,6 +130,50 @@ class SelfDrafters:
             module.load_state_dict(state, strict=False)
         return cls(target, medusa.eval(), eagle.eval(), record, folder)
 
+    def eagle_proposer(self) -> "EagleProposer":
+        """EAGLE's proposer, its step as one ONNX Runtime graph where that was measured faster here (once)."""
+        if not hasattr(self, "eagle_step"):
+            self.eagle_graph, self.eagle_step = choose_eagle_step(self.target, self.eagle)
+        return EagleProposer(self.target, self.eagle, self.eagle_graph)
+
+
+@torch.inference_mode()
+def choose_eagle_step(target: Transformer, eagle: EagleDrafter, reps: int = 15) -> tuple[object | None, dict]:
+    """EAGLE's draft step (the layer, the row through the target's output layer, the draw) eager and as one ONNX
+    Runtime graph, timed in turns on this computer: (the graph or None, {"eager": µs, "graph": µs, "chosen": ...})."""
+    import statistics
+    import time
+
+    from models.llm import onnx_step
+    if eagle.max_seq_length < target.max_seq_length:
+        eagle.setup_caches(1, target.max_seq_length)
+    why = onnx_step.available(eagle.config) if target.device.type == "cpu" else "not on a CPU"
+    if why is not None:
+        return None, {"chosen": "eager", "why": why}
+    try:
+        graph = onnx_step.OnnxStep(eagle, torch.get_num_threads(), reads_features_of=target)
+    except RuntimeError as exc:
+        return None, {"chosen": "eager", "why": str(exc).splitlines()[0][:160]}
+    f = target.norm.weight.detach().float().clone()
+    tok, u = torch.zeros(1, 1, dtype=torch.long), torch.tensor(0.5, dtype=torch.float64)
+    w = weight_operand(target.output)
+
+    def eager():
+        h = eagle.next_features(f.view(1, 1, -1), target.tok_embeddings(tok), 0)[0, 0]
+        sample_index(torch.softmax(linear(h[None], w)[0], -1), u)
+
+    def in_graph():
+        graph.guess(tok, 0, u, 1.0, features=f)
+    times = {"eager": [], "graph": []}
+    for _ in range(reps):
+        for name, fn in (("eager", eager), ("graph", in_graph)):
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    us = {k: statistics.median(v[2:]) * 1e6 for k, v in times.items()}
+    chosen = min(us, key=us.get)
+    return (graph if chosen == "graph" else None), {**us, "chosen": chosen}
+
 
 def save(folder: Path, medusa: MedusaHeads, eagle: EagleDrafter, record: dict) -> None:
     """The two drafters' weights (without the target's embedding or output layer, which they read) and the
@@ -162,8 +215,8 @@ class MedusaProposer:
         if self.f is None or g == 0:                  # nothing computed yet (an empty text): no guesses
             self.last_heads = []
             return torch.zeros(0, dtype=torch.long), torch.zeros(0, V)
-        q = shape(linear(self.heads.head_features(self.f)[:g], weight_operand(self.target.output)))
-        xs = torch.stack([sample_index(q[i], u[i]) for i in range(g)])
+        q = shape(linear(self.heads.head_features(self.f, g), weight_operand(self.target.output)))
+        xs = sample_index(q, u[:g])                  # the g draws at once, each from its head's row
         self.last_heads = list(range(2, g + 2))
         return xs, q.float()
 
@@ -179,8 +232,10 @@ class EagleProposer:
 
     wants_features = True
 
-    def __init__(self, target: Transformer, eagle: EagleDrafter):
-        self.target, self.eagle = target, eagle
+    def __init__(self, target: Transformer, eagle: EagleDrafter, graph=None):
+        """graph: the layer as one ONNX Runtime graph (models.llm.onnx_step.OnnxStep(reads_features_of=target)),
+        where SelfDrafters measured it faster than the eager layer."""
+        self.target, self.eagle, self.graph = target, eagle, graph
         self.f = None
         self.guesses = None
         self.pos = 0
@@ -190,6 +245,8 @@ class EagleProposer:
             self.eagle.setup_caches(1, self.target.max_seq_length)
 
     def _feed(self, feats: torch.Tensor, tokens: torch.Tensor, start: int) -> torch.Tensor:
+        if self.graph is not None:
+            return self.graph.push(feats.view(1, -1, feats.shape[-1]), tokens.view(1, -1), start)[0]
         emb = self.target.tok_embeddings(tokens.view(1, -1))
         return self.eagle.next_features(feats.view(1, -1, feats.shape[-1]), emb, start)[0]
 
@@ -210,11 +267,15 @@ class EagleProposer:
         if self.f is None or g == 0:
             return torch.zeros(0, dtype=torch.long), torch.zeros(0, V)
         f, tok, rows, xs = self.f, cur.view(1), [], []
+        in_graph = self.graph is not None and getattr(shape, "plain", False)
         for i in range(g):
             # the features at pos + i predicted from [features at pos + i - 1, the token at pos + i]
-            f = self._feed(f, tok, pos - 1 + i)[0]
-            q = shape(linear(f[None], weight_operand(self.target.output))[0])
-            x = sample_index(q, u[i])
+            if in_graph:                   # the step, its row and the draw from it, in one graph run
+                q, x, f = self.graph.guess(tok, pos - 1 + i, u[i], shape.temperature, features=f)
+            else:
+                f = self._feed(f, tok, pos - 1 + i)[0]
+                q = shape(linear(f[None], weight_operand(self.target.output))[0])
+                x = sample_index(q, u[i])
             rows.append(q.float())
             xs.append(x)
             tok = x.view(1)

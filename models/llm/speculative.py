@@ -176,6 +176,7 @@ class PassOutcome:
     ratios: torch.Tensor           # (k,)
     draft_s: float = 0.0           # seconds in the proposer, in the verify forward + rule, in the rest
     verify_s: float = 0.0
+    final_row: np.ndarray | None = None   # the row the final token was drawn from (the rule on the host only)
 
     @property
     def tokens(self) -> list[int]:
@@ -224,7 +225,7 @@ def speculative_pass(target: Transformer, proposer: Proposer, context: list[int]
         guess_ids = chunk[0, 1:].tolist()
         v = acceptance.verify(np.asarray(guess_ids, dtype=np.int64), q.numpy(), p.numpy(), u[g:g + k].numpy(),
                               float(u[2 * g]), lenience)
-        n, final, fallback = v.n_accepted, v.final_token, v.residual_fallback
+        n, final, fallback, final_row = v.n_accepted, v.final_token, v.residual_fallback, v.final_row
         ratios = torch.from_numpy(np.asarray(v.ratios, dtype=np.float32))
     else:
         if getattr(proposer, "wants_features", False):
@@ -233,6 +234,7 @@ def speculative_pass(target: Transformer, proposer: Proposer, context: list[int]
         step = verify_step or device_verify(target, shape, lenience)
         packed, p, ratios = step(chunk, positions, q, u[g:g + k], u[2 * g])
         n, final, fallback, kind, at, *guess_ids = packed.tolist()
+        final_row = None
         raise_on_violation((kind, at), guess_ids, p.shape[1])           # e.g. NaN rows from a model that overflowed
     t2 = time.perf_counter()
     # 4. The proposer hears how many were kept; the caller moves on to pos + n + 1 (rollback is by position:
@@ -241,7 +243,8 @@ def speculative_pass(target: Transformer, proposer: Proposer, context: list[int]
         proposer.commit(n, k, feats)
     else:
         proposer.commit(n, k)
-    return PassOutcome(n, final, bool(fallback), guess_ids, guesses, q, p, ratios, draft_s=t1 - t0, verify_s=t2 - t1)
+    return PassOutcome(n, final, bool(fallback), guess_ids, guesses, q, p, ratios, draft_s=t1 - t0, verify_s=t2 - t1,
+                       final_row=final_row)
 
 
 @dataclass

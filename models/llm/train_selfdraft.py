@@ -167,11 +167,36 @@ def main(argv=None) -> int:
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--alpha-tokens", type=int, default=4000, help="tokens of each long run that measures α")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.steps < 1:
         raise InputError("--steps must be >= 1")
     medusa, eagle, record = train(args.target, args.corpus, args.steps, args.seed, args.batch)
     save(args.out, medusa, eagle, record)
+    record["long_run"] = long_run_alphas(args.target, args.out, args.corpus, args.alpha_tokens)
+    save(args.out, medusa, eagle, record)
+    for name, r in record["long_run"]["drafters"].items():
+        print(f"{name:7s} α {r['alpha']:.3f}, {r['tokens_per_pass']:.2f} tokens a pass ({r['tokens']} tokens)")
     print(f"wrote {args.out}")
     return 0
+
+
+def long_run_alphas(target_dir: Path, folder: Path, corpus: Path, tokens: int, gamma: int = 4) -> dict:
+    """α and tokens per pass of the draft model, Medusa's heads and EAGLE on the pair, each a seeded run of about
+    `tokens` tokens at temperature 1 from the start of the held-out piece."""
+    from models.llm.pair import LlamaPair, alpha_generated
+    from models.sampler import SamplerSettings
+    pair = LlamaPair.load(target_dir, target_dir.parent / "nahan-draft", threads=torch.get_num_threads())
+    pair.use_self_drafters(folder)
+    _, held = read_book(corpus)
+    prefix = pair.encode(held.paragraphs[0][:16], strict=False)
+    settings = SamplerSettings(gamma=gamma, temperature=1.0, seed=0)
+    out = {}
+    for name, drafter in (("chain", None), ("medusa", pair.feature_drafter("medusa")),
+                          ("eagle", pair.feature_drafter("eagle"))):
+        r = alpha_generated(pair, settings, tokens=tokens, prefix_ids=prefix, drafter=drafter)
+        out[name] = {"alpha": r.alpha, "tokens_per_pass": r.tokens / r.passes, "tokens": r.tokens,
+                     "passes": r.passes}
+    return {"gamma": gamma, "temperature": 1.0, "seed": 0, "prefix": held.path.name + ", its first line",
+            "drafters": out}
