@@ -122,10 +122,10 @@ def test_lab_runs_the_given_prompt_and_seed(capsys, tmp_path):
 
 
 def test_tour_lights_the_lanes_each_chapter_talks_about(capsys, tmp_path):
-    """Chapters 1-2 (and 11's nine sequences) run the target alone: lanes lit = the batch. From chapter 3 on the
-    target checks γ guesses: lanes lit = batch × (γ + 1)."""
+    """Chapters 1-2 (and 11's sequences: one lane first, then nine) run the target alone: lanes lit = the batch. From
+    chapter 3 on the target checks γ guesses: lanes lit = batch × (γ + 1)."""
     for chapter, decoder, lanes in ((1, "target", 1), (2, "target", 64), (3, "speculative", 5),
-                                    (11, "target", 9)):
+                                    (11, "target", 1)):
         st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", str(chapter))
         assert (st["decoder"], st["lanes_lit"]) == (decoder, lanes), chapter
     # Chapter 2 walked into from chapter 1 with the clicker, too.
