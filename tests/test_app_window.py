@@ -166,7 +166,8 @@ def test_tube_switches_step_through_exact_skip_bonus_and_wrong_rules(capsys, tmp
 
 
 def test_json_reports_the_beat_and_the_facts_on_screen(capsys, tmp_path):
-    """spectable run --json: `beat` (the framed parts, the share of each in view, the parts the UI covers) and
+    """spectable run --json: `beat` (the framed parts, the share of each in the frame and in view: not behind another
+    part, the parts the UI covers) and
     `facts` (every number the beat shows, as shown) from the real window, here ch. 5's checkpoint revealed."""
     from app.tour import narration
     pages = narration("05-acceptance-rule").pages
@@ -177,7 +178,8 @@ def test_json_reports_the_beat_and_the_facts_on_screen(capsys, tmp_path):
     assert (st["page"], st["acted"]) == (k, True)
     beat = st["beat"]
     assert beat["parts"] == list(pages[k].action.parts or pages[k].parts) and beat["covered"] == []
-    assert all(beat["in_view"][p] >= 0.98 for p in beat["parts"])
+    assert all(beat["in_frame"][p] >= 0.98 for p in beat["parts"]) and beat["hidden_behind"] == []
+    assert all(0.5 <= beat["in_view"][p] <= beat["in_frame"][p] for p in beat["parts"])     # depth counted too
     f = st["facts"]
     assert f["check_pass"] == "2" and float(f["check_ratio"]) < 1 and f["check_verdict"] in ("accepted", "rejected")
     assert 0 <= float(f["check_r"]) < 1 and f["hud_pass"] == "2/12" and f["check_p"] != "?"
