@@ -183,6 +183,12 @@ def _end_labels(ax, x, ends) -> None:
         if below and want < max(below) + gap:
             want = max(below) + gap
         placed[k] = want
+    # ... and none above the axes' top (in a short figure they climbed into the title): from the top down, each
+    # at most half a line under the top, or a line under the one above it.
+    top = float(ax.get_window_extent().y1) - gap / 2
+    for k in sorted(placed, key=lambda j: -placed[j]):
+        placed[k] = min(placed[k], top)
+        top = placed[k] - gap
     for k, (text, y, col) in enumerate(ends):
         dy = (placed[k] - ys[k]) * 72.0 / fig.dpi
         ax.annotate(text, (x, y), xytext=(4, dy), textcoords="offset points", color=col, fontsize=_small(fig),

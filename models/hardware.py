@@ -84,9 +84,9 @@ class LlamaShape:
         return 2.0 / self.bytes_per_param
 
     def attention_ops(self, context: int) -> float:
-        """Attention's arithmetic for one position over `context` cached tokens: q·k^T and the weighted sum of V in
-        every layer, 2 × 2 × (query heads × head dim = hidden) × context each (the weights' 2 ops per parameter are
-        counted apart)."""
+        """Attention's arithmetic for one position over `context` cached tokens: q·k for every cached key and the
+        weighted sum of V in every layer, 2 × 2 × (query heads × head dim = hidden) × context each (the weights' 2
+        ops per parameter are counted apart)."""
         return 4.0 * self.layers * self.hidden * context
 
     @property

@@ -262,3 +262,28 @@ def test_central_claims_are_predicted_before_they_are_revealed():
             ctl.tour.next()                   # the action: scripted, it has been shown at once
             shown = ctl.panel.facts_shown()
             assert all(shown[n] not in ("?", "—") for n in hidden), (slug, k, shown)
+
+
+def test_a_page_about_a_quantity_puts_it_under_the_class_s_hand():
+    """Chapters 2, 7 and 8 each have a page whose slider moves the quantity it is about (lanes, γ, c): moved as the
+    slider moves it, the plot beside it is drawn anew and the numbers answer; the next page puts the chapter's value
+    back."""
+    from app import figures
+    from app.tour import narration
+    cases = {"02-batching": ("lanes", 8, "tps_weights"), "07-alpha": ("gamma", 2, "tpp_formula"),
+             "08-how-much-faster": ("c", 0.3, "best_gamma")}
+    for slug, (field, value, fact) in cases.items():
+        pages = narration(slug).pages
+        k = next(i for i, p in enumerate(pages) if field in p.controls)
+        ctl = _at(slug, k)
+        if pages[k].keep_back:
+            ctl.do("next")                               # after the reveal, where its slider is drawn
+        plot = pages[k].plot or CHAPTERS[SLUG[slug]].plot
+        before = (ctl.facts()[fact], figures.inputs_key(ctl, plot), getattr(ctl.settings, field))
+        ctl.adjust(**{field: value})                     # what TourPanel.draw_controls does with a dragged slider
+        after = (ctl.facts()[fact], figures.inputs_key(ctl, plot))
+        assert after[0] != before[0] and after[1] != before[1], (slug, before, after)
+        while ctl.tour.page == k and ctl.tour.chapter == SLUG[slug]:
+            ctl.do("next")
+        if ctl.tour.chapter == SLUG[slug]:
+            assert getattr(ctl.settings, field) == before[2] or field in pages[ctl.tour.page].params, slug

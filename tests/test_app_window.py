@@ -122,10 +122,10 @@ def test_lab_runs_the_given_prompt_and_seed(capsys, tmp_path):
 
 
 def test_tour_lights_the_lanes_each_chapter_talks_about(capsys, tmp_path):
-    """Chapters 1-2 (and 11's nine sequences) run the target alone: lanes lit = the batch. From chapter 3 on the
-    target checks γ guesses: lanes lit = batch × (γ + 1)."""
+    """Chapters 1-2 (and 11's sequences: one lane first, then nine) run the target alone: lanes lit = the batch. From
+    chapter 3 on the target checks γ guesses: lanes lit = batch × (γ + 1)."""
     for chapter, decoder, lanes in ((1, "target", 1), (2, "target", 64), (3, "speculative", 5),
-                                    (11, "target", 9)):
+                                    (11, "target", 1)):
         st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", str(chapter))
         assert (st["decoder"], st["lanes_lit"]) == (decoder, lanes), chapter
     # Chapter 2 walked into from chapter 1 with the clicker, too.
@@ -166,7 +166,8 @@ def test_tube_switches_step_through_exact_skip_bonus_and_wrong_rules(capsys, tmp
 
 
 def test_json_reports_the_beat_and_the_facts_on_screen(capsys, tmp_path):
-    """spectable run --json: `beat` (the framed parts, the share of each in view, the parts the UI covers) and
+    """spectable run --json: `beat` (the framed parts, the share of each in the frame and in view: not behind another
+    part, the parts the UI covers) and
     `facts` (every number the beat shows, as shown) from the real window, here ch. 5's checkpoint revealed."""
     from app.tour import narration
     pages = narration("05-acceptance-rule").pages
@@ -177,7 +178,8 @@ def test_json_reports_the_beat_and_the_facts_on_screen(capsys, tmp_path):
     assert (st["page"], st["acted"]) == (k, True)
     beat = st["beat"]
     assert beat["parts"] == list(pages[k].action.parts or pages[k].parts) and beat["covered"] == []
-    assert all(beat["in_view"][p] >= 0.98 for p in beat["parts"])
+    assert all(beat["in_frame"][p] >= 0.98 for p in beat["parts"]) and beat["hidden_behind"] == []
+    assert all(0.5 <= beat["in_view"][p] <= beat["in_frame"][p] for p in beat["parts"])     # depth counted too
     f = st["facts"]
     assert f["check_pass"] == "2" and float(f["check_ratio"]) < 1 and f["check_verdict"] in ("accepted", "rejected")
     assert 0 <= float(f["check_r"]) < 1 and f["hud_pass"] == "2/12" and f["check_p"] != "?"

@@ -272,7 +272,31 @@ class TourPanel(Panel):
 
     def _fit_key(self, scr) -> tuple:
         st = self.state
-        return (st.chapter, st.page, st.acted, self.ctl.settings.language, scr.w, scr.h, scr.font_size)
+        return (st.chapter, st.page, self.ctl.settings.language, scr.w, scr.h, scr.font_size)
+
+    @staticmethod
+    def keep_room(coming: str, drawn: str) -> None:
+        """Room under a page's words for what its action will add (the answer replacing a question, the action's
+        words after the key): the box, and the table above it, keep their size when it comes, so the camera's
+        frame holds through the beat and no scrollbar flashes for a frame."""
+        if not coming:
+            return
+        width = max(1.0, imgui.get_content_region_avail().x)
+
+        def tall(text: str) -> float:
+            if not text:
+                return 0.0
+            lines = ui.wrap_lines(text, width, lambda x: imgui.calc_text_size(x).x)
+            return imgui.calc_text_size("\n".join(lines)).y + (0.0 if drawn else imgui.get_style().item_spacing.y)
+
+        extra = tall(coming) - tall(drawn)
+        if extra > 0:
+            imgui.dummy((1.0, extra))
+
+    def _keep_fit(self, key, need: float) -> None:
+        """The box's height for this beat: it may grow, never shrink while the beat lasts (a question's answer
+        replacing it draws into the room kept for it: a box that shrank and grew back flashed a scrollbar)."""
+        self._fit[key] = max(need, self._fit.get(key, 0.0))
 
     @property
     def narration_frac(self) -> float:
@@ -313,10 +337,14 @@ class TourPanel(Panel):
         elif action is not None and action.do == "checkpoint":
             self.draw_checkpoint(f, revealed=shown)
         elif page.ask and not shown:                 # predict first: the question, until the action has shown it
-            ui.wrapped(fill(page.ask[lang], f), colors["target"])
+            ask = fill(page.ask[lang], f)
+            ui.wrapped(ask, colors["target"])
+            self.keep_room(fill(action.text[lang], f) if action.text.get(lang) else "", ask)
         if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
                 (shown or not page.ask):
             ui.wrapped(fill(action.text[lang], f), colors["accent"])
+        elif not st.acted and not page.ask and action is not None and action.do == "play" and action.text.get(lang):
+            self.keep_room(fill(action.text[lang], f), "")
         ui.pop_font()
         last = st.is_last_beat()
         cue = t("tour.cue_end") if last else t("tour.cue_action") if (action and not st.acted) else t("tour.cue_next")
@@ -326,7 +354,7 @@ class TourPanel(Panel):
         style = imgui.get_style()
         need = (imgui.get_cursor_pos_y() + buttons + style.item_spacing.y + style.window_padding.y
                 + scr.font_size * 0.5) / scr.h       # a half-line spare: a scrollbar would narrow the text
-        self._fit[self._fit_key(scr)] = need
+        self._keep_fit(self._fit_key(scr), need)
         imgui.set_cursor_pos_y(max(imgui.get_cursor_pos_y(), imgui.get_window_height() - buttons))
         if imgui.button(" ◀ "):          # the same beats as PageUp / PageDown, for a mouse
             self.on_key("prev")
