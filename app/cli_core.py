@@ -347,6 +347,8 @@ _WORDS = {
         "pass_heads": "Pass {k}: no draft model; heads 2..{h} on the big drum read the features before 「{y}」 "
                       "and guess {g} tokens at once; the big drum turns once with {l} lanes lit.",
         "head_of": "  (head {h})",
+        "pass_eagle": "Pass {k}: no draft model; EAGLE's layer reads the target's features before 「{y}」 and pushes "
+                      "them forward {g} steps, one guess a step; the big drum turns once with {l} lanes lit.",
         "plain": "  The target writes 「{x}」 alone, drawn from p; its largest entries: {top}",
         "backoff_heads": "  Note: the heads' features at position(s) {pos} hold one token or an unseen pair: "
                          "those heads backed off to a shorter history.",
@@ -382,6 +384,8 @@ _WORDS = {
         "lookup_none": "文字最后一个词元前面没出现过：没有可抄的，这一步由大模型单独写一个（1 条路）。",
         "pass_heads": "第 {k} 步：没有小模型；大滚筒上的 2..{h} 号头读「{y}」之前的特征，一次猜 {g} 个；大滚筒转一圈，亮 {l} 条路。",
         "head_of": "  （{h} 号头）",
+        "pass_eagle": "第 {k} 步：没有小模型；EAGLE 的一层读「{y}」之前大模型的特征，一格一格往前推 {g} 步，每步猜一个；"
+                      "大滚筒转一圈，亮 {l} 条路。",
         "plain": "  大模型单独写「{x}」，从 p 抽取；其中最大的几项：{top}",
         "backoff_heads": "  注意：位置 {pos} 的头读到的特征只有一个词元或没见过的两个字，那些头改用更短的历史。",
         "pass_tree": "第 {k} 步：一棵 {n} 个候选的树（每层宽 {w}，来自 {base}，{sampling}）；大滚筒转一圈，亮 {l} 条路（所有节点一起算）。",
@@ -463,9 +467,10 @@ def _cmd_step(args) -> int:
             continue
         if look == COPY:
             print(w["pass_lookup"].format(k=t.step_index + 1, g=t.gamma, l=t.lanes_lit))
-        elif look == HEADS:
+        elif look == HEADS or kind_of(t.drafter).fed_by_target:
             y = pair.display(t.context[-1]) if t.context else "↵"
-            print(w["pass_heads"].format(k=t.step_index + 1, h=t.gamma + 1, y=y, g=t.gamma, l=t.lanes_lit))
+            print(w["pass_heads" if look == HEADS else "pass_eagle"].format(k=t.step_index + 1, h=t.gamma + 1, y=y,
+                                                                           g=t.gamma, l=t.lanes_lit))
         else:
             print(w["pass"].format(k=t.step_index + 1, g=t.gamma, l=t.lanes_lit))
         print(w["ctx"].format(ctx="".join(pair.display(i) for i in t.context[-20:])))

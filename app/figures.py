@@ -16,9 +16,11 @@ KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one 
 
 
 def plot_names(ctl) -> tuple[str, ...]:
-    """The plots this pair has: the drafters are compared on the counted n-gram pair only (heads and trees are
-    built on its counts)."""
-    return tuple(n for n in PLOT_NAMES if not (n == "drafters" and ctl.session.neural))
+    """The plots this pair has: the drafters are compared on the counted n-gram pair, and on a network pair with
+    self-drafters trained on its features (a network with a draft model alone has nothing to compare it with)."""
+    from models.drafters import FEATURES
+    compared = not ctl.session.neural or FEATURES in getattr(ctl.session.pair(), "offers", ())
+    return tuple(n for n in PLOT_NAMES if not (n == "drafters" and not compared))
 # What each plot is drawn from besides the language and the palette: the settings make() reads for it, and
 # "run" for the run on the table (the session's version). A panel redraws a plot only when one of these
 # changed (tests/test_app_units.py changes every other setting and checks the picture stays the same); a
@@ -127,11 +129,13 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
     if name == "drafters":
         fig = drafter_points(ctl, wait=True)
         if fig["source"] == "none":
-            raise InputError("the drafters are compared on the counted n-gram pair only")
+            raise InputError("the drafters are compared on the counted n-gram pair, or on a network pair with "
+                             "self-drafters")
         note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
                  tokens=f"{fig['chars']:,}", seed=fig["seed"])
         from models import hardware
-        return plots.drafters_plot(t, pal, fig["points"], s.gamma, hardware.get_device(s.device).label, note, **look)
+        return plots.drafters_plot(t, pal, fig["points"], s.gamma, hardware.get_device(s.device).label, note,
+                                   network=ctl.session.neural, **look)
     raise KeyError(name)
 
 

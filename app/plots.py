@@ -385,11 +385,15 @@ def _shaped(name: str) -> bool:
 
 
 def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str | None = None, size_px=(1000, 440),
-                  text_px: float = 16.0):
+                  text_px: float = 16.0, network: bool = False):
     """Tokens per pass against lanes per pass for every drafter on the same prompts (the data:
     models.drafter_analytics.compare_drafters or long_runs): up is what a drafter buys, right what it costs the
-    target. `note` says what the points were counted on (a long run, or a short one) under the title."""
+    target. `note` says what the points were counted on (a long run, or a short one) under the title. network:
+    the points are a network pair's (its chain is a draft network, not the bigram)."""
     from models.drafters import kinds
+    if network:
+        words = t
+        t = lambda key, **kw: words("drafter.chain_network" if key == "drafter.chain" else key, **kw)  # noqa: E731
     fig, ax = _figure(pal, size_px, text_px)
     hues = {k.name: k.hue if k.hue.startswith("#") else _hex(pal[k.hue]) for k in kinds()}
     markers = ("o", "s", "D", "^", "v", "P", "X")

@@ -230,11 +230,11 @@ class DrafterWorker(_OneThread):
         from dataclasses import replace
 
         from models import drafter_analytics as da
-        from models.drafters import COUNTS, kind
+        from models.drafters import COUNTS, FEATURES, kind
         pair_key, gamma, temperature, top_k, top_p = key
         pair = self.session.pair_by_key(pair_key)
-        if COUNTS not in pair.offers:
-            # heads and trees are built on the n-gram counts: the drafters are compared on a counted pair only
+        if COUNTS not in pair.offers and FEATURES not in pair.offers:
+            # a network without self-drafters runs the chain and lookup only: nothing to compare
             return {"points": [], "source": "none", "chars": 0, "seed": 0}
         settings = replace(self.session.sampler_settings(), gamma=gamma, temperature=temperature, top_k=top_k,
                            top_p=top_p, seed=0)

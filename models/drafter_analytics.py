@@ -117,6 +117,18 @@ def speedup_model(tokens_per_pass: float, lanes_per_pass: float, cost, device="h
             "cost_note": cost.note}
 
 
+def runs_on(pair, name: str, opts: dict) -> bool:
+    """Whether a drafter of these options can run on the pair (EAGLE's tree needs a network's features)."""
+    from models.drafters import kind, make_drafter
+    if kind(name).problem_on(pair):
+        return False
+    try:
+        make_drafter(name, pair, **opts)
+    except InputError:
+        return False
+    return True
+
+
 def default_specs(gamma: int) -> list[tuple[str, str, dict]]:
     """The drafters compared by default: (label, drafter name, make_drafter options): every registered drafter's
     compared variants at γ (models.drafters.registry)."""
@@ -136,7 +148,7 @@ def compare_drafters(pair, settings, prompts, tokens_per_prompt: int = 400, spec
         raise InputError(f"tokens per prompt must be 1..1000000, got {tokens_per_prompt!r}")
     ids = [pair.encode(pr) for pr in prompts]
     out = []
-    for label, name, opts in (specs or default_specs(settings.gamma)):
+    for label, name, opts in (specs or [sp for sp in default_specs(settings.gamma) if runs_on(pair, sp[1], sp[2])]):
         drafter = make_drafter(name, pair, **opts)
         sampler = SpeculativeSampler(pair, settings, drafter=drafter)
         def passes():
@@ -191,7 +203,9 @@ def table_files(pair) -> dict:
     count array, not of the files: a table saved again with another manifest counts the same); heads None when the
     pair has no heads table."""
     from models.heads import HeadModels
-    t = pair.tables
+    t = getattr(pair, "tables", None)
+    if t is None:              # a network pair: its checkpoints (models.llm.pair.LlamaPair.key), no heads table
+        return {"table": pair.key, "heads": None}
     out = {"table": _digest(pair.vocab, [("unigram", t.unigram)] + [(n, getattr(t, n)) for n in _ARRAYS]),
            "heads": None}
     try:
@@ -208,7 +222,7 @@ def long_runs(pair, settings, chars: int = LONG_RUN_CHARS, specs=None, progress=
     the document `spectable drafters` writes (schema spectable-drafters/1). progress(label) is called per drafter."""
     from models.drafters import make_drafter
     out = []
-    for key, label, name, opts in (specs or long_run_specs(settings.gamma)):
+    for key, label, name, opts in (specs or [sp for sp in long_run_specs(settings.gamma) if runs_on(pair, sp[2], sp[3])]):
         if progress is not None:
             progress(label)
         drafter = make_drafter(name, pair, **opts)

@@ -49,6 +49,8 @@ DRAFTER_PHASES = {
              "check": ("每个位置依次试候选，被拒后换成残差", "each position tries its candidates; after a rejection, the residual"),
              "write": ("留下通过的那一枝", "keep the branch that passed")},
     "tree_heads": {"draft": ("预测头画出一棵猜测树", "the heads pencil a tree of guesses")},
+    # EAGLE: the small drum is a layer fed the big drum's features, one step a guess
+    "fed": {"draft": ("EAGLE 一格一格往前推大模型的特征", "EAGLE pushes the target's features forward, a step a guess")},
 }
 
 
@@ -64,6 +66,8 @@ def phase_words(state, bridge: bool = True) -> tuple[str, str]:
         return CHECK_OFF_FRAME
     target_only = bool(state.extra.get("target_only"))
     key = kind_of(state.drafter).look
+    if kind_of(state.drafter).fed_by_target:
+        key = "fed"
     if key == COPY and target_only:
         key = "copy_none"
     elif key == TREE and kind_of(state.extra.get("tree_base", "")).look == HEADS:
@@ -87,6 +91,8 @@ def drafter_mode(state, ec: EmitContext) -> str | None:
         return ec.say(f"查找 · “{seen}”前文出现过 · 抄 {k} 个", f"lookup · “{seen}” seen before · {k} copied")
     if look == HEADS:
         return ec.say(f"预测头 · γ = {state.gamma}", f"heads · γ = {state.gamma}")
+    if kind_of(state.drafter).fed_by_target:
+        return ec.say(f"EAGLE · 吃大模型的特征 · γ = {state.gamma}", f"EAGLE · fed the target's features · γ = {state.gamma}")
     if look == TREE and x.get("tree_widths"):
         w = x["tree_widths"]
         shape = f"{w[0]}×{len(w)}" if len(set(w)) == 1 else ",".join(map(str, w))
@@ -246,7 +252,7 @@ def _leader(fb, point, rect, height, pal, under=()) -> None:
 def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict, hidden: set,
                      exploded: bool = False, readouts: dict | None = None, keep_out=(),
                      anchors: dict | None = None, shorter: dict | None = None, targets: dict | None = None,
-                     leaders_out: list | None = None, words=()) -> list[tuple]:
+                     leaders_out: list | None = None, words=(), names: dict | None = None) -> list[tuple]:
     """Name plates over the parts; `readouts` {part: [(text, 'main'|'sub')]} adds lines to a part's plate
     (the mill's busy fraction in the wide views); `shorter` {part: lines} is the readout to fall back to
     when the full one finds no free spot; `anchors` {part: world point} moves a plate's anchor (a framed beat
@@ -256,19 +262,20 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
     box, both in pixels. With them a plate covers no other labelled part, its leader (drawn from the plate to
     the anchor) crosses no plate, and a plate that finds no such spot is left out (a closer view names it);
     `leaders_out` receives (part, plate rect, anchor, part box) for each plate drawn; a leader passes under
-    `words` (x, y, w, h: the HUD and the words on the parts), never over them.
+    `words` (x, y, w, h: the HUD and the words on the parts), never over them. `names` {part: (zh, en)} names a
+    part otherwise for this run (the small drum, when EAGLE's layer turns it).
     Returns the plates drawn as (part, x, y, w, h) in pixels."""
     readouts = dict(readouts or {})
     drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                         anchors, targets=targets)
+                         anchors, targets=targets, renamed=names)
     failed = [d[0] for d in drawn if not d[5] and d[0] in (shorter or {})]
     # A name with a second half ("读头 · 九条路") that finds no spot is tried once more with its first half
     # alone: a crowded frame of the whole table still names every part.
-    short = {d[0] for d in drawn if not d[5] and " · " in PARTS[d[0]].zh + PARTS[d[0]].en}
+    short = {d[0] for d in drawn if not d[5] and " · " in "".join(_name(d[0], names))}
     if failed or short:          # placed again only when a plate found no spot and has a shorter form
         readouts.update({name: shorter[name] for name in failed})
         drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
-                             anchors, targets=targets, short=short)
+                             anchors, targets=targets, short=short, renamed=names)
     _draw_plates(fb, drawn, targets, keep_out, words, height, ec.palette)
     if targets is not None:
         drawn = [d for d in drawn if d[5]]
@@ -321,8 +328,12 @@ def _draw_plates(fb, drawn, targets, keep_out, words, height, pal) -> None:
         _plate(fb, x0, y0, lines, pal, anchor="left_centred", name=f"plate:{name}")
 
 
+def _name(part: str, names: dict | None) -> tuple[str, str]:
+    return (names or {}).get(part) or (PARTS[part].zh, PARTS[part].en)
+
+
 def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out, anchors=None,
-                 targets=None, short=frozenset()):
+                 targets=None, short=frozenset(), renamed=None):
     pal = ec.palette
     big, small = label_sizes(ec, height)
     wanted, names, all_lines = [], [], []
@@ -340,7 +351,8 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
         if targets is not None and name not in targets:
             continue                     # no anchor on the part in view: no name
         lines = []
-        zh, en = (info.zh.split(" · ")[0], info.en.split(" · ")[0]) if name in short else (info.zh, info.en)
+        zh, en = _name(name, renamed)
+        zh, en = (zh.split(" · ")[0], en.split(" · ")[0]) if name in short else (zh, en)
         if ec.language in ("zh", "both"):
             lines.append((zh, big, pal.label))
         if ec.language in ("en", "both"):

@@ -17,10 +17,39 @@ from scenes.layout import (SMALL_DRUM_CENTRE, SMALL_DRUM_LENGTH, SMALL_DRUM_RADI
                            EmitContext, cell_x, tape_point)
 
 
+# EAGLE's feed: a cable on the table top from the big drum's right bearing to the small drum's left end (world
+# points; it passes right of the read head, in front of the mill and behind the bridge).
+FEED_PATH = ((0.68, 2.1, -2.75), (0.68, 0.07, -2.75), (1.05, 0.07, -2.75), (1.05, 0.07, 0.95), (7.3, 0.07, 0.95),
+             (7.3, 0.07, 1.6), (7.3, 1.05, 1.6))
+FEED_BEADS = 14
+
+
+def _segment(p0, p1, r: float) -> np.ndarray:
+    """A cylinder (the unit cylinder along y) from p0 to p1, which differ along one axis."""
+    a, b = np.asarray(p0, dtype=np.float64), np.asarray(p1, dtype=np.float64)
+    d = b - a
+    length = float(np.abs(d).max())
+    axis = int(np.argmax(np.abs(d)))
+    turn = {0: rot_z(math.pi / 2), 1: np.eye(4), 2: rot_x(math.pi / 2)}[axis]
+    return compose(translate(*((a + b) / 2)), turn, scale(r, length, r))
+
+
+def feed_points(n: int, phase: float) -> np.ndarray:
+    """n points spaced along FEED_PATH, shifted by `phase` (0..1) of one spacing: the features flowing."""
+    pts = np.asarray(FEED_PATH, dtype=np.float64)
+    seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
+    cum = np.concatenate([[0.0], np.cumsum(seg)])
+    out = []
+    for s in (np.arange(n) + phase % 1.0) / n * cum[-1]:
+        i = min(int(np.searchsorted(cum, s, side="right")) - 1, len(seg) - 1)
+        out.append(pts[i] + (pts[i + 1] - pts[i]) * (s - cum[i]) / seg[i])
+    return np.array(out)
+
+
 class SmallDrum:
     name = "smalldrum"
     # The state emit() reads: Stage.render replays the last emission while these hold.
-    reads = ('small_drum_angle',)
+    reads = ('small_drum_angle', 'drafter')
 
     def __init__(self, big_pins: int, seed: int = 5):
         self.centre = np.array(SMALL_DRUM_CENTRE)
@@ -54,6 +83,17 @@ class SmallDrum:
         fb.add("box", np.stack(stands), pal.iron)
         fb.add("cyl", compose(translate(cx, cy, cz), rot_z(math.pi / 2), scale(0.09, L + 0.75, 0.09)), pal.steel)
         fb.shadow(cx, 0.012, cz, L + 1.2, 2 * R + 0.6, 0.55)
+        if kind_of(state.drafter).fed_by_target:
+            self._emit_feed(fb, state, ec)
+
+    def _emit_feed(self, fb, state, ec: EmitContext) -> None:
+        """EAGLE: the small drum is no second model reading the text but a layer fed the target's features, so a
+        cable runs to it from the big drum; beads of light flow along it while the small drum turns."""
+        pal = ec.palette
+        fb.add("cyl_lo", np.stack([_segment(a, b, 0.06) for a, b in zip(FEED_PATH, FEED_PATH[1:])]), pal.brass)
+        turning = (state.small_drum_angle / (2 * math.pi)) % 1.0
+        beads = [compose(translate(*p), scale(0.13, 0.13, 0.13)) for p in feed_points(FEED_BEADS, turning)]
+        fb.add("bead", np.stack(beads), pal.lane_on, emissive=np.full(len(beads), 2.0 if turning else 0.6))
 
 
 class PencilCart:

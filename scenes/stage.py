@@ -786,6 +786,11 @@ class Stage:
                                         "sub"),
                                        (ec.say("头 1 是大模型自己的输出层", "head 1: the target's own output layer"),
                                         "sub")]
+            names = None
+            if kind_of(state.drafter).fed_by_target:
+                # EAGLE: the small drum is a layer on the target's features, not a second model (the cable shows it)
+                names = {"smalldrum": ("小滚筒 · EAGLE", "small drum · EAGLE")}
+                readouts["smalldrum"] = [(ec.say("一层，吃大模型的特征", "one layer fed the target's features"), "sub")]
             self.label_keep_out = self.readout_rects(width, height)
             hidden = self.hidden if wide else set(PARTS) - {"mill"}
             # The parts this view may name, whether the user hid some of them or not: a plate keeps off all of
@@ -807,7 +812,7 @@ class Stage:
                     hud = (big_hud[0], big_hud[1], big_hud[2] - big_hud[0], big_hud[3] - big_hud[1])
             args = dict(exploded=self._explode > 0.5, readouts=readouts,
                         keep_out=([hud] if hud else []) + self.label_keep_out + [b[1:] for b in world_boxes],
-                        anchors=anchors, shorter=shorter,
+                        anchors=anchors, shorter=shorter, names=names,
                         targets=self.label_targets(vp, width, height, not_named, offsets, state),
                         words=([hud] if hud else []) + [b[1:] for b in world_boxes])
             # The plates and leaders are laid again only when what they are laid from changed (a still camera

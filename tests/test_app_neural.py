@@ -222,59 +222,78 @@ def test_a_checkpoint_without_a_draft_runs_every_mode_on_guesses_copied_from_the
         app.close()
 
 
-def test_a_neural_pair_drafts_with_its_model_or_by_lookup_and_refuses_heads_and_trees():
-    """Who drafts on a neural pair: the chain is its own draft model, lookup copies from the text (the torch rule
-    either way); the heads and the trees are built on the n-gram counts: one line in the lab, the last run kept."""
+def test_a_neural_pair_drafts_with_its_model_by_lookup_and_from_its_own_features():
+    """Who drafts on the shipped neural pair: the chain is its own draft model, lookup copies from the text,
+    Medusa's heads and EAGLE's layer draft from the target's features (trained on it), and a tree grows from any
+    of them; the step-through names the head behind each of Medusa's guesses."""
     ctl = _controller(mode="lab", pair="neural")
     chain = ctl.session.ensure()
     assert chain is not None and ctl.session.error is None
     assert all(tr.drafter == "chain" and tr.extra.get("pair") == "neural" for tr in chain.traces)
-    ctl.update(drafter="lookup")
-    look = ctl.session.ensure()
-    assert ctl.session.error is None and look is not chain
-    assert all(tr.drafter == "lookup" and tr.extra.get("pair") == "neural" for tr in look.traces)
-    for name in ("heads", "tree"):
-        ctl.update(drafter=name)
-        assert ctl.session.ensure() is look                 # the last good run stays on the table
-        assert "built on the n-gram counts" in ctl.session.error and "\n" not in ctl.session.error
+    runs = {"chain": chain}
+    for name, extra in (("lookup", {}), ("heads", {}), ("eagle", {}), ("tree", {"tree_from": "eagle"}),
+                        ("tree", {"tree_from": "heads", "tree_depth": 2})):
+        ctl.update(drafter=name, **extra)
+        run = ctl.session.ensure()
+        assert ctl.session.error is None and run is not None and all(run is not r for r in runs.values())
+        assert all(tr.drafter == name and tr.extra.get("pair") == "neural" for tr in run.traces)
+        runs[name + extra.get("tree_from", "")] = run
+    heads = [tr for tr in runs["heads"].traces if tr.guesses]
+    assert heads and all(tr.heads == list(range(2, 2 + len(tr.guesses))) for tr in heads)
+    trees = [tr for tr in runs["treeeagle"].traces if tr.tree is not None and tr.tree.nodes]
+    assert trees and all(tr.tree.base == "eagle" and tr.lanes_lit == len(tr.tree.nodes) + 1 for tr in trees)
     ctl.update(drafter="chain", pair="ngram")
     assert ctl.session.ensure() is not None and ctl.session.error is None
 
 
-def test_the_drafters_plot_belongs_to_the_counted_pair_and_follows_a_pair_switch(tmp_path):
-    """The drafters are compared on the n-gram pair (heads and trees are built on its counts): on a network pair
-    the figures are none (never an exception from the worker), the plot is not offered or exported, and after a
-    switch the n-gram pair's figures are not served for the network pair."""
+def test_a_network_without_self_drafters_refuses_heads_and_eagle(monkeypatch):
+    """A network pair with no self-drafters beside its target (a user's checkpoints) offers no features: heads and
+    EAGLE are one line in the lab, the last run kept, and a tree grows from its draft model only."""
+    from models.llm.pair import LlamaPair
+    monkeypatch.setattr(LlamaPair, "self_drafters", lambda self: None)
+    ctl = _controller(mode="lab", pair="neural")
+    chain = ctl.session.ensure()
+    assert chain is not None and ctl.session.error is None
+    for name in ("heads", "eagle"):
+        ctl.update(drafter=name)
+        assert ctl.session.ensure() is chain                  # the last good run stays on the table
+        assert "self-drafters" in ctl.session.error and "\n" not in ctl.session.error
+    ctl.update(drafter="tree", tree_from="eagle")
+    assert ctl.session.ensure() is chain and "self-drafters" in ctl.session.error
+    assert ctl.drafter_figures(wait=True) == {"points": [], "source": "none", "chars": 0, "seed": 0}
+
+
+def test_the_drafters_plot_follows_a_pair_switch(tmp_path, monkeypatch):
+    """The drafters are compared on the n-gram pair (the shipped long runs) and on the network pair (a short run
+    of every drafter it can run, EAGLE and its tree among them); after a switch one pair's figures are never
+    served for the other."""
     from app import figures
-    from app.exports import export_plots
     from app.controller import Controller
+    from app.session import DrafterWorker
+    monkeypatch.setattr(DrafterWorker, "SHORT_CHARS", 40)
     ctl = Controller(AppSettings(language="en", mode="lab", prompt="慢慢"), persist=False, scripted=True,
                      export_dir=tmp_path).start()
     counted = ctl.drafter_figures(wait=True)
     assert counted["source"] in ("long", "short") and counted["points"]
-    assert "drafters" in figures.plot_names(ctl)
+    assert "eagle" not in [p["drafter"] for p in counted["points"]]
     ctl.update(pair="neural", prompt="孔乙")
-    assert ctl.drafter_figures(wait=True) == {"points": [], "source": "none", "chars": 0, "seed": 0}
-    assert "drafters" not in figures.plot_names(ctl)
-    with pytest.raises(InputError, match="n-gram pair only"):
-        figures.make(ctl, "drafters")
-    assert not any("drafters" in p.name for p in export_plots(ctl, names=None))
+    net = ctl.drafter_figures(wait=True)
+    assert net["source"] == "short" and net["chars"] == 40
+    assert {"chain", "lookup", "heads", "eagle", "tree"} <= {p["drafter"] for p in net["points"]}
+    assert "drafters" in figures.plot_names(ctl)
     ctl.update(pair="ngram", prompt="慢慢")
     assert ctl.drafter_figures(wait=True) == counted
 
 
-def test_starting_on_the_neural_pair_the_drafters_figures_are_none_and_every_fact_says_why_it_is_missing():
-    """Started on the network pair (not switched to it): the drafters' figures are none (heads and trees are built
-    on the n-gram counts), never an AttributeError; a number the pair cannot give shows '—' and the status line
-    names its cause."""
+def test_starting_on_the_neural_pair_every_fact_says_why_it_is_missing():
+    """Started on the network pair (not switched to it): a number the pair cannot give shows '—' and the status
+    line names its cause, never an AttributeError."""
     from app.controller import Controller
     ctl = Controller(AppSettings(language="en", mode="lab", pair="neural", prompt="孔乙"), persist=False,
                      scripted=True).start()
-    assert ctl.drafter_figures(wait=True) == {"points": [], "source": "none", "chars": 0, "seed": 0}
     f = ctl.facts()
     assert "alpha_corpus" in f.errors
     assert not any("no count table" in m for m in ctl.recent_messages())   # nobody has seen that '—' yet
     assert f["alpha_corpus"] == "—"                                        # a panel shows it ...
     ctl.facts()
     assert any("no count table" in m for m in ctl.recent_messages())       # ... and the status line says why
-    assert f["drafters_source"] == "none"

@@ -90,9 +90,10 @@ def test_the_cli_runs_a_gguf_target_with_the_lookup_drafter(gguf_path, capsys):
 @pytest.mark.parametrize("argv, needle", [
     (["generate", "--target", "{g}"], "give --draft"),
     (["generate", "--target", "{g}", "--drafter", "heads"], "this pair runs lookup"),
-    (["generate", "--pair", "neural", "--drafter", "heads"], "built on the n-gram counts"),
-    (["generate", "--pair", "neural", "--drafter", "tree"], "built on the n-gram counts"),
-    (["run", "--pair", "neural", "--drafter", "tree", "--frames", "1", "--no-save"], "built on the n-gram counts"),
+    (["generate", "--target", "{g}", "--drafter", "eagle"], "self-drafters"),
+    (["generate", "--target", "{g}", "--drafter", "tree"], "a tree needs a draft model or self-drafters"),
+    (["run", "--target", "{g}", "--drafter", "tree", "--frames", "1", "--no-save"],
+     "a tree needs a draft model or self-drafters"),
 ])
 def test_a_target_without_a_draft_needs_the_lookup_drafter(gguf_path, capsys, argv, needle):
     from app.cli import main

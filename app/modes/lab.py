@@ -207,8 +207,13 @@ class LabPanel(Panel):
         t, s = self.ctl.t, self.ctl.settings
         if "tree_from" not in kind(s.drafter).options:
             return
+        pair = self.ctl.session.pair()
+        network = pairs.is_neural(s.pair)
         for base in BASES:
-            if imgui.radio_button(t(f"lab.tree_from_{base}"), s.tree_from == base):
+            if kind(base).problem_on(pair):          # EAGLE on the counted pair, heads on a network without them
+                continue
+            word = "lab.tree_from_chain_network" if network and base == "chain" else f"lab.tree_from_{base}"
+            if imgui.radio_button(t(word), s.tree_from == base):
                 new["tree_from"] = base
             imgui.same_line()
         imgui.new_line()

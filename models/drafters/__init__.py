@@ -61,7 +61,8 @@ def _tree_variants(gamma: int) -> list:
     return [("tree_2x2", "tree 2×2 (chain)", {"tree_width": 2, "tree_depth": 2}),
             (f"tree_2x{gamma}", f"tree 2×{gamma} (chain)", {"tree_width": 2}),
             (f"tree_3x{gamma}", f"tree 3×{gamma} (chain)", {"tree_width": 3}),
-            (f"tree_2x{gamma}_heads", f"tree 2×{gamma} (heads)", {"tree_width": 2, "tree_from": "heads"})]
+            (f"tree_2x{gamma}_heads", f"tree 2×{gamma} (heads)", {"tree_width": 2, "tree_from": "heads"}),
+            (f"tree_2x{gamma}_eagle", f"tree 2×{gamma} (EAGLE)", {"tree_width": 2, "tree_from": "eagle"})]
 
 
 # The four drafters, in the order the lab's menu and the comparisons list them.

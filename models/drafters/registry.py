@@ -78,6 +78,11 @@ class DrafterKind:
         if self.compared is None:
             object.__setattr__(self, "compared", self.variants)
 
+    @property
+    def fed_by_target(self) -> bool:
+        """It drafts with a network of its own fed the target's features (EAGLE): the table draws the feed."""
+        return self.needs == frozenset({FEATURES})
+
     def word(self, what: str, default: str) -> str:
         """The step-through's i18n key for `what` ('guess', 'q', 'residual')."""
         return self.words.get(what, default)

@@ -442,11 +442,12 @@ class LlamaSampler(_LlamaBase):
         if isinstance(self.proposer, DrafterProposer):
             extra["gamma_setting"] = g
             span = self.proposer.last.source_span
+        heads = getattr(self.proposer, "last_heads", None)       # Medusa: the head behind each guess
         return StepTrace.of(
             step_index=self.step_index - 1, context=ctx, guesses=guess_ids, q_rows=q_np, p_rows=p_np,
             ratios=out.ratios.cpu().tolist(), r=uu[g:g + k], n_accepted=n, final_token=final,
             final_row=row / row.sum(), residual_fallback=fallback, exact=s.exact, extra=extra,
-            drafter=self.drafter_name, source_span=span)
+            drafter=self.drafter_name, source_span=span, heads=list(heads[:k]) if heads else None)
 
 
     @torch.inference_mode()

@@ -9,8 +9,9 @@ held out for validation), in the target's vocabulary. The target runs once over 
 - Medusa: head k (2..K+1) on f_t is trained for x_{t+k}, the k-th token after the position, through the target's
   output layer (cross-entropy, head k weighted 0.8^(k-2) as Medusa weights them);
 - EAGLE: from [f_t, embedding of x_{t+1}] its layer predicts f_{t+1}: smooth-L1 on the features plus 0.1 × the
-  cross-entropy of the output layer's row for x_{t+2}, with the inputs' features jittered by U(±0.1) (EAGLE's
-  recipe: it drafts from its own, inexact, features after the first step).
+  cross-entropy of its row against the target's own row there (EAGLE's recipe: soft labels), the inputs' features
+  jittered by U(±0.1), and a second step run from its own predictions (it drafts from its own, inexact,
+  features after the first guess).
 
 The budget is a step count, the seed fixed: the same corpus, torch build and threads give the same weights. The
 record gives the held-out top-1 of each head, EAGLE's feature error and top-1, the command, the wall time; the
@@ -65,21 +66,33 @@ def medusa_loss(heads: MedusaHeads, output, feats: torch.Tensor, ids: torch.Tens
 
 
 def eagle_loss(eagle: EagleDrafter, target, feats: torch.Tensor, ids: torch.Tensor, cos, sin,
-               noise: float = 0.0) -> tuple[torch.Tensor, float, float]:
-    """(loss, relative feature error, top-1 of the next token): from [f_t, e(x_{t+1})] predict f_{t+1}."""
+               noise: float = 0.0, unroll: int = 2) -> tuple[torch.Tensor, float, float]:
+    """(loss, relative feature error, top-1 agreement with the target), EAGLE's recipe: from [f_t, e(x_{t+1})]
+    predict f_{t+1}; the loss is smooth-L1 on the features plus 0.1 × the cross-entropy of its row against the
+    target's own row there (soft labels: the target's distribution, what the rule compares q with). With
+    unroll 2 the layer also runs a second step from its own predictions (as it drafts after the first guess),
+    weighted 0.5."""
+    T0 = feats.shape[1]
     f_in = feats[:, :-2]
     if noise:
         f_in = f_in + (torch.rand_like(f_in) * 2 - 1) * noise
-    x = eagle.fc(torch.cat([f_in, target.tok_embeddings(ids[:, 1:-1])], -1))
-    T = x.shape[1]
-    pred = eagle.norm(train_layers(eagle, x, cos[:T], sin[:T]))
-    want = feats[:, 1:-1]
-    reg = F.smooth_l1_loss(pred, want)
-    logits = target.output(pred)
-    cls = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 2:].reshape(-1))
-    err = float((pred - want).detach().norm(dim=-1).mean() / want.norm(dim=-1).mean())
-    top1 = float((logits.argmax(-1) == ids[:, 2:]).float().mean())
-    return reg + 0.1 * cls, err, top1
+    total, err, top1 = 0.0, 0.0, 0.0
+    for step in range(unroll):
+        # step s: inputs at positions t hold [features of t + s, the token at t + s + 1] -> f_{t+s+1}
+        T = T0 - 2 - step
+        x = eagle.fc(torch.cat([f_in[:, :T], target.tok_embeddings(ids[:, 1 + step:1 + step + T])], -1))
+        pred = eagle.norm(train_layers(eagle, x, cos[:T], sin[:T]))
+        want = feats[:, 1 + step:1 + step + T]
+        with torch.no_grad():
+            p = torch.softmax(target.output(want), -1)
+        logq = torch.log_softmax(target.output(pred), -1)
+        loss = F.smooth_l1_loss(pred, want) + 0.1 * -(p * logq).sum(-1).mean()
+        total = total + (0.5 ** step) * loss
+        if step == 0:
+            err = float((pred - want).detach().norm(dim=-1).mean() / want.norm(dim=-1).mean())
+            top1 = float((logq.argmax(-1) == p.argmax(-1)).float().mean())
+        f_in = pred[:, :-1] if step + 1 < unroll else f_in
+    return total, err, top1
 
 
 def train(target_dir: Path, corpus: Path, steps: int, seed: int, batch: int, log=print) -> tuple:
@@ -138,9 +151,9 @@ def train(target_dir: Path, corpus: Path, steps: int, seed: int, batch: int, log
                 _, acc = medusa_loss(medusa, target.output, vf, vw)
                 _, err, top1 = eagle_loss(eagle, target, vf, vw, cos_v, sin_v)
             curve.append({"step": step, "medusa_loss": float(lm), "eagle_loss": float(le),
-                          "val_medusa_top1": acc, "val_eagle_feature_error": err, "val_eagle_top1": top1})
+                          "val_medusa_top1": acc, "val_eagle_feature_error": err, "val_eagle_top1_agreement": top1})
             log(f"step {step}: medusa {float(lm):.3f} (held-out top-1 {', '.join(f'{a:.3f}' for a in acc)}), "
-                f"eagle {float(le):.3f} (held-out feature error {err:.3f}, top-1 {top1:.3f}) "
+                f"eagle {float(le):.3f} (held-out feature error {err:.3f}, top-1 as the target's {top1:.3f}) "
                 f"{time.time() - t0:.0f} s")
     with torch.no_grad():
         base_top1 = float((target.output(vf[:, :-1]).argmax(-1) == vw[:, 1:]).float().mean())
@@ -152,7 +165,7 @@ def train(target_dir: Path, corpus: Path, steps: int, seed: int, batch: int, log
               "val_target_top1": base_top1, "val_medusa_top1": {str(k + 2): a for k, a in
                                                               enumerate(curve[-1]["val_medusa_top1"])},
               "val_eagle_feature_error": curve[-1]["val_eagle_feature_error"],
-              "val_eagle_top1": curve[-1]["val_eagle_top1"], "train_seconds": time.time() - t0,
+              "val_eagle_top1_agreement": curve[-1]["val_eagle_top1_agreement"], "train_seconds": time.time() - t0,
               "torch": torch.__version__, "threads": torch.get_num_threads(),
               "command": f"python tools/train_selfdraft.py --steps {steps} --seed {seed}"}
     return medusa, eagle, record

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from corpus.errors import InputError
-from models.drafters.base import DraftCost, Drafter, FirstGuess
+from models.drafters.base import DraftCost, Drafter, FirstGuess, TreeProposal
 from models.drafters.tree import TreeDrafter
 from models.llm.formats import linear, weight_operand
 from models.llm.model import Transformer
@@ -74,6 +74,10 @@ class NetworkTreeBase(Drafter):
 
     def begin(self, context, cur: torch.Tensor, pos: int, shape) -> None:
         raise NotImplementedError
+
+    def can_draft(self) -> bool:
+        """False while there is nothing to draft from (the features of a text of one token): a plain pass."""
+        return True
 
     def commit_path(self, tokens: list[int], features: torch.Tensor | None) -> None:
         raise NotImplementedError
@@ -147,9 +151,10 @@ class MedusaTree(NetworkTreeBase):
             q = shape(linear(p.heads.head_features(p.f, D), weight_operand(p.target.output)))
             self.rows = {d: self._np(q[d - 1]) for d in range(1, D + 1)}
 
+    def can_draft(self) -> bool:
+        return self.proposer.f is not None
+
     def row_at(self, rows, context, path, depth):
-        if depth not in self.rows:
-            raise InputError("Medusa's heads have no features to draft from yet (an empty text)")
         return self.rows[depth]
 
     def commit_path(self, tokens, features):
@@ -179,12 +184,13 @@ class EagleTree(NetworkTreeBase):
         self.feats: dict[tuple, torch.Tensor] = {}
         self.memo: dict[tuple, tuple] = {}
 
+    def can_draft(self) -> bool:
+        return self.proposer.f is not None
+
     def _features(self, path: tuple) -> torch.Tensor:
         """The features EAGLE predicts after the node whose path is `path` (the root: ())."""
         if path not in self.feats:
             p = self.proposer
-            if p.f is None:
-                raise InputError("EAGLE has no features to draft from yet (an empty text)")
             ins = [p.f] + [self._features(path[:i]) for i in range(len(path))]
             toks = torch.cat([self.cur, torch.tensor(path, dtype=torch.long, device=self.cur.device)])
             self.feats[path] = p._feed(torch.stack(ins), toks, self.pos - 1)[-1]
@@ -257,7 +263,11 @@ def tree_pass(target: Transformer, tree: TreeDrafter, context: list[int], cur: t
         raise InputError(f"a tree from {base.name!r} draws its rows from the counted pair, not from a network")
     t0 = time.perf_counter()
     base.begin(context, cur, pos, shape)
-    prop = tree.propose(None, context, gamma, u_guess)
+    if base.can_draft():
+        prop = tree.propose(None, context, gamma, u_guess)
+    else:                              # nothing to draft from yet: no nodes, the pass writes p's own token
+        prop = TreeProposal([], [], [], [], np.zeros((0, target.config.vocab_size)), np.zeros(0, np.int64), [], base.name,
+                            tree.sampling, tree.widths_for(gamma))
     n = len(prop.tokens)
     t1 = time.perf_counter()
     dev = cur.device
@@ -271,3 +281,67 @@ def tree_pass(target: Transformer, tree: TreeDrafter, context: list[int], cur: t
     base.commit_path([prop.tokens[a] for a in tv.accepted_path], feats[0, [0] + rows])
     t2 = time.perf_counter()
     return TreeOutcome(prop, p, tv, draft_s=t1 - t0, verify_s=t2 - t1)
+
+
+class TreeDecoder:
+    """SpeculativeDecoder's loop with a guess tree each pass (the bench and the CLI): the same surface (start,
+    step, generate; draft_seconds, verify_seconds, decode_seconds), the uniforms from one torch Generator, 2n + 1
+    a pass for a tree of n nodes, always all drawn."""
+
+    def __init__(self, target: Transformer, tree: TreeDrafter, *, gamma: int = 4, temperature: float = 0.0,
+                 top_k: int = 0, top_p: float = 1.0, seed: int = 0):
+        from models.llm.speculative import RowShaper
+        tree.validate(gamma)
+        self.target, self.tree, self.gamma = target, tree, gamma
+        self.shape = RowShaper(temperature, top_k, top_p)
+        self.gen = torch.Generator(device=target.device).manual_seed(seed)
+        self.n = tree.guess_uniforms(gamma)
+        self.decode_seconds = self.draft_seconds = self.verify_seconds = 0.0
+
+    @torch.inference_mode()
+    def start(self, prompt_ids: list[int]) -> None:
+        from models.llm.rule import sample_index
+        from models.llm.steps import prefill
+        proposer = self.tree.base.proposer
+        prompt = torch.tensor([prompt_ids], device=self.target.device)
+        if getattr(proposer, "wants_features", False):
+            logits, h = prefill(self.target, prompt, features=True)
+            proposer.prefill(list(prompt_ids), features=h[0])
+        else:
+            logits = prefill(self.target, prompt)
+            proposer.prefill(list(prompt_ids))
+        u = torch.rand(1, dtype=torch.float64, generator=self.gen, device=self.target.device)
+        self.cur = sample_index(self.shape(logits)[0], u[0])[None, None]
+        self.pos = len(prompt_ids)
+        self.ids = list(prompt_ids) + [int(self.cur)]
+
+    @torch.inference_mode()
+    def step(self, max_tokens: int | None = None):
+        from models.llm.speculative import PassRecord
+        n = self.n
+        u = torch.rand(2 * n + 1, dtype=torch.float64, generator=self.gen).numpy()
+        out = tree_pass(self.target, self.tree, self.ids, self.cur, self.pos, self.gamma, u[:n], u[n:2 * n],
+                        float(u[-1]), self.shape)
+        self.draft_seconds += out.draft_s
+        self.verify_seconds += out.verify_s
+        self.cur = torch.tensor([[out.final_token]], device=self.target.device)
+        self.pos += out.n_accepted + 1
+        self.ids.extend(out.tokens)
+        return PassRecord(gamma=out.nodes, n_accepted=out.n_accepted, final_kind=out.verdicts.final_kind,
+                          residual_fallback=out.residual_fallback, tokens=out.tokens)
+
+    @torch.inference_mode()
+    def generate(self, prompt_ids: list[int], n_tokens: int, progress=None):
+        from models.llm.speculative import SpeculativeResult
+        self.start(prompt_ids)
+        out, records = [int(self.cur.item())], []
+        self.draft_seconds = self.verify_seconds = 0.0
+        t0 = time.perf_counter()
+        while len(out) < n_tokens:
+            rec = self.step()
+            records.append(rec)
+            out.extend(rec.tokens)
+            if progress is not None:
+                progress(len(out))
+        self.decode_seconds = time.perf_counter() - t0
+        return SpeculativeResult(tokens=out[:n_tokens], passes=len(records) + 1, gamma=self.gamma, records=records)
