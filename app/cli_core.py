@@ -348,7 +348,7 @@ _WORDS = {
                       "and guess {g} tokens at once; the big drum turns once with {l} lanes lit.",
         "head_of": "  (head {h})",
         "pass_eagle": "Pass {k}: no draft model; EAGLE's layer reads the target's features before 「{y}」 and pushes "
-                      "them forward {g} steps, one guess a step; the big drum turns once with {l} lanes lit.",
+                      "them forward {g} positions, one guess each; the big drum turns once with {l} lanes lit.",
         "plain": "  The target writes 「{x}」 alone, drawn from p; its largest entries: {top}",
         "backoff_heads": "  Note: the heads' features at position(s) {pos} hold one token or an unseen pair: "
                          "those heads backed off to a shorter history.",

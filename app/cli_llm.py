@@ -69,9 +69,12 @@ def register(sub) -> None:
     p.add_argument("--dtype", default=None, choices=WEIGHT_CHOICES,
                    help="weight format: default bf16 for the full bench, fp32 for a checkpoint pair; int8/int4 are "
                         "weight-only, packed (CPU kernels)")
-    p.add_argument("--drafter", default="chain", choices=lean_names(),
+    p.add_argument("--drafter", default="chain",
                    help="pair measurement: chain = the draft model (default), lookup = copies from the text (a "
-                        "target alone)")
+                        "target alone); all, or a comma-separated list of chain, lookup, heads, eagle, tree-chain, "
+                        "tree-heads, tree-eagle: every one measured side by side with plain decoding")
+    p.add_argument("--tree-widths", type=whole_list(1, 16, 16), default=None,
+                   help="side by side: the trees' children per depth (default 2 then 1s: two branches γ deep)")
     p.add_argument("--gamma", type=whole(1, MAX_GAMMA), default=4, help="draft guesses per pass (default 4)")
     p.add_argument("--batch", type=whole_list(1, 1 << 20, 64), default=[1, 4, 16, 64],
                    help="batch sizes of the sweep, comma-separated")
@@ -284,6 +287,8 @@ def cmd_bench(args) -> int:
     if not _is_named(args.draft):
         return cmd_bench_pair(args)
     args.dtype = args.dtype or "bf16"
+    if args.drafter != "chain" or args.tree_widths is not None:
+        raise InputError("--drafter and --tree-widths are for the pair measurement (--pair or checkpoint folders)")
     if args.prompt is not None or args.temperature is not None:
         raise InputError("--prompt and --temperature are for the pair measurement (--pair or checkpoint folders)")
     if args.out is None:
@@ -339,6 +344,8 @@ def cmd_bench_pair(args) -> int:
     args.dtype = args.dtype or "fp32"
     device = resolve_device(args.device)
     target, draft = ("nahan-target", "nahan-draft") if args.pair else (args.target, args.draft)
+    if args.drafter not in lean_names():
+        return _bench_drafters(args, target, draft, temperature, device)
     if kind(args.drafter).lean == LEAN_COPY:
         draft = None if not args.pair else draft          # the shipped pair's target alone, guessing by copying
     elif draft is None:
@@ -355,6 +362,36 @@ def cmd_bench_pair(args) -> int:
                            progress=None if args.quiet else _Stages())
     r["settings"]["prompt"] = prompt
     lines = pair_summary_lines(r)
+    if args.out:
+        if Path(args.out).is_dir():
+            raise InputError(f"--out {args.out!r} is a directory; give a file name")
+        write_json_atomic(args.out, r)
+        lines.append(f"written to {args.out}")
+    _emit(r, args.json, lines)
+    return 0
+
+
+def _bench_drafters(args, target, draft, temperature, device) -> int:
+    """Every drafter of --drafter side by side (models.llm.drafter_bench), after the pair's own measurement with
+    its draft model (or lookup): the file holds both."""
+    from models.llm import drafter_bench
+    from models.llm.bench import write_json_atomic
+    from models.llm.pair import LlamaPair
+    from models.llm.pair_bench import measure_llama_pair, pair_summary_lines
+    pair = LlamaPair.load(target, draft, dtype_name=args.dtype, device=device, threads=args.threads or None)
+    names = drafter_bench.parse(args.drafter, pair)
+    prompt = args.prompt if args.prompt is not None else ("孔乙己" if args.pair else "")
+    ids = pair.encode(prompt) if prompt else pair._model_ids([])
+    progress = None if args.quiet else _Stages()
+    first = "chain" if pair.draft is not None else "lookup"
+    r = measure_llama_pair(pair, ids, gamma=args.gamma, tokens=args.tokens, temperature=temperature,
+                           reps=args.reps or 5, seed=args.seed, dtype_name=args.dtype, drafter=first,
+                           compile_draft={"auto": None, "on": True, "off": False}[args.compile], progress=progress)
+    r["settings"]["prompt"] = prompt
+    r["side_by_side"] = drafter_bench.measure_drafters(pair, ids, names, gamma=args.gamma, tokens=args.tokens,
+                                                       temperature=temperature, reps=args.reps or 5, seed=args.seed,
+                                                       widths=args.tree_widths, progress=progress)
+    lines = pair_summary_lines(r) + [""] + drafter_bench.summary_lines(r["side_by_side"])
     if args.out:
         if Path(args.out).is_dir():
             raise InputError(f"--out {args.out!r} is a directory; give a file name")

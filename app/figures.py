@@ -50,7 +50,7 @@ def inputs_key(ctl, name: str) -> tuple:
         if d == "run":
             return ctl.session.version
         if d == "computer":                 # this computer's measured roofline: the file's, then the live one
-            from app.facts import computer_roofline
+            from app.measured import computer_roofline
             r = computer_roofline(ctl)
             return None if r is None else (r["source"], r["lanes"])
         return getattr(s, d)
@@ -104,7 +104,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
             else None
         computer = None
         if name == "roofline_computer":      # this computer's own busy share beside, as its measurement found it
-            from app.facts import computer_roofline
+            from app.measured import computer_roofline
             mine = computer_roofline(ctl)
             if mine is not None:
                 computer = (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}"), mine["lanes"])

@@ -62,13 +62,13 @@ def facts(snap) -> dict:
 def measured_pair(t) -> str | None:
     """The shipped neural pair's speed measured on a real CPU, from its measurement file (the same file and figures
     as the hardware panel and ch. 8), with where, when and from which file; None when no such file ships."""
-    from app.facts import shipped_pair_measurement
+    from app.measured import shipped_pair_measurement
     e = shipped_pair_measurement()
     if e is None:
         return None
     d = e["data"]
     run = d.get("in_run") or {}
-    from app.facts import fmt_threads
+    from app.measured import fmt_threads
     try:
         return t("handout.measured", file=e.get("file", "?"), device=d["device"]["name"], date=str(d["date"])[:10],
                  threads=fmt_threads(d["device"]["threads"], t), plain=f"{d['plain_tokens_per_s']:.0f}",

@@ -240,7 +240,7 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
             ax.plot(xs[max(0, k - 1):], ys[max(0, k - 1):], color=tgt, lw=1.5, ls=":", alpha=0.6)
             edge = fit_lanes if fit_lanes else xs[max(0, k - 1)]
             ax.axvspan(edge, xs[-1] * 1.5, color=fg, alpha=0.10, lw=0)
-            ax.text(0.98, 0.42, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
+            ax.text(0.98, 0.2, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
                     fontsize=_small(fig), ha="right", va="center")
         curve = tps_cache
     ax.set_xscale("log", base=2)
@@ -265,9 +265,27 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     ax.set_ylim(lo * 0.7, hi * 12)          # room above the curves for the legend
     _plain_ticks(ax)                        # (again: the ticks follow the final range)
     _title(ax, t("plot.roofline_title", device=device, model=model))
-    _legend(ax, pal, handles=handles, loc="upper left")
+    leg = _legend(ax, pal, handles=handles, loc="upper left")
     _tight(fig)
+    _wrap_wide_legend(ax, pal, leg, handles, loc="upper left")
     return fig
+
+
+def _wrap_wide_legend(ax, pal, leg, handles, loc: str) -> None:
+    """A legend wider than its axes (a long label, a long figure on another computer) runs over the right axis's
+    numbers: its labels are broken at their middle space and the legend drawn again, at the same text size."""
+    renderer = ax.figure.canvas.get_renderer()
+    if leg.get_window_extent(renderer).width <= ax.get_window_extent(renderer).width * 0.97:
+        return
+    for h in handles:
+        text = h.get_label()
+        spaces = [i for i, ch in enumerate(text) if ch == " "]
+        if len(text) > 16 and spaces:
+            cut = min(spaces, key=lambda i: abs(i - len(text) / 2))
+            h.set_label(text[:cut] + "\n" + text[cut + 1:])
+    leg.remove()
+    _legend(ax, pal, handles=handles, loc=loc)
+    _tight(ax.figure)
 
 
 def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lanes: int, memory_gb: float,

@@ -17,7 +17,7 @@ import numpy as np
 
 from app.i18n import Strings
 from app.tour import chapter_index
-from app.facts import fmt_ops_count
+from app.measured import fmt_ops_count
 
 LETTERS = "ABCD"
 PREFIX = "慢慢"          # the test tubes' prefix (chapter 6), for the questions about one row of p and q

@@ -45,8 +45,13 @@ FIGURES = {
 POINT_FIELDS = ("batch", "context", "tokens_per_s", "on_paper_tokens_per_s", "fraction_of_roofline")
 # A checkpoint pair measured live (`spectable bench --pair neural`, models.llm.bench.measure_pair): the figures at
 # the top level and their roofline values under on_paper.
-PAIR_SCHEMA = "spectable-pair-bench/3"            # /2 adds the in-run costs, the drafter, streamed bytes; /3 this
-PAIR_SCHEMAS = ("spectable-pair-bench/1", "spectable-pair-bench/2", PAIR_SCHEMA)    # computer's roofline, kernels
+PAIR_SCHEMA = "spectable-pair-bench/4"            # /2 adds the in-run costs, the drafter, streamed bytes; /3 this
+PAIR_SCHEMAS = ("spectable-pair-bench/1", "spectable-pair-bench/2", "spectable-pair-bench/3",   # computer's roofline,
+                PAIR_SCHEMA)                      # kernels; /4 every drafter measured side by side (side_by_side)
+SIDE_BY_SIDE = ("chain", "lookup", "heads", "eagle", "tree-chain", "tree-heads", "tree-eagle")
+SIDE_FIGURES = ("alpha", "tokens_per_pass", "guesses_per_pass", "lanes_per_pass", "tokens_per_s",
+                "draft_turns_per_pass", "verify_turns_per_pass", "rest_turns_per_pass", "c", "speedup",
+                "speedup_formula", "measured_over_formula")
 PAIR_MACHINE = ("read_Bps", "flops", "fixed_s", "pass_1_s", "ridge_ops_per_byte", "lanes_to_saturate",
                 "predicted_verify_ratio", "measured_verify_ratio", "best_speedup", "draft_pass_ms")
 PAIR_FIGURES = ("target_ms", "draft_ms", "verify_ms", "verify_ratio", "c", "alpha", "tokens_per_pass",
@@ -171,6 +176,29 @@ def _check_pair(data: dict, where: str) -> None:
         pair = mapping(data["pair"], f"{where}: pair")
         for key in ("name", "target", "draft"):
             _optional_text(pair, key, f"{where}: pair.{key}", 2000)
+    if data.get("side_by_side") is not None:
+        _check_side_by_side(mapping(data["side_by_side"], f"{where}: side_by_side"), f"{where}: side_by_side")
+
+
+def _check_side_by_side(sbs: dict, where: str) -> None:
+    """Every drafter measured side by side: known drafters, each figure finite and in range; the order names them."""
+    _figure(sbs.get("plain_tokens_per_s"), f"{where}.plain_tokens_per_s")
+    drafters = mapping(sbs.get("drafters"), f"{where}.drafters")
+    for name, d in drafters.items():
+        if name not in SIDE_BY_SIDE:
+            raise InputError(f"{where}.drafters: unknown drafter {name!r}")
+        d = mapping(d, f"{where}.drafters.{name}")
+        for key in SIDE_FIGURES:
+            _figure(d.get(key), f"{where}.drafters.{name}.{key}")
+    order = sbs.get("order")
+    if order is not None and (not isinstance(order, list) or any(n not in drafters for n in order)):
+        raise InputError(f"{where}.order must list the drafters measured")
+    settings = mapping(sbs.get("settings") or {}, f"{where}.settings")
+    widths = settings.get("tree_widths")
+    if widths is not None and (not isinstance(widths, list) or len(widths) > 16
+                               or any(isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 16 for w in widths)):
+        raise InputError(f"{where}.settings.tree_widths must be at most 16 whole numbers 1..16")
+    _optional_text(sbs, "method", f"{where}.method", 4000)
 
 
 def _check_figures(fig: dict, where: str) -> None:

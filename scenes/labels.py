@@ -50,7 +50,7 @@ DRAFTER_PHASES = {
              "write": ("留下通过的那一枝", "keep the branch that passed")},
     "tree_heads": {"draft": ("预测头画出一棵猜测树", "the heads pencil a tree of guesses")},
     # EAGLE: the small drum is a layer fed the big drum's features, one step a guess
-    "fed": {"draft": ("EAGLE 一格一格往前推大模型的特征", "EAGLE pushes the target's features forward, a step a guess")},
+    "fed": {"draft": ("EAGLE 一格一格往前推大模型的特征", "EAGLE pushes the target's features forward, one guess at a time")},
 }
 
 

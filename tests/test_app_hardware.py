@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from app import facts as F
+from app import measured as F
 from app.i18n import Strings
 from app.paths import MEASUREMENTS_DIR
 from tests.app_helpers import run_app

@@ -122,7 +122,7 @@ def test_the_long_context_page_quotes_what_the_mill_shows():
 def test_the_neural_page_quotes_the_long_run_and_a_short_table():
     """Ch. 8's neural page: α from the shipped long run, with how long it was and how sure; beside it only the
     figures its sentence uses (the hardware panel keeps every row)."""
-    from app import facts as hw
+    from app import measured as hw
     ctl = _at("08-how-much-faster", 5)
     f = ctl.facts()
     assert "thread(s)" not in f["neural_threads"] and "thread" in f["neural_threads"]

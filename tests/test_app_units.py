@@ -361,7 +361,7 @@ def test_facts_name_the_long_run_and_this_run_apart():
 
 
 def test_hardware_panel_says_why_a_pass_reads_less_than_all_weights():
-    from app.facts import measurement_view
+    from app.measured import measurement_view
     entry = {"file": "gpu.json", "data": {
         "device": {"type": "cuda", "name": "NVIDIA H200"}, "dtype": "bf16",
         "models": {"target": {"name": "llama-3.1-8b", "weight_bytes": 16_060_522_496,

@@ -75,3 +75,35 @@ def test_shipped_pair_first_token_follows_p_and_its_tubes_too():
     assert good.chi2_p_right > 1e-3 and good.chi2_p_left > 1e-3
     assert bad.chi2_p_right < 1e-6
     assert abs(good.target_p.sum() - 1) < 1e-9 and np.allclose(good.target_p, p)
+
+
+@pytest.mark.parametrize("which", ["medusa", "eagle"])
+def test_the_shipped_self_drafters_fill_the_tubes_with_p(which):
+    """Medusa's heads and EAGLE's layer trained on the shipped target: the speculative tube converges to p (a χ²
+    test over 10,000 draws), and the rule that keeps every guess does not (the drafter's q is not p)."""
+    from models.tubes import run_tubes
+    pair = LlamaPair.shipped()
+    drafter = pair.feature_drafter(which)
+    good = run_tubes(pair, "慢慢", rounds=200, draws=50, seed=2, drafter=drafter)
+    bad = run_tubes(pair, "慢慢", rounds=200, draws=50, seed=2, drafter=drafter, rule="draft_only")
+    assert good.chi2_p_right > 1e-3 and good.chi2_p_left > 1e-3
+    assert bad.chi2_p_right < good.chi2_p_right
+
+
+@pytest.mark.parametrize("drafter, extra", [("heads", {}), ("eagle", {}), ("tree", {"tree_from": "eagle"}),
+                                            ("tree", {"tree_from": "heads", "tree_depth": 2})])
+def test_greedy_speculation_with_self_drafters_writes_the_targets_own_greedy_text(drafter, extra):
+    """At temperature 0 the text is the target's argmax chain whoever guesses: Medusa's heads, EAGLE's layer and
+    trees grown from either write exactly what the target alone writes on the shipped pair."""
+    from models.drafters import make_drafter
+    pair = LlamaPair.shipped()
+    prompt = pair.encode("孔乙己一到店，")
+    n = 48
+    plain = LlamaTargetSampler(pair, SamplerSettings(temperature=0.0))
+    plain.reset(prompt)
+    plain.run_tokens(n)
+    spec = LlamaSampler(pair, SamplerSettings(gamma=4, temperature=0.0), drafter=make_drafter(drafter, pair, **extra))
+    spec.reset(prompt)
+    traces = spec.run_tokens(n)
+    assert spec.written[:n] == plain.written[:n]
+    assert sum(t.n_accepted for t in traces) > 0            # the guesses were used, not all refused

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
+from models.measurements import PAIR_SCHEMA
 from models.llm.model import LlamaConfig, build_random
 from tests.llm_helpers import char_checkpoint, one_thread, write_gguf
 
@@ -94,7 +95,7 @@ def test_custom_checkpoints_drive_step_alpha_and_bench(ckpts, capsys, tmp_path):
     out = tmp_path / "pair.json"
     b = run_json(["bench", "--prompt", "孔乙己", "--tokens", 12, "--reps", 1, "--compile", "off", "--out", out] + pair,
                  capsys)
-    assert json.loads(out.read_text()) == b and b["schema"] == "spectable-pair-bench/3"
+    assert json.loads(out.read_text()) == b and b["schema"] == PAIR_SCHEMA
     assert b["draft_step"] == "eager" and b["drafter"] == "chain"          # --compile off: as the table runs it
     lk = run_json(["bench", "--prompt", "孔乙己孔乙己", "--tokens", 12, "--reps", 1, "--drafter", "lookup",
                    "--target", ckpts / "t"], capsys)                    # a target alone, guessing by copying

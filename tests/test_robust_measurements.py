@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app import facts as F
+from app import measured as F
 from app.i18n import Strings
 from models import hardware
 from models.measurements import read_measurement

@@ -4,14 +4,14 @@ from __future__ import annotations
 from imgui_bundle import imgui
 
 from app import derived, pairs, ui
-from app import facts as hwfacts
+from app import measured
 from app.modes.base import Panel
 from corpus.errors import InputError
 
 
 def load_measurements() -> list[dict]:
     """Every measurement file, newest first: {'file', 'data'} or {'file', 'error'} (shown, never fatal)."""
-    return hwfacts.measurement_files()
+    return measured.measurement_files()
 
 
 class HardwarePanel(Panel):
@@ -30,7 +30,7 @@ class HardwarePanel(Panel):
             try:
                 self._meas = load_measurements()
             except Exception as exc:  # noqa: BLE001 - an unreadable folder is a message, not a crash
-                self._meas = [{"file": str(hwfacts.measurement_dir()), "error": f"{type(exc).__name__}: {exc}"}]
+                self._meas = [{"file": str(measured.measurement_dir()), "error": f"{type(exc).__name__}: {exc}"}]
         return self._meas
 
     def current(self):
@@ -112,7 +112,7 @@ class HardwarePanel(Panel):
             return {"error": err}
         if r is None:
             return None
-        return hwfacts.pair_view(r, ctl.t)
+        return measured.pair_view(r, ctl.t)
 
     def _draw_live(self, scr, t, c, muted) -> None:
         view = self.live()
@@ -131,8 +131,26 @@ class HardwarePanel(Panel):
         self._rows_table(scr, "hwlive", view["rows"], t)
         for note in view["notes"]:
             ui.wrapped(note, color=c["muted"])
+        self._side_by_side(scr, view.get("side_by_side"))
         if imgui.button(t("hw.live_again")):
             self.ctl.bench_worker.start()
+
+    def _side_by_side(self, scr, sbs) -> None:
+        """Every drafter measured side by side in the file: α, tokens a pass, the speed-up and its formula."""
+        if not sbs:
+            return
+        ui.wrapped(sbs["title"])
+        flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h
+        if imgui.begin_table("hwsbs", len(sbs["columns"]), flags):
+            for col in sbs["columns"]:
+                imgui.table_setup_column(col)
+            imgui.table_headers_row()
+            for row in sbs["rows"]:
+                imgui.table_next_row()
+                for k, cell in enumerate(row):
+                    imgui.table_next_column()
+                    ui.cell(scr, cell, wrap=k == 0)
+            imgui.end_table()
 
     def _rows_table(self, scr, name: str, rows, t) -> None:
         flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h
@@ -141,14 +159,14 @@ class HardwarePanel(Panel):
             imgui.table_setup_column(t("hw.col_measured"))
             imgui.table_setup_column(t("hw.col_paper"))
             imgui.table_headers_row()
-            for label, measured, paper, method in rows:
+            for label, figure, paper, method in rows:
                 imgui.table_next_row()
                 imgui.table_next_column()
                 ui.cell(scr, label)
                 if method and imgui.is_item_hovered():
                     imgui.set_tooltip(method)
                 imgui.table_next_column()
-                ui.cell(scr, measured, wrap=False)
+                ui.cell(scr, figure, wrap=False)
                 if method and imgui.is_item_hovered():
                     imgui.set_tooltip(method)
                 imgui.table_next_column()
@@ -202,7 +220,7 @@ class HardwarePanel(Panel):
                         self.selected = e["file"]
                 imgui.end_combo()
         try:
-            view = hwfacts.measurement_view(entry, t, s.device, s.model)
+            view = measured.measurement_view(entry, t, s.device, s.model)
         except Exception as exc:  # noqa: BLE001 - a file of an odd shape is a message, not a crash
             view = {"file": entry["file"], "error": t("hw.bad_file", file=entry["file"],
                                                       error=f"{type(exc).__name__}: {exc}")}
@@ -224,6 +242,7 @@ class HardwarePanel(Panel):
             ui.wrapped(view["scaled"], color=c["accent"])
         for note in view["notes"]:
             ui.wrapped(note, color=c["muted"])
+        self._side_by_side(scr, view.get("side_by_side"))
         methods = [(label, m) for label, _, _, m in rows if m]
         if methods and imgui.tree_node(t("hw.methods")):
             seen = set()

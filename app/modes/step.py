@@ -78,7 +78,7 @@ def explain(run, pair, stop: Stop) -> dict:
         return out
     i = stop.test
     g = int(tr.guesses[i])
-    out.update(guess=pair.display(g), guess_id=g, position=i + 1, q=float(tr.q_rows[i][g]), p=float(tr.p_rows[i][g]),
+    out.update(guess=pair.display(g), guess_id=g, q=float(tr.q_rows[i][g]), p=float(tr.p_rows[i][g]),
                ratio=float(tr.ratios[i]), r=float(tr.r[i]),
                verdict="accepted" if tr.accepted[i] else "rejected",
                draft_backed_off=bool(tr.draft_backed_off[i]), target_backed_off=bool(tr.target_backed_off[i]))
@@ -244,7 +244,7 @@ class StepPanel(Panel):
         if "head" in ex and ex["look"] == HEADS:
             imgui.text(t(words["guess"], head=ex["head"]))
         else:        # a drafter's own words may name the guess's place in its run ({k}: EAGLE's step)
-            imgui.text(t(words["guess"] if ex["look"] != HEADS else "step.guess", k=ex.get("position", 1)))
+            imgui.text(t(words["guess"] if ex["look"] != HEADS else "step.guess", k=ex["test"] + 1))
         imgui.same_line()
         imgui.text_colored(imgui.ImVec4(*c["accent"]), ex["guess"])
         ui.pop_font()

@@ -515,22 +515,22 @@ class TourPanel(Panel):
         return NEURAL_FACTS if pairs.is_neural(page.pair) else self.state.current.facts
 
     def draw_neural_measurement(self, scr) -> None:
-        from app import facts as hwfacts
+        from app import measured
         t, c = self.ctl.t, self.ctl.colors
-        entry = hwfacts.shipped_pair_measurement()
+        entry = measured.shipped_pair_measurement()
         imgui.spacing()
         if entry is None:
             ui.wrapped(t("hw.no_measurements"), c["muted"])
             return
-        view = hwfacts.pair_view(entry["data"], t, entry["file"], only=hwfacts.TOUR_PAIR_ROWS)
+        view = measured.pair_view(entry["data"], t, entry["file"], only=measured.TOUR_PAIR_ROWS)
         ui.wrapped(t("tour.neural_measured", file=entry["file"]), c["muted"])
         if imgui.begin_table("tourneural", 3, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for col in ("hw.col_figure", "hw.col_measured", "hw.col_paper"):
                 imgui.table_setup_column(t(col))
             imgui.table_headers_row()
-            for label, measured, paper, _ in view["rows"]:
+            for label, figure, paper, _ in view["rows"]:
                 imgui.table_next_row()
-                for value, wrap in ((label, True), (measured, False), (paper, True)):
+                for value, wrap in ((label, True), (figure, False), (paper, True)):
                     imgui.table_next_column()
                     ui.cell(scr, value, wrap=wrap)
             imgui.end_table()

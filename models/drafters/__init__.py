@@ -20,7 +20,7 @@ from models.drafters.lookup import LookupDrafter
 from models.drafters.tree import BASES, MAX_TREE_NODES, MAX_WIDTH, SAMPLINGS, TreeDrafter, node_count
 from models.drafters.registry import (COPY, COUNTS, DRUM, FEATURES, HEADS, LEAN_COPY, LEAN_MODEL, TREE, DrafterKind,
                                      choice, kind, kind_of, kinds, lean_names, make_choice, names, register,
-                                     registered)
+                                     registered, runs_on)
 
 
 def _offers(pair) -> frozenset:
@@ -52,9 +52,12 @@ def _tree(pair, opts, heads) -> TreeDrafter:
 
 def _tree_problem(pair) -> str | None:
     """A tree needs a base that runs on the pair: the counted pair's, a draft model, or a network's self-drafters."""
-    if pair is None or COUNTS in _offers(pair) or FEATURES in _offers(pair) or getattr(pair, "draft", None) is not None:
+    if pair is None or COUNTS in _offers(pair) or FEATURES in _offers(pair):
         return None
-    return "a tree needs a draft model or self-drafters trained on this target's features; this pair runs lookup"
+    if hasattr(pair, "tree_base") and getattr(pair, "draft", None) is not None:     # a network pair's draft model
+        return None
+    return ("a tree is built on the n-gram counts, a network's draft model or its trained self-drafters; "
+            f"this pair runs {runs_on(pair, 'tree')}")
 
 
 def _tree_variants(gamma: int) -> list:

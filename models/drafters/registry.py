@@ -105,14 +105,29 @@ class DrafterKind:
 
     def problem_on(self, pair) -> str | None:
         """Why this drafter cannot run on `pair` (one line), or None when it can."""
-        offers = getattr(pair, "offers", frozenset({COUNTS}))
-        if self.needs and not self.needs & offers:
+        if self.needs and not self.needs & _offers(pair):
             built_on = " or ".join({COUNTS: "the n-gram counts", FEATURES: "a network's features with its trained "
                                     "self-drafters"}[n] for n in sorted(self.needs))
-            alone = getattr(pair, "draft", True) is None       # a network target without a draft model
-            runs = [k.name for k in kinds() if (not k.needs or k.needs & offers) and not (alone and k.draft_model)]
-            return f"the {self.name} drafter is built on {built_on}; this pair runs {' or '.join(runs)}"
+            return f"the {self.name} drafter is built on {built_on}; this pair runs {runs_on(pair, self.name)}"
         return self.problem(pair) if self.problem is not None else None
+
+    def runs_on(self, pair) -> bool:
+        """Whether this drafter can draft on `pair` (its needs met, no draft model missing, its own hook content)."""
+        if self.needs and not self.needs & _offers(pair):
+            return False
+        if self.draft_model and getattr(pair, "draft", True) is None:      # a network target without a draft model
+            return False
+        return self.problem is None or self.problem(pair) is None
+
+
+def _offers(pair) -> frozenset:
+    return getattr(pair, "offers", frozenset({COUNTS}))
+
+
+def runs_on(pair, but: str | None = None) -> str:
+    """The drafters `pair` can run, as words for a refusal ("chain or lookup"); `but`: one not asked (its own
+    refusal asks this)."""
+    return " or ".join(k.name for k in kinds() if k.name != but and k.runs_on(pair))
 
 
 _KINDS: dict[str, DrafterKind] = {}

@@ -194,8 +194,8 @@ class OnnxStep:
             io.bind_output("q", "cpu", 0, np.float32, [1, self.V], b["q"].data_ptr())
             io.bind_output("token", "cpu", 0, np.int64, [1], b["token"].data_ptr())
             if self.reads_features:          # EAGLE's step: the features it predicted, read by its next step
-                b["final"] = torch.empty(1, 1, cfg.dim)
-                io.bind_output("final", "cpu", 0, np.float32, [1, 1, cfg.dim], b["final"].data_ptr())
+                b["final"] = torch.empty(1, T, cfg.dim)
+                io.bind_output("final", "cpu", 0, np.float32, [1, T, cfg.dim], b["final"].data_ptr())
         return b
 
     def _bound_for(self, T: int, draw: bool = False, features: bool = False) -> dict:
@@ -213,18 +213,21 @@ class OnnxStep:
     def guess(self, token: torch.Tensor, pos: int, u: torch.Tensor, temperature: float, features=None):
         """One draft step: token (1, 1) at pos -> (q (V,) fp32 = softmax(logits / temperature), the token drawn
         from q with the uniform u), both computed in the graph (new tensors: the caller keeps them). An EAGLE
-        layer's graph also reads the features before the token (dim,) and gives (q, token, predicted features)."""
-        b = self._bound_for(1, draw=True)
-        b["ids"].copy_(token.view(1, 1))
+        layer's graph also reads the features before the token (dim,) and gives (q, token, predicted features);
+        it may read T tokens (1, T) at positions pos.. with their features (T, dim), the draw from the last row
+        (the kept guesses fed again and the next pass's first step in one run)."""
+        T = token.numel()
+        b = self._bound_for(T, draw=True)
+        b["ids"].copy_(token.view(1, T))
         if self.reads_features:
-            b["features"].copy_(features.view(1, 1, -1))
-        b["seqlens"].fill_(pos)
-        b["total"].fill_(pos + 1)
+            b["features"].copy_(features.view(1, T, -1))
+        b["seqlens"].fill_(pos + T - 1)
+        b["total"].fill_(pos + T)
         b["u"].copy_(u.view(1))
         b["inv_t"].fill_(1.0 / temperature)
         self.session.run_with_iobinding(b["io"])
         if self.reads_features:
-            return b["q"][0].clone(), b["token"][0].clone(), b["final"][0, 0].clone()
+            return b["q"][0].clone(), b["token"][0].clone(), b["final"][0, -1].clone()
         return b["q"][0].clone(), b["token"][0].clone()
 
     def __call__(self, idx: torch.Tensor, start: int, features: bool = False):

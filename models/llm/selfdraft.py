@@ -239,6 +239,7 @@ class EagleProposer:
         self.f = None
         self.guesses = None
         self.pos = 0
+        self.pending = None          # the kept guesses with the target's features, fed with the next first step
 
     def _ready(self) -> None:
         if self.eagle.max_seq_length < self.target.max_seq_length:
@@ -250,9 +251,17 @@ class EagleProposer:
         emb = self.target.tok_embeddings(tokens.view(1, -1))
         return self.eagle.next_features(feats.view(1, -1, feats.shape[-1]), emb, start)[0]
 
+    def flush(self) -> None:
+        """Feed the kept guesses now (a tree's steps start from a cache that holds the text)."""
+        if self.pending is not None:
+            feats, toks, start = self.pending
+            self.pending = None
+            self._feed(feats, toks, start)
+
     @torch.inference_mode()
     def prefill(self, ids, features=None) -> None:
         self._ready()
+        self.pending = None
         if features is None or not len(ids):
             self.f = None
             return
@@ -268,24 +277,30 @@ class EagleProposer:
             return torch.zeros(0, dtype=torch.long), torch.zeros(0, V)
         f, tok, rows, xs = self.f, cur.view(1), [], []
         in_graph = self.graph is not None and getattr(shape, "plain", False)
+        start, feats = pos - 1, f.view(1, -1)
+        if self.pending is not None:       # the last pass's kept guesses, fed in the same run as the first step
+            pf, pt, start = self.pending
+            self.pending = None
+            feats, tok = torch.cat([pf, feats]), torch.cat([pt, tok])
         for i in range(g):
             # the features at pos + i predicted from [features at pos + i - 1, the token at pos + i]
             if in_graph:                   # the step, its row and the draw from it, in one graph run
-                q, x, f = self.graph.guess(tok, pos - 1 + i, u[i], shape.temperature, features=f)
+                q, x, f = self.graph.guess(tok.view(1, -1), start, u[i], shape.temperature, features=feats)
             else:
-                f = self._feed(f, tok, pos - 1 + i)[0]
+                f = self._feed(feats, tok, start)[-1]
                 q = shape(linear(f[None], weight_operand(self.target.output))[0])
                 x = sample_index(q, u[i])
             rows.append(q.float())
             xs.append(x)
             tok = x.view(1)
+            start, feats = pos + i, f.view(1, -1)
         self.guesses = torch.stack(xs)
         return self.guesses, torch.stack(rows)
 
     @torch.inference_mode()
     def commit(self, n_accepted: int, g: int, features=None) -> None:
-        if n_accepted:               # the kept guesses again, now with the target's own features before each
-            self._feed(features[:n_accepted], self.guesses[:n_accepted], self.pos)
+        # the kept guesses again, now with the target's own features before each: fed with the next first step
+        self.pending = (features[:n_accepted], self.guesses[:n_accepted], self.pos) if n_accepted else None
         self.f = features[n_accepted]
 
 
@@ -329,7 +344,7 @@ class FeatureDrafter(Drafter):
     def cost(self, gamma: int) -> DraftCost:
         if isinstance(self._make(), MedusaProposer):
             return DraftCost(heads=gamma, note="γ heads on the target's features, inside the target's pass")
-        return DraftCost(draft_runs=gamma, note="γ steps of EAGLE's one layer on the target's features")
+        return DraftCost(draft_runs=gamma, note="γ applications of EAGLE's one layer on the target's features")
 
     def describe(self) -> dict:
         return {"drafter": self.name, "from": "the target's features", "record": str(self.pair.self_drafters().folder)}

@@ -234,7 +234,7 @@ def train_one(cfg: LlamaConfig, r: Recipe, train_ids: torch.Tensor, val_ids: tor
                 best = {"val_loss": val, "step": step + 1,
                         "state": {k: v.detach().clone() for k, v in model.state_dict().items()}}
                 mark = "  *best"
-            log(f"  {cfg.name:<13} step {step + 1:>5}/{r.steps}  train {point['train_loss']:.4f}  "
+            log(f"  {cfg.name:<13} update {step + 1:>5}/{r.steps}  train {point['train_loss']:.4f}  "
                 f"val {val:.4f}  (ppl {math.exp(val):7.1f})  lr {point['lr']:.2e}  {point['seconds']:6.0f} s{mark}")
     model.load_state_dict(best["state"])
     model.output.weight = model.tok_embeddings.weight
@@ -293,7 +293,7 @@ def main(argv=None) -> int:
     ap.add_argument("--draft-steps", type=int, default=None)
     ap.add_argument("--target-steps", type=int, default=None)
     ap.add_argument("--only", choices=("draft", "target"), default=None, help="train one of the two")
-    ap.add_argument("--tiny", action="store_true", help="a tiny config for tests (a few steps, seconds)")
+    ap.add_argument("--tiny", action="store_true", help="a tiny config for tests (a few updates, seconds)")
     args = ap.parse_args(argv)
     try:
         return _run(args)
@@ -352,7 +352,7 @@ def _train_all(args) -> int:
         cfg = replace(base, vocab_size=len(vocab), max_position_embeddings=recipe.context)
         params = cfg.param_count()
         log(f"{kind}: {cfg.name}, {params:,} parameters ({cfg.n_layers} layers, dim {cfg.dim}, {cfg.n_heads} query / "
-            f"{cfg.n_kv_heads} KV heads x {cfg.head_dim}, SwiGLU {cfg.intermediate_size}); {recipe.steps} steps of "
+            f"{cfg.n_kv_heads} KV heads x {cfg.head_dim}, SwiGLU {cfg.intermediate_size}); {recipe.steps} updates of "
             f"{recipe.batch} x {recipe.context} characters, seed {args.seed}, {args.threads} threads")
         load0 = os.getloadavg()[0]
         seed = args.seed * 2 + (0 if kind == "draft" else 1)
@@ -380,7 +380,7 @@ def _train_all(args) -> int:
         out = write_checkpoint(model, vocab, args.out / (f"nahan-{kind}" if not args.tiny else cfg.name),
                                recipe.storage, manifest)
         size = (out / "model.safetensors").stat().st_size
-        log(f"{kind}: best validation loss {best['val_loss']:.4f} at step {best['step']} "
+        log(f"{kind}: best validation loss {best['val_loss']:.4f} at update {best['step']} "
             f"(shipped {recipe.storage}: {val_shipped:.4f}, ppl {math.exp(val_shipped):.1f}); "
             f"{best['seconds']:.0f} s; load average {load0:.1f} -> {load1:.1f}; wrote {out} "
             f"(model.safetensors {size / 1e6:.2f} MB)")

@@ -152,7 +152,7 @@ def train(target_dir: Path, corpus: Path, steps: int, seed: int, batch: int, log
                 _, err, top1 = eagle_loss(eagle, target, vf, vw, cos_v, sin_v)
             curve.append({"step": step, "medusa_loss": float(lm), "eagle_loss": float(le),
                           "val_medusa_top1": acc, "val_eagle_feature_error": err, "val_eagle_top1_agreement": top1})
-            log(f"step {step}: medusa {float(lm):.3f} (held-out top-1 {', '.join(f'{a:.3f}' for a in acc)}), "
+            log(f"update {step}: medusa {float(lm):.3f} (held-out top-1 {', '.join(f'{a:.3f}' for a in acc)}), "
                 f"eagle {float(le):.3f} (held-out feature error {err:.3f}, top-1 as the target's {top1:.3f}) "
                 f"{time.time() - t0:.0f} s")
     with torch.no_grad():

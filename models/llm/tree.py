@@ -180,6 +180,7 @@ class EagleTree(NetworkTreeBase):
 
     def begin(self, context, cur, pos, shape):
         self.proposer._ready()
+        self.proposer.flush()
         self.cur, self.pos, self.shape = cur.view(1), pos, shape
         self.feats: dict[tuple, torch.Tensor] = {}
         self.memo: dict[tuple, tuple] = {}
