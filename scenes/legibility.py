@@ -60,7 +60,7 @@ def group_boxes(frames, texts) -> list[tuple]:
 
 
 def measure_text(items, viewproj, width: int, height: int, min_px: float, which: str = "all"):
-    """Project every line of text a frame laid (scenes.renderer.TextItem) and leave out the world-space ones
+    """Project every line of text a frame laid (scenes.frame.TextItem) and leave out the world-space ones
     drawn smaller than `min_px` of em height (seen from afar, or nearly edge-on). Returns
     (smallest em height drawn in px or None, [texts left out], [(text, x, y, w, h) screen lines],
     [(text, x, y, w, h) world lines], [(item, em px, depth) of those world lines]); lines wholly off screen are neither
@@ -144,3 +144,18 @@ def nearest_wins(boxes, entries, hidden: list):
             kept.append(k)
     kept.sort()
     return [boxes[k] for k in kept], [entries[k] for k in kept]
+
+
+def frame_legibility(fb, viewproj, width: int, height: int, min_px: float, k: float, world) -> dict:
+    """A frame's legibility (Stage.legibility), in the target's pixels (k: target pixels per pixel drawn):
+    `world` is what measuring the parts' own text found, (smallest em px, [texts left out], [world lines]);
+    here the plates, the HUD and the chips (fb: the frame's scenes.frame.FrameBuilder), and every box for the
+    overlap measure. {'min_text_px', 'hidden', 'overlaps', 'boxes'}."""
+    world_min, hidden, world_boxes = world
+    screen_min, _, screen_boxes, _, _ = measure_text(fb.text_items, viewproj, width, height, min_px, "screen")
+    sizes = [v for v in (world_min, screen_min) if v is not None]
+    scale = lambda b: (b[0], *(v * k for v in b[1:]))  # noqa: E731
+    frames = [scale(b) for b in fb.frames]
+    boxes = group_boxes(frames, [scale(b) for b in screen_boxes]) + [scale(b) for b in world_boxes]
+    return {"min_text_px": round(min(sizes) * k, 2) if sizes else None,
+            "hidden": hidden, "overlaps": overlapping_pairs(boxes), "boxes": boxes}

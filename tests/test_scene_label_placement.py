@@ -134,7 +134,7 @@ def test_a_placement_asked_again_is_the_one_computed_and_leader_dots_are_the_rec
     """The plates' placement is kept by its inputs: asked again it is what placing afresh gives, and other inputs
     are placed afresh; a leader's dots laid in one array are the rows one rectangle at a time would write."""
     from scenes import labels
-    from scenes.renderer import FrameBuilder
+    from scenes.frame import FrameBuilder
     from scenes.text_atlas import GlyphAtlas
     rng = np.random.default_rng(3)
     for _ in range(20):

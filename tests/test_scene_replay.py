@@ -43,7 +43,7 @@ def _runs():
 
 def test_each_part_reads_only_the_state_it_declares():
     from scenes.layout import EmitContext
-    from scenes.renderer import FrameBuilder
+    from scenes.frame import FrameBuilder
     from scenes.stage import Stage
     reads: dict[str, set] = {}
     for _, traces in _runs():
