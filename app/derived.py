@@ -9,6 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from corpus.errors import InputError
+from models.tubes import DEFAULT_PREFIX
 
 # Published acceptance rates used only as reference curves (Leviathan et al. 2023: drafts two orders of
 # magnitude smaller mostly give α between 0.5 and 0.9; a bigram draft for T5-XXL gave about 0.2).
@@ -67,7 +68,7 @@ def tokens_per_pass_counted(pair, prompt: str, temperature: float, top_k: int, t
     try:
         ids = pair.encode(prompt)
     except InputError:
-        ids = pair.encode("慢慢") if pair.tokens == "char" else [0]
+        ids = pair.encode(DEFAULT_PREFIX) if pair.tokens == "char" else [0]
     out = []
     for g in GAMMAS:
         sm = make_sampler(pair, SamplerSettings(gamma=g, temperature=temperature, top_k=top_k, top_p=top_p,

@@ -14,8 +14,9 @@ from app import derived, pairs
 from app.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_ops_count, fmt_threads, fmt_tps, memory_words,
                           pair_measurement, section, sig)
 from corpus.errors import InputError
+from models.tubes import DEFAULT_PREFIX
 
-PREFIX = "慢慢"     # the test-tube prefix of SCIENCE.md chapter 6
+PREFIX = DEFAULT_PREFIX     # the test-tube prefix of SCIENCE.md chapter 6
 
 
 # What computing a live number may meet that is not a bug: a model or file that cannot load (InputError,

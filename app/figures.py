@@ -6,12 +6,13 @@ import numpy as np
 from app import derived
 from corpus.errors import InputError
 from app.derived import GAMMAS, REFERENCE_ALPHAS
+from models.tubes import DEFAULT_PREFIX
 
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # Pictures a tour page draws for its own sentence (app.tour.Page.plot), beside the chapters' plots: the weights
 # alone before the KV cache is explained, Pope's crossover of the two reads, and Σ min(p, q) as an overlap.
 PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap")
-OVERLAP_CONTEXT = "慢慢"      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
+OVERLAP_CONTEXT = DEFAULT_PREFIX      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
 KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one and a short one
 
 

@@ -18,9 +18,10 @@ import numpy as np
 from app.i18n import Strings
 from app.tour import chapter_index
 from app.measured import fmt_ops_count
+from models.tubes import DEFAULT_PREFIX
 
 LETTERS = "ABCD"
-PREFIX = "慢慢"          # the test tubes' prefix (chapter 6), for the questions about one row of p and q
+PREFIX = DEFAULT_PREFIX          # the test tubes' prefix (chapter 6), for the questions about one row of p and q
 
 
 @dataclass(frozen=True)

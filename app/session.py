@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from app.settings import RUN_FIELDS, AppSettings
 from corpus.errors import InputError
+from models.tubes import DEFAULT_PREFIX
 
 _RUN = frozenset(RUN_FIELDS)
-TUBE_PREFIX = "慢慢"      # the test-tube prefix of the lesson (chapter 6)
+TUBE_PREFIX = DEFAULT_PREFIX      # the test-tube prefix of the lesson (chapter 6)
 
 
 @dataclass(frozen=True)

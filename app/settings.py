@@ -25,6 +25,7 @@ from corpus import jsonio
 from corpus.atomic import remove_stale_temps, write_text_atomic
 from corpus.errors import InputError
 from corpus.validate import lone_surrogate, read_regular_file
+from models.tubes import DEFAULT_PREFIX
 
 MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware", "quiz")
 TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only", "typical")
@@ -144,7 +145,7 @@ class AppSettings:
     chapter: int = 0
     # the lab (these drive the sampler, the analytics and the hardware model)
     pair: str = "ngram"               # 'ngram' | 'neural' | 'custom' (app/pairs.py: which models drive the table)
-    prompt: str = "慢慢"
+    prompt: str = DEFAULT_PREFIX
     gamma: int = 4
     c: float = 0.1                    # draft cost / target cost
     temperature: float = 1.0

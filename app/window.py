@@ -16,7 +16,7 @@ from app import exports, keys, ui
 from app.controller import Controller
 from app.display import Display
 from app.notes_window import NotesWindow
-from app.cli_progress import Progress
+from app.cli.progress import Progress
 from app.imgui_renderer import feed_imgui, imgui_key_map
 from app.palette import apply_style
 from app.paths import resolve_font

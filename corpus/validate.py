@@ -2,7 +2,7 @@
 
 Each kind of input has one validator, beside its loader, built from these checks: count tables and their
 manifests (corpus.tables.validate_tables), measurement files (models.measurements), checkpoint config.json,
-shard index and tensors (models.llm.checks), CLI numbers (app.cli_numbers) and the acceptance rule's
+shard index and tensors (models.llm.checks), CLI numbers (app.cli.numbers) and the acceptance rule's
 inputs (models.acceptance.check_rule_inputs). Each raises InputError with one line naming the file and the
 field; the code after it trusts what it returns.
 """

@@ -47,6 +47,9 @@ TREE_RULES = ("exact", "typical")      # rules defined for several candidates at
 LEGACY_RULES = {"no_bonus": "draft_only"}   # old name of draft_only (it never was about the bonus alone)
 MAX_DRAWS_TOTAL = 5_000_000       # 4 uniforms a draw: 160 MB at the cap
 MAX_ROUND_CELLS = 40_000_000      # rounds × V cells in a per-round table
+# The test tubes' prefix (SCIENCE.md chapter 6), the lesson's running example: the tubes, the lab's first prompt,
+# the overlap plot, the quiz and the handout, the CLI's default --prefix. Written here once.
+DEFAULT_PREFIX = "慢慢"
 
 
 def sample_indices(row: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -215,7 +218,7 @@ def chi2_pvalue(counts: np.ndarray, p: np.ndarray, min_expected: float = 5.0) ->
     return float(chisquare(obs, exp).pvalue)
 
 
-def run_tubes(pair, prefix: str = "慢慢", rounds: int = 200, draws: int = 50, seed: int = 1, rule: str = "exact",
+def run_tubes(pair, prefix: str = DEFAULT_PREFIX, rounds: int = 200, draws: int = 50, seed: int = 1, rule: str = "exact",
               settings=None, drafter=None, typical_epsilon: float = TYPICAL_EPSILON,
               typical_delta: float = TYPICAL_DELTA) -> TubesResult:
     """Fill both tubes: rounds × draws next-token draws after `prefix`, from p alone and speculatively.

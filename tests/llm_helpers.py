@@ -38,7 +38,7 @@ def write_word_tokenizer(path, vocab_size):
 
 def run_cli(argv, capsys):
     """Run the backend's subcommands as the CLI does; returns (exit code, stdout, stderr)."""
-    from app.cli_llm import main
+    from app.cli.llm import main
 
     rc = main([str(a) for a in argv])
     captured = capsys.readouterr()

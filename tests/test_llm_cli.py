@@ -66,7 +66,7 @@ def test_llm_generate_random_weights_say_text_is_not_real(capsys):
 
 
 @pytest.mark.parametrize("argv,needle", [
-    (["llm-generate", "--checkpoint", "/nonexistent/ck", "--prompt-ids", "1", "--tokens", 2], "does not exist"),
+    (["llm-generate", "--checkpoint", "{tmp}/nonexistent/ck", "--prompt-ids", "1", "--tokens", 2], "does not exist"),
     (["llm-generate", "--random", "tiny", "--prompt", "hello", "--tokens", 2], "tokenizer.json"),
     (["llm-generate", "--random", "tiny", "--prompt-ids", "1,x", "--tokens", 2], "integers"),
     (["llm-generate", "--random", "tiny", "--prompt-ids", "1,99999", "--tokens", 2], "vocabulary"),
@@ -78,11 +78,12 @@ def test_llm_generate_random_weights_say_text_is_not_real(capsys):
       "--out", "x.json"], "GB"),
     (["bench", "--target", "tiny", "--draft", "mini-draft-128k", "--out", "x.json"], "vocabulary"),
     (["bench", "--target", "tiny", "--draft", "tiny-draft", "--batch", "1,a", "--out", "x.json"], "integers"),
-    (["bench", "--target", "tiny", "--draft", "tiny-draft", "--checkpoint", "/nonexistent", "--out", "x.json"],
+    (["bench", "--target", "tiny", "--draft", "tiny-draft", "--checkpoint", "{tmp}/nonexistent", "--out", "x.json"],
      "does not exist"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)) if isinstance(a, str) else a for a in argv]   # a path that is not there
     rc, out, err = run_cli(argv, capsys)
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("spectable: error:") and needle in err

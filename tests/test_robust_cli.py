@@ -1,4 +1,4 @@
-"""CLI numbers: one validation layer (app.cli_numbers) used by every subcommand; a closed pipe ends quietly."""
+"""CLI numbers: one validation layer (app.cli.numbers) used by every subcommand; a closed pipe ends quietly."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import build_parser, main
-from app.cli_llm import main as llm_main
+from app.cli.llm import main as llm_main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,7 +80,7 @@ def _options(parser):
 def test_every_numeric_option_of_every_subcommand_goes_through_the_layer():
     plain = [(cmd, a.option_strings) for cmd, a in _options(build_parser()) if a.type in (int, float)]
     assert plain == []                                                # no bare type=int / type=float anywhere
-    ours = {cmd for cmd, a in _options(build_parser()) if getattr(a.type, "__module__", "") == "app.cli_numbers"}
+    ours = {cmd for cmd, a in _options(build_parser()) if getattr(a.type, "__module__", "") == "app.cli.numbers"}
     assert {"generate", "step", "probs", "alpha", "tubes", "roofline", "render", "llm-generate", "bench",
             "run"} <= ours
 

@@ -96,7 +96,7 @@ class _Tty(io.StringIO):
 
 
 def test_progress_is_silent_for_a_short_run_then_says_how_far_and_how_long():
-    from app.cli_progress import Progress
+    from app.cli.progress import Progress
     clock, log = _Clock(), io.StringIO()
     p = Progress("generating", 1000, "tokens", stream=log, clock=clock)
     clock.t = 1.0
@@ -118,7 +118,7 @@ def test_progress_is_silent_for_a_short_run_then_says_how_far_and_how_long():
 
 
 def test_a_slow_generate_reports_progress_on_stderr(capsys, monkeypatch):
-    import app.cli_progress as cp
+    import app.cli.progress as cp
     monkeypatch.setattr(cp, "QUIET_FOR_S", 0.0)
     monkeypatch.setattr(cp, "LOG_EVERY_S", 0.0)
     assert main(["generate", "--tokens", "200"]) == 0
@@ -230,7 +230,7 @@ def test_an_allocation_refused_by_ulimit_is_one_line():
 
 
 def test_a_memory_error_anywhere_in_a_command_is_one_line(capsys, monkeypatch):
-    import app.cli_core as core
+    import app.cli.core as core
     monkeypatch.setattr(core, "_cmd_roofline", lambda args: (_ for _ in ()).throw(MemoryError()))
     assert main(["roofline"]) == 2
     assert capsys.readouterr().err == ("spectable: error: out of memory: the request is too big for the memory this "
@@ -239,7 +239,7 @@ def test_a_memory_error_anywhere_in_a_command_is_one_line(capsys, monkeypatch):
 
 def test_any_other_runtime_error_keeps_its_traceback(monkeypatch):
     """Only allocation failures are turned into a line: a bug must stay visible."""
-    import app.cli_core as core
+    import app.cli.core as core
     monkeypatch.setattr(core, "_cmd_roofline", lambda args: (_ for _ in ()).throw(RuntimeError("a bug")))
     with pytest.raises(RuntimeError, match="a bug"):
         main(["roofline"])

@@ -113,13 +113,13 @@ def test_small_world_text_is_left_out_not_drawn_small():
 def test_render_tubes_step_is_the_round():
     """spectable render --view tubes --step K shows round K of the experiment, and its HUD says so."""
     import argparse
-    from app.cli_scene import build_stage
+    from app.cli.scene import build_stage
     from scenes.offscreen import Offscreen
     from tests.scene_helpers import gl_context
     args = argparse.Namespace(tokens_kind="char", seed=0, gamma=4, prefix="孔乙己", palette="default", lang="en",
                               msaa=0, view="tubes", step=200, phase="write", device="h100-sxm", batch=1)
     st = build_stage(gl_context(), args, 1, 200)
-    from app.cli_scene import _moment
+    from app.cli.scene import _moment
     st.timeline.seek(_moment(st, args))
     off = Offscreen(gl_context(), 960, 540)
     try:

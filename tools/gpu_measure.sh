@@ -42,7 +42,7 @@ mkdir -p "$(dirname "$RESULT")"
 
 say "bench: $TARGET + $DRAFT, $DTYPE, γ=$GAMMA, batches $BATCHES at $CONTEXT context, $TOKENS tokens, on $DEVICE"
 set +e
-timeout "$LIMIT_S" "$PY" -m app.cli_llm bench --device "$DEVICE" --target "$TARGET" --draft "$DRAFT" \
+timeout "$LIMIT_S" "$PY" -m app.cli.llm bench --device "$DEVICE" --target "$TARGET" --draft "$DRAFT" \
   --dtype "$DTYPE" --gamma "$GAMMA" --batch "$BATCHES" --context "$CONTEXT" --tokens "$TOKENS" \
   --compile "$COMPILE" --out "$RESULT" 2> >(tee -a "$LOG" >&2) | tee -a "$LOG"
 rc=${PIPESTATUS[0]}

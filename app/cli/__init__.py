@@ -16,11 +16,11 @@ from corpus.errors import InputError
 
 # Each module here owns a group of subcommands and exposes register(subparsers).
 COMMAND_MODULES = (
-    "app.cli_core",    # corpus, probs, generate, step, alpha, tubes, roofline
-    "app.cli_scene",   # render
-    "app.cli_llm",     # model-info, llm-generate, bench
-    "app.cli_window",  # run (the window); also what a bare `spectable` opens
-    "app.cli_classroom",  # handout
+    "app.cli.core",       # corpus, probs, generate, step (app.cli.step), alpha, drafters, tubes, eval, roofline
+    "app.cli.scene",      # render
+    "app.cli.llm",        # model-info, llm-generate, bench
+    "app.cli.window",     # run, open (the window); also what a bare `spectable` opens
+    "app.cli.classroom",  # handout
 )
 
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _open_window_default() -> int:
-    from app.cli_window import open_window_default
+    from app.cli.window import open_window_default
     return open_window_default()
 
 
@@ -206,7 +206,3 @@ def _discard_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError, AttributeError):   # stdout is not a file (a test's capture): nothing to flush
         pass
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,6 +1,6 @@
 """Subcommands of the torch backend: model-info, llm-generate, bench (each with --json).
 
-Also runnable alone, `python -m app.cli_llm bench ...`, importing nothing of the window or the scenes:
+Also runnable alone, `python -m app.cli.llm bench ...`, importing nothing of the window or the scenes:
 that is how tools/gpu_measure.sh runs the bench on a GPU machine with a fixed software image.
 """
 from __future__ import annotations
@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from corpus import jsonio
-from app.cli_numbers import SEED, number, whole, whole_list
-from app.cli_progress import Progress
+from app.cli.numbers import SEED, number, whole, whole_list
+from app.cli.progress import Progress
 from corpus.errors import InputError
 from models.acceptance import MAX_GAMMA
 from models.drafters import LEAN_COPY, LEAN_MODEL, kind, lean_names

@@ -5,7 +5,8 @@ import math
 from pathlib import Path
 
 from corpus import jsonio
-from app.cli_numbers import SEED, number, whole
+from app.cli.numbers import SEED, number, whole
+from app.cli.options import add_drafter_args, add_tokens_kind, make_drafter
 from corpus.errors import InputError
 
 VIEW_NAMES = ("table", "bigdrum", "readhead", "cutaway", "smalldrum", "tape", "bridge", "mill", "cabinet", "tubes",
@@ -30,7 +31,6 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="sampler seed (default 0)")
     p.add_argument("--gamma", type=whole(1, 16), default=4, help="guesses per pass γ (default 4)")
     p.add_argument("--prefix", default="孔乙己", help="text the run starts from (default 孔乙己)")
-    from app.cli_core import add_tokens_kind
     add_tokens_kind(p)
     p.add_argument("--batch", type=whole(1, 512), default=1, help="sequences batched: lanes x batch, one drawer each")
     p.add_argument("--device", default="h100-sxm", help="hardware the mill models (default h100-sxm)")
@@ -39,8 +39,7 @@ def register(sub) -> None:
     p.add_argument("--palette", default="default", help="default | projector")
     p.add_argument("--lang", default="both", choices=("zh", "en", "both"), help="label language")
     p.add_argument("--msaa", type=whole(0, 8), default=4, help="multisample anti-aliasing samples (0 = off; default 4)")
-    from app.cli_core import _add_drafter_args
-    _add_drafter_args(p)
+    add_drafter_args(p)
     p.add_argument("--stats", action="store_true", help="print draw calls, triangles and frame time")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run_render)
@@ -70,11 +69,10 @@ def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     from models.tubes import run_tubes
     from scenes.stage import Stage
 
-    from app.cli_core import _drafter
     get_device(args.device)
     pair = NGramPair.load(tokens=args.tokens_kind)
     settings = SamplerSettings(gamma=args.gamma, seed=args.seed)
-    drafter = _drafter(args, pair) if getattr(args, "drafter", None) else None
+    drafter = make_drafter(args, pair) if getattr(args, "drafter", None) else None
     if drafter is not None:
         drafter.validate(settings.gamma)
     sampler = SpeculativeSampler(pair, settings, drafter=drafter)

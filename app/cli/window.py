@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from corpus import jsonio
-from app.cli_numbers import SEED, number, whole
+from app.cli.numbers import SEED, number, whole
 from corpus.errors import InputError
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 from imgui_bundle import imgui
 
 from app import pairs, ui
-from app.palette import u32
 from app.facts import fill
+from app.modes import tour_residual
 from app.modes.base import Panel
 from app.settings import DEFAULTS, LAB_FIELDS
 from app.tour import CHAPTERS, Action, narration
@@ -372,7 +372,7 @@ class TourPanel(Panel):
             self.draw_controls(scr)
         plot = page.plot or ch.plot
         if page.panel == "residual":
-            self.draw_residual(scr)
+            tour_residual.draw_residual(self.ctl, scr)
         elif pairs.is_neural(page.pair):
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
             # formula at the lab's c would not be this pair's).
@@ -405,83 +405,14 @@ class TourPanel(Panel):
             imgui.end_combo()
         imgui.end()
 
-    # ---- the residual of a real rejection ------------------------------------------------------
+    # ---- the residual of a real rejection (drawn by app.modes.tour_residual) -------------------
     def residual_case(self):
-        """(pass, guess index, trace) of the rejection the page talks about: the checkpoint's guess when it was
-        rejected, else the first rejected guess of the run; None when the run rejected nothing."""
-        from app.facts import checkpoint
-        run = self.ctl.session.ensure()
-        if not run:
-            return None
-        cp = checkpoint(self.ctl)
-        if cp is not None and cp[1] < cp[0].tested and not cp[0].accepted[cp[1]]:
-            return cp[0].step_index, cp[1], cp[0]
-        for k, tr in enumerate(run.traces):
-            for i in range(tr.tested):
-                if not tr.accepted[i]:
-                    return k, i, tr
-        return None
+        """(pass, guess index, trace) of the rejection the page talks about; None when the run rejected nothing."""
+        return tour_residual.residual_case(self.ctl)
 
     def residual_rows(self, n: int = 6) -> dict | None:
-        """What the residual picture draws, read from the trace: the guess, p and q over the tokens that matter
-        (the largest of p, of q and of the residual, the guess and the token drawn), the residual the replacement
-        was drawn from (the trace's own final row) and that token."""
-        import numpy as np
-        case = self.residual_case()
-        if case is None:
-            return None
-        k, i, tr = case
-        pair = self.ctl.session.pair()
-        p, q, res = (np.asarray(r, dtype=np.float64) for r in (tr.p_rows[i], tr.q_rows[i], tr.final_row))
-        g, x = int(tr.guesses[i]), int(tr.final_token)
-        ids = [g, x, *np.argsort(-res, kind="stable")[:n], *np.argsort(-q, kind="stable")[:n],
-               *np.argsort(-p, kind="stable")[:n]]
-        # Tokens that show something (a bar of p, q or the residual a row's height can see), each once.
-        ids = [j for j in dict.fromkeys(int(j) for j in ids) if j in (g, x) or max(p[j], q[j], res[j]) >= 0.01][:n]
-        ids.sort(key=lambda j: (-res[j], -p[j]))
-        return {"pass": k + 1, "guess": pair.display(g), "guess_id": g, "token": pair.display(x), "token_id": x,
-                "p": float(p[g]), "q": float(q[g]),
-                "rows": [(pair.display(j), float(p[j]), float(q[j]), float(res[j]), j) for j in ids]}
-
-    def draw_residual(self, scr) -> None:
-        """p and q of each token that matters, and beside them the residual norm(max(0, p − q)): the guess that
-        was rejected has none left, the token drawn from it is marked."""
-        t, c = self.ctl.t, self.ctl.colors
-        data = self.residual_rows()
-        if data is None:
-            ui.wrapped(t("tour.residual_none"), c["muted"])
-            return
-        imgui.spacing()
-        ui.wrapped(t("tour.residual_head", pass_no=data["pass"], guess=data["guess"], p=f"{data['p']:.3f}",
-                     q=f"{data['q']:.3f}", token=data["token"]))
-        dl = imgui.get_window_draw_list()
-        x0, y0 = imgui.get_cursor_screen_pos()
-        w = imgui.get_content_region_avail().x
-        fs = scr.font_size
-        label_w, gap = fs * 1.8, fs * 0.6
-        col_w = (w - label_w - 2 * gap) / 2           # left: p and q; right: the residual
-        row = fs * 1.6
-        rows = data["rows"]
-        top = max(max(pp, qq) for _, pp, qq, _, _ in rows) or 1.0
-        txt, muted = u32(c["text"]), u32(c["muted"])
-        dl.add_text((x0 + label_w, y0), u32(c["target"]), "p")
-        dl.add_text((x0 + label_w + fs * 1.2, y0), u32(c["draft"]), "q")
-        dl.add_text((x0 + label_w + col_w + gap, y0), u32(c["accent"]), t("tour.residual_col"))
-        y = y0 + fs * 1.4
-        for label, pp, qq, rr, j in rows:
-            mark = j == data["token_id"]
-            dl.add_text((x0, y + (row - fs) / 2), u32(c["reject"]) if j == data["guess_id"] else txt, label)
-            bx = x0 + label_w
-            dl.add_rect_filled((bx, y + row * 0.1), (bx + col_w * pp / top, y + row * 0.45), u32(c["target"]))
-            dl.add_rect_filled((bx, y + row * 0.55), (bx + col_w * qq / top, y + row * 0.9), u32(c["draft"]))
-            rx = bx + col_w + gap
-            rw = (col_w - fs * 2.6) * rr
-            dl.add_rect_filled((rx, y + row * 0.15), (rx + rw, y + row * 0.85),
-                               u32(c["reject"] if mark else c["accent"]))
-            dl.add_text((rx + rw + 4, y + (row - fs) / 2), txt if rr > 0 else muted, f"{rr:.2f}".lstrip("0") if rr < 1 else "1")
-            y += row
-        imgui.dummy((w, y - y0))
-        ui.wrapped(t("tour.residual_foot", token=data["token"]), c["muted"])
+        """What the residual picture draws (tour_residual.residual_rows)."""
+        return tour_residual.residual_rows(self.ctl, n)
 
     def tube_round_shown(self) -> int | None:
         """The tube round the table shows (0-based) on a beat that frames the tubes; None elsewhere or while the
