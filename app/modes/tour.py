@@ -373,9 +373,9 @@ class TourPanel(Panel):
         plot = page.plot or ch.plot
         if page.panel == "residual":
             tour_residual.draw_residual(self.ctl, scr)
-        elif pairs.is_neural(page.pair):
+        elif pairs.is_neural(page.pair) and page.params.get("drafter", "chain") == "chain":
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
-            # formula at the lab's c would not be this pair's).
+            # formula at the lab's c would not be this pair's); a self-drafter's page shows the chapter's plot.
             self.draw_neural_measurement(scr)
         elif plot and "plot" in self.unrevealed(shown):
             imgui.spacing()
