@@ -199,3 +199,22 @@ def test_no_measurement_folder_is_a_message(tmp_path, capsys, meas_dir, panel_st
     monkeypatch.setattr("app.paths.MEASUREMENTS_DIR", tmp_path / "nowhere")
     panel = run_app(capsys, tmp_path, "--mode", "hardware", "--lang", "en")["hardware_panel"]
     assert panel["files"] == [] and panel["message"] == Strings("en")("hw.no_measurements")
+
+
+def test_the_panel_lists_every_drafter_the_shipped_file_measured_side_by_side():
+    """The shipped neural pair's file holds every drafter measured in one run; the panel shows one row each, its
+    figures the file's own (α, tokens a pass, the speed-up and the formula with its costs), and a file without
+    them shows no table."""
+    entry = F.shipped_pair_measurement()
+    data = entry["data"]
+    view = F.pair_view(data, Strings("en"), entry["file"])
+    sbs = view["side_by_side"]
+    measured = data["side_by_side"]["drafters"]
+    assert len(sbs["rows"]) == len(measured) >= 5
+    by_name = {row[0]: row for row in sbs["rows"]}
+    eagle = by_name[Strings("en")("lab.drafter_eagle")]
+    assert eagle[2] == f"{measured['eagle']['tokens_per_pass']:.2f}"
+    assert eagle[3] == f"×{measured['eagle']['speedup']:.2f}"
+    assert len({row[0] for row in sbs["rows"]}) == len(sbs["rows"])          # each drafter named apart
+    bare = {k: v for k, v in data.items() if k != "side_by_side"}
+    assert F.pair_view(bare, Strings("en"), entry["file"])["side_by_side"] is None
