@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from app import exports
+from app import exports, lesson as lessons
 from app.driver import TableDriver
 from app.i18n import Strings
 from app.palette import colors
@@ -23,6 +23,12 @@ from app.tour import CHAPTERS, TourState
 from corpus import jsonio
 from corpus.atomic import remove_stale_temps
 from corpus.errors import InputError
+from app.exports import stamp
+from app.facts import facts, fill
+from app.modes import MODE_PANELS
+from app.paths import default_export_dir, resolve_font
+from app.settings import settings_path
+from app.ui import screen_for
 
 # Actions only the window can carry out (they need the display or its framebuffer): queued in .requests.
 WINDOW_ACTIONS = ("fullscreen", "screenshot")
@@ -67,7 +73,6 @@ class Controller:
         if notice:
             self.notify(notice)
         self.driver = TableDriver(self)
-        from app.modes import MODE_PANELS
         self.modes = {name: cls(self, self.driver) for name, cls in (modes or MODE_PANELS).items()}
         self._clean_exports()
 
@@ -143,7 +148,6 @@ class Controller:
             self.settings.chapter = self.tour.chapter
             save_settings(self.saved_settings(), self.settings_file)
         except (OSError, InputError) as exc:
-            from app.settings import settings_path
             where = (self.settings_file or settings_path()).parent
             self.notify(self.t("msg.settings_not_saved", error=exports.describe_failure(exc, where)))
 
@@ -234,7 +238,6 @@ class Controller:
 
     # ---- exports -----------------------------------------------------------------------------------
     def out_dir(self) -> Path:
-        from app.paths import default_export_dir
         return self.export_dir or default_export_dir()
 
     def _clean_exports(self) -> None:
@@ -254,14 +257,11 @@ class Controller:
         note = self.tour.note(self.settings.language) if self.mode == "tour" else None
         if not note:
             return None
-        from app.facts import fill
         return fill(note, self.facts())
 
     def save_lesson(self, path: Path | None = None) -> Path:
         """Write the lesson in force (the whole tour when none was opened) as a lesson file: its chapters, pages
         and notes, and for every chapter the prompt and seed the class saw, so opening it shows the same runs."""
-        from app import lesson as lessons
-        from app.exports import stamp
         current = self.lesson or lessons.full_tour()
         lab = self.lab()
         chapters = []
@@ -321,7 +321,6 @@ class Controller:
     @property
     def font_file(self) -> Path:
         if self._font_file is None:
-            from app.paths import resolve_font
             self._font_file = resolve_font()
         return self._font_file
 
@@ -340,7 +339,6 @@ class Controller:
 
     def facts(self):
         """facts.facts(), recomputed only when the run, a setting or the tubes' readiness changed."""
-        from app.facts import facts
         self.session.ensure()
         bench = self.bench_worker
         key = (self.session.version, self.revision, self.tube_worker.ready() is not None if not self.scripted
@@ -362,7 +360,6 @@ class Controller:
         run = self.session.run
         s = self.settings
         if scr is None:
-            from app.ui import screen_for
             scr = screen_for(self, s.window_w, s.window_h)
         return {
             "mode": self.mode, "language": s.language, "palette": s.palette, "ui_scale": s.ui_scale,

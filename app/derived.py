@@ -8,8 +8,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from corpus.errors import InputError
 from models.tubes import DEFAULT_PREFIX
+from models import analytics, hardware
+from models.demo import find_demo_seed
+from models.drafters import make_choice
+from models.sampler import SamplerSettings, make_sampler
 
 # Published acceptance rates used only as reference curves (Leviathan et al. 2023: drafts two orders of
 # magnitude smaller mostly give α between 0.5 and 0.9; a bigram draft for T5-XXL gave about 0.2).
@@ -22,7 +28,6 @@ LANE_SWEEP = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 def alpha_corpus(pair, temperature: float | None = None) -> float:
     """α over the book's contexts (held-in text); with both rows shaped to a temperature when given (T = 0:
     greedy one-hot rows, so a guess passes only where the two models' top tokens agree). About 0.4 s."""
-    from models.sampler import SamplerSettings
     settings = None if temperature is None else SamplerSettings(temperature=float(temperature))
     a = float(pair.alpha_corpus(settings))
     if a != a:
@@ -32,28 +37,24 @@ def alpha_corpus(pair, temperature: float | None = None) -> float:
 
 @lru_cache(maxsize=256)
 def speedups(alpha: float, c: float) -> tuple[float, ...]:
-    from models import analytics
     return tuple(float(analytics.speedup(alpha, g, c)) for g in GAMMAS)
 
 
 @lru_cache(maxsize=256)
 def best_gamma(alpha: float, c: float) -> tuple[int, float]:
     """(γ with the best speedup over 1..64, that speedup)."""
-    from models import analytics
     g = int(analytics.best_gamma(alpha, c))
     return g, float(analytics.speedup(alpha, g, c))
 
 
 @lru_cache(maxsize=256)
 def tokens_per_pass_formula(alpha: float) -> tuple[float, ...]:
-    from models import analytics
     return tuple(float(analytics.tokens_per_pass_formula(alpha, g)) for g in GAMMAS)
 
 
 def tokens_per_pass_bonus(alpha: float, gamma: int) -> tuple[float, float]:
     """(with the bonus, without it): (1 - α^(γ+1))/(1 - α) and that minus α^γ. Skipping the bonus keeps the
     text exact; a pass that keeps all γ guesses (probability α^γ) just writes γ tokens instead of γ + 1."""
-    from models import analytics
     with_bonus = float(analytics.tokens_per_pass_formula(alpha, gamma))
     return with_bonus, with_bonus - float(alpha) ** gamma
 
@@ -62,9 +63,7 @@ def tokens_per_pass_bonus(alpha: float, gamma: int) -> tuple[float, float]:
 def tokens_per_pass_counted(pair, prompt: str, temperature: float, top_k: int, top_p: float, seed: int,
                             passes: int = 40) -> tuple[float, ...]:
     """Run the real sampler at every γ of the plot and count tokens per pass (the prompt, else 慢慢)."""
-    import numpy as np
 
-    from models.sampler import SamplerSettings, make_sampler
     try:
         ids = pair.encode(prompt)
     except InputError:
@@ -80,20 +79,17 @@ def tokens_per_pass_counted(pair, prompt: str, temperature: float, top_k: int, t
 
 def extra_arithmetic(alpha: float, gamma: int) -> float:
     """Arithmetic of speculative decoding relative to the target alone (1.53 = 53% more)."""
-    from models import analytics
     return float(analytics.extra_arithmetic(alpha, gamma))
 
 
 def roofline(device: str, model: str, lanes: int, context: int, positions: int = 1):
     """models.hardware.roofline (a Roofline), cached."""
-    from models import hardware
     return hardware.roofline(device, model, lanes, context, positions)
 
 
 def pass_busy(device: str, model: str, sequences: int, positions: int, context: int) -> float:
     """The mill's busy share for a pass: `positions` (γ + 1 while checking) of each sequence at once, which
     read that sequence's KV cache once (models.hardware.pass_busy)."""
-    from models import hardware
     return hardware.pass_busy(device, model, sequences, positions, context)
 
 
@@ -115,9 +111,6 @@ def demo_seed(pair, prompt: str, gamma: int, temperature: float, top_k: int, top
     once per chapter's settings (a few milliseconds a try); InputError when no seed within the search does.
     drafter: a models.drafters.choice (who proposes in that run); heads: heads(pair) loads its heads tables (the
     session's, loaded once) when the drafter reads them."""
-    from models.demo import find_demo_seed
-    from models.drafters import make_choice
-    from models.sampler import SamplerSettings
     settings = SamplerSettings(gamma=gamma, temperature=temperature, top_k=top_k, top_p=top_p, seed=start)
     make = lambda: make_choice(drafter, pair, heads=(lambda: heads(pair)) if heads else None)  # noqa: E731
     return find_demo_seed(pair, pair.encode(prompt), settings, tuple(events), start=int(start), drafter=make).seed
@@ -126,6 +119,5 @@ def demo_seed(pair, prompt: str, gamma: int, temperature: float, top_k: int, top
 def tokens_per_pass_long(pair, settings, tokens: int) -> list[float]:
     """Tokens per pass at each γ of GAMMAS counted on one long seeded run per γ (models.analytics.pair_facts, seed 0,
     as the long-run α): the pair's own figure beside the formula, not a short run's luck. Cached per table."""
-    from models import analytics
     return [float(analytics.pair_facts(pair, g, settings, chars=int(tokens), seed=0).tokens_per_pass_counted)
             for g in GAMMAS]

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
 from corpus.errors import InputError
+from app.paths import ASSETS
 
 
 class Display:
@@ -19,7 +22,7 @@ class Display:
         self._init_display(size)
 
     def _init_display(self, size) -> None:
-        import pygame
+        import pygame  # lazy: pygame only in the window
         self.pg = pygame
         drv = os.environ.get("SDL_VIDEODRIVER", "")
         if drv == "dummy":
@@ -37,7 +40,6 @@ class Display:
                 pygame.display.gl_set_attribute(attr, value)
             pygame.display.set_caption("铸铁台 · spectable")
             try:
-                from app.paths import ASSETS
                 pygame.display.set_icon(pygame.image.load(str(ASSETS / "icon.png")))
             except (pygame.error, OSError, FileNotFoundError):
                 pass        # no icon is no reason not to teach
@@ -59,7 +61,7 @@ class Display:
                 self.vsync = False
         except pygame.error as exc:
             raise InputError(f"cannot open an OpenGL 3.3 window: {exc}") from None
-        import moderngl
+        import moderngl  # lazy: moderngl only when a GL context is made
         try:
             # init_context() builds a fresh context each time: moderngl keeps a process-wide default, and a stale
             # one from an earlier window (tests open many) would make create_context() probe GLX instead.
@@ -146,6 +148,5 @@ class Display:
 
     def read_frame(self):
         """The framebuffer as an (h, w, 3) uint8 array, top row first."""
-        import numpy as np
         data = self.ctx.screen.read(viewport=(0, 0, self.fb_w, self.fb_h), components=3)
         return np.frombuffer(data, dtype=np.uint8).reshape(self.fb_h, self.fb_w, 3)[::-1]

@@ -8,6 +8,7 @@ that failed to start) every call is a no-op and the panels go on alone.
 """
 from __future__ import annotations
 
+from app.facts import UNAVAILABLE
 from app.settings import RUN_FIELDS, STAGE_FIELDS
 
 # What the table shows besides the run itself: a change of one of these re-hands the run (the run's own
@@ -138,7 +139,7 @@ class TableDriver:
             # Scripted runs wait for the tubes (frames must not depend on thread timing); a teacher's window
             # shows the table at once and the tubes fill in when their experiment is done.
             tubes = ctl.tubes()
-        except Exception:  # noqa: BLE001 - a broken tube model leaves the tubes empty, not the table
+        except UNAVAILABLE:          # a tube model that cannot be computed leaves the tubes empty, not the table
             tubes = None
         # The run's version (the session's), a change of a field the table shows (pushed by update()), or the
         # tubes' experiment arriving from its thread.
@@ -176,7 +177,7 @@ class TableDriver:
         resized, draws into the same one instead of making one per size."""
         if self.stage is None:
             return None
-        from scenes.renderer import grown
+        from scenes.renderer import grown  # lazy: window/scenes side, not loaded with this module
         self.stage.text_height = text_height
         w, h = max(16, int(width)), max(16, int(height))
         size = grown(self._fb[0] if self._fb else None, (w, h))

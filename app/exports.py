@@ -19,6 +19,9 @@ from PIL import Image
 
 from corpus.atomic import atomic_path, write_bytes_atomic
 from corpus.errors import InputError
+from app import handout
+from app.quiz import LETTERS
+from app.tour import CHAPTERS, narration
 
 GIF_FPS = 12
 GIF_SECONDS = 6.0
@@ -51,7 +54,7 @@ def save_png(rgb: np.ndarray, path: Path) -> Path:
 def export_plots(ctl, names=None) -> list[Path]:
     """Every panel plot for slides, PNG at 1920x1080 and SVG, in the screen's colours, and again in the light
     theme for print (names ending in -print)."""
-    from app import figures, plots
+    from app import figures, plots  # lazy: pulls in matplotlib
     out = []
     for name in names or figures.plot_names(ctl):
         for theme, suffix in (("screen", ""), ("print", "-print")):
@@ -216,8 +219,6 @@ QUIZ_COLUMNS = ("number", "question_id", "chapter", "chapter_title", "computed",
 
 def quiz_rows(panel) -> list[dict]:
     """One row per question of the quiz, answered or not, in the language shown."""
-    from app.quiz import LETTERS
-    from app.tour import CHAPTERS, narration
     lang = panel.ctl.settings.language
     rows = []
     for n, q in enumerate(panel.questions(), 1):
@@ -238,5 +239,4 @@ def export_quiz(panel, path: Path | None = None) -> Path:
 
 def export_handout(ctl) -> list[Path]:
     """The one-page student handout (app/handout.py) as PNG and PDF, in the language shown."""
-    from app import handout
     return handout.write(ctl, ctl.out_dir(), stamp("handout", "png").rsplit(".", 1)[0])

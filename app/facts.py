@@ -8,14 +8,24 @@ A number that cannot be computed shows '—'; one still being computed on a work
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from app import derived, pairs
 from app.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_ops_count, fmt_threads, fmt_tps, memory_words,
                           pair_measurement, section, sig)
 from corpus.errors import InputError
-from models.tubes import DEFAULT_PREFIX
+from models.tubes import DEFAULT_PREFIX, tv_noise
+from app.figures import KV_CONTEXTS, OVERLAP_CONTEXT, drafter_points, overlap_rows, tube_tv_curves
+from models import analytics
+from models.drafter_analytics import count_traces, speedup_model
+from models.drafters import choice, kind, node_count
+from models.measurements import slow_cause
 
+# A measured speed-up this close to 1 is called even, not a gain or a loss: repeated runs of the same bench on
+# one machine move by about this much (docs/architecture/torch.md).
+EVEN_WITHIN = 0.05
 PREFIX = DEFAULT_PREFIX     # the test-tube prefix of SCIENCE.md chapter 6
 
 
@@ -134,7 +144,6 @@ def facts(ctl) -> Facts:
         except UNAVAILABLE as exc:
             f.failed(name, exc)
 
-    from models import analytics
     put("lanes", lambda: f"{s.lanes}")
     put("gamma", lambda: f"{s.gamma}")
     put("c", lambda: f"{s.c:g}")
@@ -167,7 +176,6 @@ def facts(ctl) -> Facts:
                                               s.language))
         # Pope et al.'s crossover: from how many sequences the caches read more than the weights
         put("kv_crossover", lambda: f"{roof.weight_bytes / (s.context * roof.kv_bytes_per_token):,.0f}")
-        from app.figures import KV_CONTEXTS
         short = KV_CONTEXTS[-1]
         put("kv_short", lambda: f"{short:,}")
         put("kv_crossover_short", lambda: f"{roof.weight_bytes / (short * roof.kv_bytes_per_token):,.0f}")
@@ -200,7 +208,6 @@ def facts(ctl) -> Facts:
     def long_words(pf):
         """How long the long run is and how sure its α: a shipped count with its interval, else the live one's
         length (a network's live count is short: it says so)."""
-        import math
         if math.isfinite(pf.alpha_ci95):
             return t("fact.long_shipped", tokens=f"{pf.tokens:,}", runs=pf.runs, ci=f"{pf.alpha_ci95:.3f}")
         return t("fact.long_live", tokens=f"{pf.tokens:,}")
@@ -254,7 +261,6 @@ def facts(ctl) -> Facts:
         f["under_char"] = f"{uc}  (p {up:.3f} > q {uq:.3f})"
         f["over_char"] = f"{oc}  (q {oq:.3f} > p {op:.3f})"
         f["under"], f["over"] = uc, oc
-        from app.figures import OVERLAP_CONTEXT, overlap_rows
         f["overlap"] = f"{overlap_rows(ses.pair(), OVERLAP_CONTEXT)[-1]:.3f}"     # Σ min(p, q) after 慢慢
     except UNAVAILABLE as exc:
         f.failed("under_char", exc)
@@ -266,8 +272,6 @@ def facts(ctl) -> Facts:
         res = None
         f.failed("tv_left", exc)
     if res is not None:
-        from app.figures import tube_tv_curves
-        from models.tubes import tv_noise
         tv_l, tv_r = tube_tv_curves(res)
         f["tv_left"] = f"{tv_l[-1]:.4f}"
         f["tv_right"] = f"{tv_r[-1]:.4f}"
@@ -300,7 +304,9 @@ def neural_facts(ctl, f: Facts) -> None:
 
     def speed_words(d):
         sp = float(d["speedup"])
-        return t("tour.neural_slower" if sp < 1 else "tour.neural_faster", speedup=f"×{sig(sp)}")
+        key = "tour.neural_even" if abs(sp - 1) <= EVEN_WITHIN else "tour.neural_slower" if sp < 1 else \
+            "tour.neural_faster"
+        return t(key, speedup=f"×{sig(sp)}")
 
     def threads_words(d):
         n = int(d["device"]["threads"])
@@ -316,7 +322,6 @@ def neural_facts(ctl, f: Facts) -> None:
         return t("tour.neural_measured_here" if source == "live" else "tour.neural_measured_on", **where)
 
     def cause_words(d):
-        from models.measurements import slow_cause
         cause = d.get("cause") or slow_cause(d)
         if cause is None:
             return ""
@@ -366,7 +371,6 @@ def neural_facts(ctl, f: Facts) -> None:
     f.lazy["neural_draft_params"] = lambda: params("draft")
 
     def ngram_alpha():
-        from models import analytics
         pf = analytics.pair_facts(ses.pair_by_key(pairs.key(pairs.COUNTED, s.tokens)), s.gamma, ses.sampler_settings(), seed=0)
         return f"{pf.alpha:.3f}"
     f.lazy["ngram_alpha"] = ngram_alpha
@@ -375,7 +379,6 @@ def neural_facts(ctl, f: Facts) -> None:
 def pass_positions(s) -> int:
     """Positions one speculative pass computes per sequence at the settings: γ + 1, a tree's nodes + 1 (lookup: at
     most γ + 1, when it copies γ)."""
-    from models.drafters import choice, kind
     name, opts = choice(s)
     return kind(name).positions(dict(opts), s.gamma) + 1
 
@@ -389,13 +392,11 @@ def drafter_facts(ctl, f: Facts, put) -> None:
     """Who drafts, counted: this run's kept/checked, tokens and lanes per pass and the roofline's speedup from them
     (drafter_run_*); every drafter's long run when it is ready (drafter_<key>_tpp, _lanes, _speedup, _alpha; drafters_source
     says whether they come from the shipped long runs or a short run counted now)."""
-    from models.drafter_analytics import count_traces, speedup_model
     s, ses = ctl.settings, ctl.session
     run = ses.ensure()
     put("drafter", lambda: ctl.t(f"lab.drafter_{s.drafter}"))
     put("heads_last", lambda: f"{s.gamma + 1}")                      # heads 2..γ+1 propose γ guesses
     # the tree the settings describe (tree_width children per node, tree_depth deep), drafting or not
-    from models.drafters import node_count
     put("tree_nodes", lambda: f"{node_count([s.tree_width] * s.tree_depth)}")
     put("tree_lanes", lambda: f"{(node_count([s.tree_width] * s.tree_depth) + 1) * s.lanes}")
     if run and s.decoder == "speculative":
@@ -405,7 +406,6 @@ def drafter_facts(ctl, f: Facts, put) -> None:
         lanes = counted.lanes_per_pass
         put("drafter_run_lanes", lambda: f"{lanes:.0f}" if float(lanes).is_integer() else f"{lanes:.1f}")
         put("drafter_run_speedup", lambda: f"{speedup_model(counted.tokens_per_pass, counted.lanes_per_pass, _drafter_cost(ses, s), s.device, s.model, s.context, s.c)['speedup_model']:.2f}×")  # noqa: E501
-    from app.figures import drafter_points
     try:
         fig = drafter_points(ctl)        # None while they are counted on their thread
     except UNAVAILABLE as exc:

@@ -7,6 +7,10 @@ from app import derived
 from corpus.errors import InputError
 from app.derived import GAMMAS, REFERENCE_ALPHAS
 from models.tubes import DEFAULT_PREFIX
+from app.measured import computer_roofline
+from models import hardware
+from models.drafter_analytics import with_speedups
+from models.drafters import FEATURES
 
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # Pictures a tour page draws for its own sentence (app.tour.Page.plot), beside the chapters' plots: the weights
@@ -19,7 +23,6 @@ KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one 
 def plot_names(ctl) -> tuple[str, ...]:
     """The plots this pair has: the drafters are compared on the counted n-gram pair, and on a network pair with
     self-drafters trained on its features (a network with a draft model alone has nothing to compare it with)."""
-    from models.drafters import FEATURES
     compared = not ctl.session.neural or FEATURES in getattr(ctl.session.pair(), "offers", ())
     return tuple(n for n in PLOT_NAMES if not (n == "drafters" and not compared))
 # What each plot is drawn from besides the language and the palette: the settings make() reads for it, and
@@ -51,7 +54,6 @@ def inputs_key(ctl, name: str) -> tuple:
         if d == "run":
             return ctl.session.version
         if d == "computer":                 # this computer's measured roofline: the file's, then the live one
-            from app.measured import computer_roofline
             r = computer_roofline(ctl)
             return None if r is None else (r["source"], r["lanes"])
         return getattr(s, d)
@@ -65,6 +67,7 @@ SLIDE_TEXT_PX = 30.0
 def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str = "screen"):
     """A matplotlib Figure for plot `name`, in the controller's language, size_px pixels with text_px text;
     theme 'screen' (the palette on screen) or 'print' (dark ink on white)."""
+    # lazy: pulls in matplotlib
     from app import plots      # matplotlib loads with the first plot, not with the window (0.5 s)
     t, s = ctl.t, ctl.settings
     pal = ctl.colors if theme == "screen" else dict(ctl.colors, **plots.PRINT_COLORS)
@@ -93,7 +96,6 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
                                           alpha, label, gamma=s.gamma, **look)
     if name in ("roofline", "roofline_weights", "roofline_computer"):
         # the weights alone and, once the KV cache is on the page, with every sequence's own cache: side by side
-        from models import hardware
         ctx = 0 if name == "roofline_weights" or s.context <= 1 else s.context      # (1: "as the mill counts")
         lanes, tps_w, busy_w = derived.lane_sweep(s.device, s.model, 0)
         tps_c = busy_c = fits = None
@@ -105,7 +107,6 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
             else None
         computer = None
         if name == "roofline_computer":      # this computer's own busy share beside, as its measurement found it
-            from app.measured import computer_roofline
             mine = computer_roofline(ctl)
             if mine is not None:
                 computer = (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}"), mine["lanes"])
@@ -113,7 +114,6 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
                                    m.label, f"{ctx:,}", fits=fits, memory_gb=dev.memory_bytes / 1e9,
                                    fit_lanes=fit_lanes, computer=computer, **look)
     if name == "kv_bytes":
-        from models import hardware
         dev, m = hardware.get_device(s.device), hardware.get_model(s.model)
         ctxs = tuple(dict.fromkeys((s.context if s.context > 1 else KV_CONTEXTS[0],) + KV_CONTEXTS))[:2]
         return plots.kv_bytes_plot(t, pal, list(derived.LANE_SWEEP), m.weight_bytes / 1e9,
@@ -134,7 +134,6 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
                              "self-drafters")
         note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
                  tokens=f"{fig['chars']:,}", seed=fig["seed"])
-        from models import hardware
         return plots.drafters_plot(t, pal, fig["points"], s.gamma, hardware.get_device(s.device).label, note,
                                    network=ctl.session.neural, **look)
     raise KeyError(name)
@@ -157,7 +156,6 @@ def overlap_rows(pair, context: str, n: int = 7):
 def drafter_points(ctl, wait: bool = False) -> dict | None:
     """Every drafter's counted tokens and lanes per pass (long run or short, ctl.drafter_figures) with its speedup
     under the roofline for the lab's device, model, context and c; None while they are being counted."""
-    from models.drafter_analytics import with_speedups
     s = ctl.settings
     fig = ctl.drafter_figures(wait=wait)
     if fig is None:

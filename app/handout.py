@@ -10,9 +10,15 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from corpus.atomic import write_bytes_atomic
+from app import derived, quiz
+from app.i18n import Strings
+from app.measured import fmt_threads, shipped_pair_measurement
+from app.tour import CHAPTERS, chapter_index
+from models import analytics
 
 A4_PX = (1240, 1754)         # 210 x 297 mm at 150 dpi
 DPI = 150
@@ -24,7 +30,6 @@ QUESTIONS = ("keep_prob", "residual_top", "tokens_per_pass", "best_gamma")
 
 def _batch_context() -> int:
     """Chapter 2's context (its params): the handout's batch with its KV cache is the chapter's."""
-    from app.tour import CHAPTERS, chapter_index
     return int(CHAPTERS[chapter_index("02-batching")].params["context"])
 
 
@@ -33,10 +38,7 @@ BATCH_CONTEXT = _batch_context()
 
 def facts(snap) -> dict:
     """The handout's numbers, from the models, the run and the hardware model (the lab's device and model)."""
-    import numpy as np
 
-    from app import derived, quiz
-    from models import analytics
     lab = snap.lab
     pf = snap.facts or quiz.long_run(snap.pair, lab)      # the pair's long run (the CLI's snapshot has none yet)
     alpha = float(pf.alpha)
@@ -62,13 +64,11 @@ def facts(snap) -> dict:
 def measured_pair(t) -> str | None:
     """The shipped neural pair's speed measured on a real CPU, from its measurement file (the same file and figures
     as the hardware panel and ch. 8), with where, when and from which file; None when no such file ships."""
-    from app.measured import shipped_pair_measurement
     e = shipped_pair_measurement()
     if e is None:
         return None
     d = e["data"]
     run = d.get("in_run") or {}
-    from app.measured import fmt_threads
     try:
         return t("handout.measured", file=e.get("file", "?"), device=d["device"]["name"], date=str(d["date"])[:10],
                  threads=fmt_threads(d["device"]["threads"], t), plain=f"{d['plain_tokens_per_s']:.0f}",
@@ -80,8 +80,6 @@ def measured_pair(t) -> str | None:
 
 def blocks(snap, lang: str) -> list[tuple[str, str]]:
     """The page as (style, text) blocks, top to bottom."""
-    from app import quiz
-    from app.i18n import Strings
     t = Strings(lang)
     f = facts(snap)
     out = [("title", t("handout.title")), ("small", t("handout.subtitle")), ("body", t("handout.name")),
@@ -108,7 +106,7 @@ def blocks(snap, lang: str) -> list[tuple[str, str]]:
 
 def render(snap, lang: str, font_path) -> Image.Image:
     """The page as an RGB image (A4 at 150 dpi)."""
-    from app.ui import wrap_lines
+    from app.ui import wrap_lines  # lazy: pulls in imgui_bundle
     img = Image.new("RGB", A4_PX, (255, 255, 255))
     draw = ImageDraw.Draw(img)
     fonts = {k: ImageFont.truetype(str(font_path), v) for k, v in SIZES.items()}
@@ -132,7 +130,6 @@ def render(snap, lang: str, font_path) -> Image.Image:
 
 def write(ctl, folder: Path, stem: str) -> list[Path]:
     """The handout for the controller's run and language: <stem>.png and <stem>.pdf in `folder`."""
-    from app import quiz
     return save(render(quiz.snapshot(ctl), ctl.settings.language, ctl.font_file), folder, stem)
 
 

@@ -12,6 +12,8 @@ import moderngl
 import numpy as np
 from imgui_bundle import imgui
 
+from scenes.renderer import grown
+
 _VERTEX = """
 #version 330
 uniform mat4 proj;
@@ -64,7 +66,6 @@ class ImGuiRenderer:
         (scenes.renderer.grown) and the image goes in its top-left corner, so a plot redrawn at another size (a
         text-size change, a mode whose panel is wider) writes into the texture it has instead of making one;
         uv1() is the corner of the texture the image ends at."""
-        from scenes.renderer import grown
         h, w = rgba.shape[:2]
         old = self.textures.get(tex_id) if tex_id is not None else None
         size = grown(old.size if old is not None else None, (w, h))

@@ -12,6 +12,7 @@ never delivered, so no wait can keep a run going.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import pygame
@@ -111,7 +112,6 @@ def parse_script(path: str | Path) -> list[str | int]:
 
 
 def _known(name: str) -> bool:
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")     # key names do not need an initialised display
         try:

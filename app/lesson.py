@@ -22,11 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.paths import ASSETS
-from app.tour import CHAPTERS, LANGS, narration
+from app.tour import CHAPTERS, LANGS, _keys as tour_keys, narration
 from corpus import jsonio
 from corpus.atomic import write_text_atomic
 from corpus.errors import InputError
 from corpus.validate import read_json
+from app import pairs, quiz
+from app.settings import check_values
+from models.ngram import NGramPair
 
 SCHEMA = "spectable-lesson/1"
 LESSONS_DIR = ASSETS / "lessons"
@@ -90,7 +93,6 @@ def full_tour() -> Lesson:
 # ---- reading -----------------------------------------------------------------------------------------
 def _keys(obj, allowed: set, required: set, where: str) -> dict:
     """The tour's own check of an object's keys (app.tour._keys), and the keys it must have."""
-    from app.tour import _keys as tour_keys
     tour_keys(obj, allowed, where)
     missing = sorted(required - set(obj))
     if missing:
@@ -126,7 +128,6 @@ def _page_number(raw, pages: int, where: str) -> int:
 
 
 def _settings(raw, where: str) -> dict:
-    from app.settings import check_values
     if raw is None:
         return {}
     _keys(raw, set(CHAPTER_SETTINGS), set(), where)
@@ -167,7 +168,6 @@ def _chapter(raw, where: str) -> LessonChapter:
 
 def parse_lesson(raw, where: str) -> Lesson:
     """A lesson from its parsed JSON: InputError naming `where` and the place for anything it cannot be."""
-    from app import quiz
     _keys(raw, {"schema", "title", "chapters", "quiz"}, {"schema", "chapters"}, where)
     if raw["schema"] != SCHEMA:
         raise InputError(f"{where}: schema must be {SCHEMA!r}, not {raw['schema']!r}"[:300])
@@ -215,7 +215,6 @@ def load_lesson(path: str | Path) -> Lesson:
 
 def check_prompts(lesson: Lesson) -> None:
     """Every chapter's prompt is text its pair can write after (an unknown character is one line, at load)."""
-    from app import pairs
     for c in lesson.chapters:
         prompt = c.settings.get("prompt")
         if prompt is None:
@@ -223,7 +222,6 @@ def check_prompts(lesson: Lesson) -> None:
         name = c.settings.get("pair", pairs.COUNTED)
         pair = pairs.load(name) if pairs.is_neural(name) else None
         if pair is None:
-            from models.ngram import NGramPair
             pair = NGramPair.load()
         try:
             pair.encode(prompt)

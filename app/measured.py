@@ -4,9 +4,14 @@ computer's roofline from it, and the hardware panel's rows and views, each measu
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
-from app import pairs
+from app import pairs, paths
+from corpus.errors import InputError
+from models import hardware
+from models.measurements import PAIR_SCHEMAS, measurement_paths, read_measurement, slow_cause
 
 
 SHIPPED_PAIR = "nahan-target + nahan-draft"     # LlamaPair.name of the shipped neural pair
@@ -15,7 +20,6 @@ SHIPPED_PAIR = "nahan-target + nahan-draft"     # LlamaPair.name of the shipped 
 def shipped_pair_measurement() -> dict | None:
     """The newest measurement file of the shipped neural pair (`spectable bench --pair neural --out ...`): the
     measured figures the tour's neural passage quotes, with where and when they were measured."""
-    from models.measurements import PAIR_SCHEMAS
     for e in measurement_files():
         d = e.get("data") or {}
         if d.get("schema") in PAIR_SCHEMAS and section(d, "pair").get("name") == SHIPPED_PAIR:
@@ -116,7 +120,6 @@ def fmt_tps(tokens_per_s: float) -> str:
 
 def measurement_dir():
     """Read at call time so tests (and a user's copy) can point the panel at another folder."""
-    from app import paths
     return paths.MEASUREMENTS_DIR
 
 
@@ -124,9 +127,6 @@ def measurement_files(folder=None) -> list[dict]:
     """Every *.json in the folder: {'file', 'data'} (validated by models.measurements) or {'file', 'error'}
     (a bad file is listed with its one-line reason, not fatal). Newest date first; files without a date after
     them, by name."""
-    from pathlib import Path
-    from corpus.errors import InputError
-    from models.measurements import measurement_paths, read_measurement
     folder = Path(folder) if folder is not None else measurement_dir()
     out = []
     for path in measurement_paths(folder):
@@ -158,7 +158,6 @@ def section(d, key) -> dict:
 def sheet_device_of(name: str | None):
     """The data-sheet device (models.hardware.DEVICES, not a measured one) a reported GPU name is, or None:
     'NVIDIA H200' -> h200, 'NVIDIA H100 80GB HBM3' -> h100-sxm."""
-    from models import hardware
     if not name:
         return None
     up = str(name).upper()
@@ -249,7 +248,6 @@ def pair_view(r: dict, t, file: str | None = None, only: tuple[str, ...] | None 
                                best=m.get("best_gamma", "?"),
                                speedup=f"×{sig(float(speed[str(m['best_gamma'])]))}" if str(m.get("best_gamma")) in speed
                                else "—"))
-    from models.measurements import slow_cause
     cause = r.get("cause") or slow_cause(r)
     if cause is not None and _num(r, "speedup") is not None and float(r["speedup"]) < 1.3:
         view["notes"].append(t(f"hw.pair_cause_{cause['kind']}", turns=f"{cause['draft_turns']:.2f}",
@@ -301,14 +299,12 @@ def measurement_view(entry: dict, t, paper_device: str, paper_model: str) -> dic
      'where': line saying which device measured it, 'scaled': line or None, 'notes': [lines]}.
     Values are the file's numbers, formatted; on-paper values are the file's own (bench: measured bandwidth
     roofline) or, for copy bandwidth and matmul rate, the data sheet of the same chip where it is known."""
-    from models import hardware
     view = {"file": entry.get("file", "?"), "error": entry.get("error"), "meta": [], "note": None, "rows": [],
             "where": None, "scaled": None, "notes": []}
     if view["error"]:
         view["error"] = t("hw.bad_file", file=view["file"], error=view["error"])
         return view
     data = entry.get("data") or {}
-    from models.measurements import PAIR_SCHEMAS
     if data.get("schema") in PAIR_SCHEMAS:
         return pair_view(data, t, view["file"])
     dev = section(data, "device")

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from corpus.errors import InputError
+from models.ngram import NGramPair
 
 COUNTED, NEURAL, CUSTOM, SMOLLM2 = "ngram", "neural", "custom", "smollm2"
 BUILT_IN = (COUNTED, NEURAL)
@@ -61,7 +62,7 @@ def choices() -> tuple[str, ...]:
 
 
 def smollm2_installed() -> bool:
-    from models.llm.checkpoint import PACKAGED
+    from models.llm.checkpoint import PACKAGED  # lazy: pulls in safetensors, torch
     return PACKAGED[SMOLLM2].path() is not None
 
 
@@ -79,7 +80,6 @@ def key(name: str, tokens: str) -> str:
 def open_key(k: str):
     """The pair a key() names, loaded (the n-gram tables, or the checkpoints through load())."""
     if k.startswith(COUNTED + "-"):
-        from models.ngram import NGramPair
         return NGramPair.load(tokens=k[len(COUNTED) + 1:])
     return load(k)
 
@@ -94,10 +94,12 @@ def load(name: str):
     at = (name, _custom if name == CUSTOM else None, _compute)
     if at not in _loaded:
         try:
+            # lazy: a missing torch is handled below
             import torch  # noqa: F401 - the neural pairs need PyTorch; the n-gram pair never imports it
         except ImportError:
             raise InputError("the neural pair needs PyTorch: pip install torch==2.13.0 (the CPU build is enough)") \
                 from None
+        # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
         from models.llm.device import resolve_device
         from models.llm.pair import LlamaPair
         device = resolve_device(_compute.device)

@@ -5,6 +5,7 @@ import os
 from pathlib import Path
 
 from corpus.resources import ASSETS
+from corpus.errors import InputError
 
 I18N_DIR = ASSETS / "i18n"
 TOUR_DIR = ASSETS / "tour"
@@ -28,7 +29,6 @@ def default_export_dir() -> Path:
 
 def resolve_font() -> Path:
     """The shipped CJK font (scenes.fonts); SPECTABLE_FONT overrides it (tests point it at a missing file)."""
-    from corpus.errors import InputError
     override = os.environ.get("SPECTABLE_FONT")
     if override:
         p = Path(override)
@@ -36,7 +36,7 @@ def resolve_font() -> Path:
             raise InputError(f"font file {p} is missing (SPECTABLE_FONT)")
         return p
     try:
-        from scenes.fonts import font_path
+        from scenes.fonts import font_path  # lazy: a missing scenes.fonts is handled below
     except ImportError:
         raise InputError("the shipped font module scenes.fonts is missing") from None
     return Path(font_path())

@@ -5,6 +5,7 @@ current strings and palette; figure_rgba() turns it into a texture, save_figure(
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import matplotlib
@@ -13,8 +14,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from corpus.atomic import atomic_path  # noqa: E402
+from models.drafters import BASES, kind_of, kinds
 
 _font_added: set[str] = set()
 
@@ -95,7 +99,6 @@ def _title(ax, text: str, fontsize: float | None = None) -> None:
 
 def _tight(fig) -> None:
     """tight_layout, quietly: in a very small window the margins cannot fit, and the plot is drawn as it is."""
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fig.tight_layout()
@@ -108,7 +111,6 @@ def _small(fig) -> float:
 
 def _plain_ticks(ax) -> None:
     """Log axes labelled 1, 2, 4 ... 1,000 rather than 2^3 and 10^3 (read from the back of a classroom)."""
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     def fmt(v, _pos):
         if v >= 1:
@@ -378,7 +380,6 @@ def drafter_label(t, point: dict, gamma: int) -> str:
         widths = ",".join(str(k) for k in opts["tree_widths"])
     else:
         widths = f"{opts.get('tree_width', 2)}×{opts.get('tree_depth') or gamma}"
-    from models.drafters import BASES
     base = opts.get("tree_from", BASES[0])
     return t(f"drafter.{name}", widths=widths, base=t(f"drafter.{base}"))
 
@@ -391,14 +392,12 @@ def drafter_short(t, point: dict, gamma: int) -> str:
     opts = point.get("options", {})
     shape = ",".join(str(k) for k in opts["tree_widths"]) if opts.get("tree_widths") else \
         f"{opts.get('tree_width', 2)}×{opts.get('tree_depth') or gamma}"
-    from models.drafters import BASES
     base = opts.get("tree_from", BASES[0])        # the first base is the default: named only when another
     return f"{t(f'lab.drafter_{name}')} {shape}" + (f" · {t(f'lab.tree_from_{base}')}" if base != BASES[0] else "")
 
 
 def _shaped(name: str) -> bool:
     """A drafter with a shape of its own (a tree's widths): its label says the shape."""
-    from models.drafters import kind_of
     return "tree_width" in kind_of(name).options
 
 
@@ -408,7 +407,6 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str
     models.drafter_analytics.compare_drafters or long_runs): up is what a drafter buys, right what it costs the
     target. `note` says what the points were counted on (a long run, or a short one) under the title. network:
     the points are a network pair's (its chain is a draft network, not the bigram)."""
-    from models.drafters import kinds
     if network:
         words = t
         t = lambda key, **kw: words("drafter.chain_network" if key == "drafter.chain" else key, **kw)  # noqa: E731
@@ -427,7 +425,6 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str
     right = max([pt["lanes_per_pass"] for pt in points] + [2.0])
     xs = np.geomspace(1, right * 1.5, 50)
     ax.plot(xs, xs, ":", color=pal["mpl_fg"], lw=1, label=t("plot.lanes_ceiling"))
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_locator(LogLocator(base=2))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:,.0f}"))
@@ -453,7 +450,6 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str
         return fig
     fig.canvas.draw()
     foot = leg.get_window_extent().height / fig.bbox.height
-    import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fig.tight_layout(rect=(0.0, min(0.9, foot + 0.01), 1.0, 1.0))
@@ -469,8 +465,7 @@ def text_report(fig) -> tuple[float | None, list[tuple[str, str]], list[str]]:
     """After a draw: the smallest text drawn (px of em height), the pairs of texts (or a text and a legend)
     whose boxes overlap (a legend's own lines belong to it) and the texts cut off at the figure's edge. Tick
     labels outside the axis' view (made by the locator but not drawn) are left out."""
-    from matplotlib.text import Text
-
+    # lazy: window/scenes side, not loaded with this module
     from scenes.legibility import group_boxes, overlapping_pairs
     renderer = fig.canvas.get_renderer()
     h = fig.bbox.height

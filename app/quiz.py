@@ -11,7 +11,7 @@ bonus token, the batch without its KV cache...).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -19,6 +19,10 @@ from app.i18n import Strings
 from app.tour import chapter_index
 from app.measured import fmt_ops_count
 from models.tubes import DEFAULT_PREFIX
+from app import derived
+from app.session import Session
+from models import analytics
+from models.sampler import SamplerSettings
 
 LETTERS = "ABCD"
 PREFIX = DEFAULT_PREFIX          # the test tubes' prefix (chapter 6), for the questions about one row of p and q
@@ -59,8 +63,6 @@ class Snapshot:
 def long_run(pair, lab: dict):
     """The pair's long-run facts at the lab's γ and row shaping (models.analytics.pair_facts, seed 0: the run the
     panels and `spectable alpha` report; cached, about 0.6 s the first time)."""
-    from models import analytics
-    from models.sampler import SamplerSettings
     st = SamplerSettings(gamma=int(lab["gamma"]), temperature=float(lab["temperature"]), top_k=int(lab["top_k"]),
                          top_p=float(lab["top_p"]), seed=0)
     return analytics.pair_facts(pair, int(lab["gamma"]), st, seed=0)
@@ -73,9 +75,7 @@ def snapshot(ctl) -> Snapshot:
     if ctl.lab_values is None:
         pair, run = ctl.session.pair(), ctl.session.ensure()
     else:
-        from dataclasses import replace
 
-        from app.session import Session
         session = Session(replace(ctl.settings, **lab))
         pair, run = session.pair(), session.ensure()
     return Snapshot(pair=pair, run=run, lab=lab, facts=long_run(pair, lab))
@@ -83,7 +83,6 @@ def snapshot(ctl) -> Snapshot:
 
 # ---- helpers -----------------------------------------------------------------------------------
 def _roof(snap: Snapshot, lanes: int, context: int):
-    from app import derived
     return derived.roofline(snap.lab["device"], snap.lab["model"], lanes, context)
 
 
@@ -340,7 +339,6 @@ def _alpha(snap) -> float:
 
 
 def q_tokens_per_pass(t, snap):
-    from models import analytics
     a, g = _alpha(snap), int(snap.lab["gamma"])
     right = float(analytics.tokens_per_pass_formula(a, g))
     nobonus, naive, inf = right - a ** g, g * a + 1, 1 / (1 - a)
@@ -353,7 +351,6 @@ def q_tokens_per_pass(t, snap):
 
 
 def q_speedup_driver(t, snap):
-    from app import derived
     a, c = _alpha(snap), float(snap.lab["c"])
     best, sp = derived.best_gamma(a, c)
     return _idea(t, "speedup_driver", "08-how-much-faster", _tour("08-how-much-faster"),
@@ -361,7 +358,6 @@ def q_speedup_driver(t, snap):
 
 
 def q_best_gamma(t, snap):
-    from models import analytics
     a, c = _alpha(snap), float(snap.lab["c"])
     best = int(analytics.best_gamma(a, c))
     cands = [10, 1, best + 2, best + 1, best - 1, best + 3]

@@ -8,11 +8,22 @@ roofline) are plain cached functions in app/derived.py.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from concurrent.futures import ThreadPoolExecutor
 
 from app.settings import RUN_FIELDS, AppSettings
 from corpus.errors import InputError
-from models.tubes import DEFAULT_PREFIX
+from models.tubes import DEFAULT_PREFIX, run_tubes
+from app import pairs
+from models import analytics, drafter_analytics as da
+from models.drafters import COUNTS, FEATURES, choice, kind
+from models.heads import HeadModels
+from models.sampler import SamplerSettings, make_sampler
+
+# What a live measurement or a checkpoint that loads may meet that is not a bug: app.facts.UNAVAILABLE's kinds
+# (a file that cannot load, a number out of range, a figure not there) and torch's own RuntimeError (out of
+# memory, an op or dtype the device lacks). Anything else is a bug and is raised.
+NOT_MEASURED = (InputError, OSError, ValueError, ArithmeticError, LookupError, RuntimeError)
 
 _RUN = frozenset(RUN_FIELDS)
 TUBE_PREFIX = DEFAULT_PREFIX      # the test-tube prefix of the lesson (chapter 6)
@@ -54,7 +65,6 @@ class Session:
 
     def pair_key(self, tokens: str | None = None) -> str:
         """Which pair the settings name: 'ngram-char', 'ngram-word', 'neural' or 'custom' (app/pairs.py)."""
-        from app import pairs
         return pairs.key(self.settings.pair, tokens or self.settings.tokens)
 
     def pair(self, tokens: str | None = None):
@@ -65,18 +75,15 @@ class Session:
         if key not in self._pairs:
             with self._load_lock:                    # the long-run and tube workers may ask at the same moment
                 if key not in self._pairs:
-                    from app import pairs
                     self._pairs[key] = pairs.open_key(key)
         return self._pairs[key]
 
     @property
     def neural(self) -> bool:
-        from app import pairs
         return pairs.is_neural(self.settings.pair)
 
     def heads(self, pair=None):
         """The heads drafter's tables for the pair (loaded once per pair)."""
-        from models.heads import HeadModels
         pair = pair or self.pair()
         if pair.tokens not in self._heads:
             self._heads[pair.tokens] = HeadModels.for_pair(pair)
@@ -84,14 +91,12 @@ class Session:
 
     def drafter_key(self) -> tuple:
         """The settings the drafter is built from (models.drafters.choice: its name and only the options it reads)."""
-        from models.drafters import choice
         return choice(self.settings)
 
     def drafter(self, pair=None, key: tuple | None = None):
         """The drafter the settings (or a drafter_key()) name (models.drafters), on the pair: what the pair drafts
         with where it has its own way (a neural pair's draft model), a one-line InputError where it cannot run it
         (heads and trees are built on the n-gram counts), never a silent switch."""
-        from models.drafters import kind
         name, opts = key or self.drafter_key()
         pair = pair or self.pair()
         k = kind(name)
@@ -104,7 +109,6 @@ class Session:
         return k.make(pair, dict(opts), lambda: self.heads(pair))     # the heads table loaded once, if read
 
     def sampler_settings(self, gamma: int | None = None):
-        from models.sampler import SamplerSettings
         s = self.settings
         return SamplerSettings(gamma=gamma or s.gamma, temperature=s.temperature, top_k=s.top_k, top_p=s.top_p,
                                seed=s.seed)
@@ -114,7 +118,6 @@ class Session:
         sets .error."""
         if not self._stale:
             return self.run
-        from models.sampler import make_sampler
         s = self.settings
         self._stale = False
         try:
@@ -148,7 +151,6 @@ class _OneThread:
     thread_name = "worker"
 
     def _submit(self, fn, *args):
-        from concurrent.futures import ThreadPoolExecutor
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.thread_name)
         return self._pool.submit(fn, *args)
@@ -172,7 +174,6 @@ class TubeWorker(_OneThread):
         self._pool = None
 
     def _compute(self, key):
-        from models.tubes import run_tubes
         rule, pair_key, rounds, drafter = key
         pair = self.session.pair_by_key(pair_key)
         return run_tubes(pair, prefix=TUBE_PREFIX, rounds=rounds, draws=50, seed=1, rule=rule,
@@ -228,10 +229,7 @@ class DrafterWorker(_OneThread):
         return (self.session.pair_key(), st.gamma, st.temperature, st.top_k, st.top_p)
 
     def _compute(self, key):
-        from dataclasses import replace
 
-        from models import drafter_analytics as da
-        from models.drafters import COUNTS, FEATURES, kind
         pair_key, gamma, temperature, top_k, top_p = key
         pair = self.session.pair_by_key(pair_key)
         if COUNTS not in pair.offers and FEATURES not in pair.offers:
@@ -269,7 +267,6 @@ class DrafterWorker(_OneThread):
             return self._results[key]
         job = self._jobs.get(key)
         if job is None:
-            from models.drafters import COUNTS
             try:                                  # load the tables here, not from two threads at once
                 pair = self.session.pair_by_key(key[0])
                 if COUNTS in pair.offers:
@@ -294,20 +291,17 @@ class LongRunWorker(_OneThread):
         self._pool = None
 
     def _args(self):
-        from models import analytics
         ses, s = self.session, self.session.settings
         pair = ses.pair()
         st = ses.sampler_settings()
         return (analytics.table_key(pair), s.gamma, st.temperature, st.top_k, st.top_p), (pair, s.gamma, st)
 
     def get(self):
-        from models import analytics
         key, (pair, gamma, st) = self._args()
         job = self._jobs.get(key)
         return job.result() if job is not None else analytics.pair_facts(pair, gamma, st, seed=0)
 
     def ready(self):
-        from models import analytics
         key, (pair, gamma, st) = self._args()
         job = self._jobs.get(key)
         if job is None:
@@ -341,7 +335,7 @@ class BenchWorker(_OneThread):
         return (self.session.pair_key(), self.session.settings.gamma)
 
     def _measure(self, key):
-        from models.llm.pair_bench import measure_llama_pair
+        from models.llm.pair_bench import measure_llama_pair  # lazy: pulls in safetensors, torch
         pair = self.session.pair_by_key(key[0])
         if pair.draft is None:
             raise InputError(f"{pair.name} has no draft model: there is no draft cost to measure")
@@ -366,7 +360,7 @@ class BenchWorker(_OneThread):
         try:
             self.results[key] = job.result()
             self.errors.pop(key, None)
-        except Exception as exc:  # noqa: BLE001 - a failed measurement is a message in the panel, not a crash
+        except NOT_MEASURED as exc:          # a failed measurement is a message in the panel, not a crash
             self.errors[key] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, InputError) else str(exc)
         self.progress = None
 

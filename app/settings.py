@@ -26,6 +26,8 @@ from corpus.atomic import remove_stale_temps, write_text_atomic
 from corpus.errors import InputError
 from corpus.validate import lone_surrogate, read_regular_file
 from models.tubes import DEFAULT_PREFIX
+from app import pairs
+from models import drafters, hardware
 
 MODES = ("tour", "lab", "step", "tubes", "exploded", "hardware", "quiz")
 TUBE_RULES = ("exact", "resample_from_p", "exact_match_only", "draft_only", "typical")
@@ -39,27 +41,22 @@ INT32_MAX = 2**31 - 1          # ImGui's integer inputs hold a C int: nothing la
 
 
 def _devices() -> tuple[str, ...]:
-    from models import hardware
     return tuple(hardware.DEVICES)
 
 
 def _pairs() -> tuple[str, ...]:
-    from app import pairs
     return pairs.choices()
 
 
 def _drafters() -> tuple[str, ...]:
-    from models import drafters          # who proposes the guesses: every registered drafter
-    return drafters.names()
+    return drafters.names()          # who proposes the guesses: every registered drafter
 
 
 def _tree_bases() -> tuple[str, ...]:
-    from models import drafters
     return drafters.BASES
 
 
 def _models() -> tuple[str, ...]:
-    from models import hardware
     return tuple(hardware.MODELS)
 
 

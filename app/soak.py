@@ -9,7 +9,14 @@ import statistics
 import sys
 import tempfile
 import time
+import ctypes
+import gc
 from pathlib import Path
+
+import numpy as np
+
+from app.settings import AppSettings
+from app.tour import CHAPTERS
 
 
 # Context methods that make a GL object, and what the object is counted as.
@@ -57,7 +64,7 @@ class GLCensus:
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
     def __enter__(self) -> "GLCensus":
-        import moderngl
+        import moderngl  # lazy: moderngl only when a GL context is made
         census = self
 
         def counted(method):
@@ -126,10 +133,8 @@ def rss_mb() -> float:
     """Resident memory now (VmRSS) after a garbage collection and, with glibc, malloc_trim: what the process
     holds, not what the allocator kept from a burst (a GIF's frames are ~80 MB for a moment). Where /proc is
     missing, the peak (ru_maxrss) instead."""
-    import gc
     gc.collect()
     try:
-        import ctypes
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
@@ -144,7 +149,7 @@ def rss_mb() -> float:
 
 def peak_rss_mb() -> float:
     """The most resident memory the process has had (ru_maxrss, in kB on Linux)."""
-    import resource
+    import resource  # lazy: resource is Unix-only
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -168,7 +173,7 @@ def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
     the counts at the ends of two cycles compare like with like. quick (the test's): four tour chapters (with
     and without a plot, the first and the last) and four lab changes (a run field, a table field, the word
     table, back) instead of all."""
-    from app import keys
+    from app import keys  # lazy: pulls in pygame
     modes = list(ctl.modes)
     per_mode = max(12, length // len(modes))
     plan: dict[int, list] = {}
@@ -188,7 +193,6 @@ def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
     lab_changes = [dict(gamma=2), dict(c=0.35), dict(temperature=0.6), dict(top_k=8), dict(top_p=0.8),
                    dict(seed=lab0["seed"] + 1), dict(lanes=16), dict(context=32768), dict(gamma=7),
                    dict(decoder="target"), dict(tokens="word"), lab0]
-    from app.tour import CHAPTERS
     chapters = list(range(len(CHAPTERS)))
     if quick:
         lab_changes = [dict(gamma=2), dict(lanes=16), dict(tokens="word"), lab0]
@@ -225,7 +229,7 @@ def cycle_plan(ctl, length: int, quick: bool = False) -> dict[int, list]:
             for i, change in enumerate(lab_changes):
                 at(inner[0] + i * step, ("update", dict(change)))
         elif mode == "tubes":
-            from app.modes.tubes import STOPS
+            from app.modes.tubes import STOPS  # lazy: pulls in imgui_bundle
             step = max(1, len(inner) // len(STOPS))
             for i in range(len(STOPS)):                  # once round every rule, back to where it started
                 press(inner[0] + i * step, "next")
@@ -261,12 +265,12 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
     all of app.figures.PLOT_NAMES; the test exports two, the same code for a quarter of the time)."""
     os.environ.setdefault("SDL_VIDEODRIVER", "offscreen")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    # lazy: pulls in PIL, imgui_bundle, pygame
     from app import keys
     from app.controller import Controller
-    from app.settings import AppSettings
-    from app.window import App
+    from app.window import App  # lazy: pulls in PIL, imgui_bundle, moderngl, pygame
 
-    from app import exports, plots
+    from app import exports, plots  # lazy: pulls in PIL, matplotlib
     every = every or cycle
     samples: list[dict] = []
     frame_ms: list[float] = []
@@ -339,11 +343,13 @@ def run_soak(frames: int = 3600, cycle: int = 600, size=(1280, 720), every: int 
 
         made_in = {}                  # the window, once there is one: census.frame reads its frame count
         census.frame = lambda: made_in["app"].frame if made_in else 0
+        opened = False
         try:
             app = made_in["app"] = SoakApp(ctl, size=size)
-        except BaseException:
-            plots.figure_rgba, exports.export_plots = real_rgba, real_export_plots
-            raise
+            opened = True
+        finally:
+            if not opened:        # the window did not open: put the real plot functions back, then fail
+                plots.figure_rgba, exports.export_plots = real_rgba, real_export_plots
         try:
             sample(0)                 # the window open, nothing drawn yet
             app.run(frames=frames)
@@ -387,5 +393,4 @@ def percentile(values: list[float], q: float) -> float | None:
     """The q-th percentile (0-100) of values, linear between the nearest ranks; None for none."""
     if not values:
         return None
-    import numpy as np
     return round(float(np.percentile(values, q)), 2)

@@ -27,6 +27,10 @@ from functools import lru_cache
 
 from app.paths import TOUR_DIR
 from corpus.errors import InputError
+from app.figures import PAGE_PLOTS, PLOT_NAMES
+from app.i18n import catalog
+from app.settings import LAB_FIELDS, check_values
+from models.demo import EVENTS
 
 ACTION_KINDS = ("play", "checkpoint")
 CHECKPOINT_KINDS = ("test", "count")     # test: will this guess pass?  count: how many will the target keep?
@@ -190,7 +194,7 @@ def _keys(obj, allowed: set, where: str) -> None:
 
 def _parts(raw, where: str, required: bool) -> tuple[str, ...]:
     """A beat's parts: a non-empty list of the scene's part names (scenes.layout.PARTS), each once."""
-    from scenes.layout import PARTS
+    from scenes.layout import PARTS  # lazy: window/scenes side, not loaded with this module
     if raw is None and not required:
         return ()
     if not isinstance(raw, list) or not raw or not all(isinstance(p, str) for p in raw):
@@ -211,7 +215,6 @@ def _view(raw, where: str):
 
 def _params(raw, where: str) -> dict:
     """A page's lab settings: an object of lab fields (app.settings.LAB_FIELDS), each checked as update() checks it."""
-    from app.settings import LAB_FIELDS, check_values
     if raw is None:
         return {}
     if not isinstance(raw, dict) or not raw:
@@ -223,7 +226,6 @@ def _params(raw, where: str) -> dict:
 
 
 def _events(raw, where: str) -> tuple[str, ...]:
-    from models.demo import EVENTS
     if raw is None:
         return ()
     if not isinstance(raw, list) or not raw or any(e not in EVENTS for e in raw):
@@ -233,7 +235,6 @@ def _events(raw, where: str) -> tuple[str, ...]:
 
 def _fact_names(raw, where: str) -> tuple[str, ...]:
     """A page's live numbers: names the catalogs label (fact.<name> in every language), each once."""
-    from app.i18n import catalog
     if raw is None:
         return ()
     if not isinstance(raw, list) or not raw or not all(isinstance(n, str) for n in raw) or len(set(raw)) != len(raw):
@@ -245,7 +246,6 @@ def _fact_names(raw, where: str) -> tuple[str, ...]:
 
 
 def _plot(raw, where: str) -> str | None:
-    from app.figures import PAGE_PLOTS, PLOT_NAMES
     if raw is not None and raw not in PLOT_NAMES + PAGE_PLOTS:
         raise InputError(f"{where}: 'plot' must be one of {', '.join(PLOT_NAMES + PAGE_PLOTS)}, not {raw!r}")
     return raw

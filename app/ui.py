@@ -6,13 +6,18 @@ lower left.
 """
 from __future__ import annotations
 
+import math
+import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from imgui_bundle import imgui
 
+from app.facts import UNAVAILABLE
 from app.palette import u32
 from app.settings import MODES
+from app.paths import resolve_font
+from scenes.legibility import FLOOR_PX, min_text_px, overlapping_pairs
 
 FLAGS = (imgui.WindowFlags_.no_title_bar | imgui.WindowFlags_.no_resize | imgui.WindowFlags_.no_move
          | imgui.WindowFlags_.no_collapse | imgui.WindowFlags_.no_saved_settings)
@@ -66,7 +71,7 @@ def em_ratio(font_path) -> float:
 
 @lru_cache(maxsize=4)
 def _em_ratio(path: str) -> float:
-    import freetype
+    import freetype  # lazy: freetype only when a font atlas is built
     face = freetype.Face(path)
     return face.units_per_EM / float(face.ascender - face.descender)
 
@@ -74,10 +79,8 @@ def _em_ratio(path: str) -> float:
 def panel_font_size(height: int, ui_scale: float, ratio: float) -> int:
     """The ImGui font size whose em is 1/44 of the window's height times the UI scale (never under the
     legibility minimum at the default scale, never under 14 px at any)."""
-    from scenes.legibility import FLOOR_PX, min_text_px
     em = max(min_text_px(height), height * PANEL_EM_FRACTION)
     em = min(MAX_EM, max(FLOOR_PX, em * ui_scale))
-    import math
     return int(math.ceil(em / ratio - 1e-9))      # never a hair under the em asked for
 
 
@@ -95,7 +98,6 @@ def pop_font() -> None:
 def screen_for(ctl, w: int, h: int, renderer=None) -> Screen:
     """The Screen of a w x h framebuffer: the panels' em follows its height (HiDPI, projectors) times the UI
     scale (panel_font_size)."""
-    from app.paths import resolve_font
     ratio = em_ratio(resolve_font())
     return Screen(ctl, int(w), int(h), panel_font_size(int(h), ctl.settings.ui_scale, ratio), renderer,
                   em_ratio=ratio)
@@ -185,7 +187,6 @@ def measure_frame(scr: Screen, stage_rect, stage_legibility: dict | None) -> dic
     overlaps: pairs of boxes that overlap, among the panels, the table's picture and the table's own text
     boxes (plates, readouts), and the text inside each plot; scrollbars: panels showing one;
     clipped: panels or table cells whose text is cut off; hidden_labels: table texts left out as too small."""
-    from scenes.legibility import overlapping_pairs
     wins = [w for w in window_boxes() if w["name"] not in OVERLAYS]
     sizes = [scr.em(s) for s in [*scr.log.sizes, scr.font_size]]
     sizes += [rep[0] for rep in scr.log.plots.values() if rep[0]]
@@ -391,8 +392,7 @@ class PlotTextures:
         laid out at exactly the size it is shown, with text of the panel's size (never under the legibility
         minimum): a plot is never scaled down into text nobody can read. overlay(draw_list, x, y, w, h, fig_info)
         draws over the picture (the tube mode marks the round shown)."""
-        from app import figures, plots
-        from scenes.legibility import min_text_px
+        from app import figures, plots  # lazy: pulls in matplotlib
         ctl = self.ctl
         if name == "tubes" and ctl.tubes() is None:
             imgui.text_colored(imgui.ImVec4(*scr.colors["muted"]), ctl.t("tubes.computing"))
@@ -427,7 +427,7 @@ class PlotTextures:
                 report = plots.text_report(fig)
                 info = axes_info(fig)
                 plots.close(fig)
-            except Exception as exc:  # noqa: BLE001 - a model still landing must not kill the panel
+            except UNAVAILABLE as exc:     # a model or number that cannot be computed must not kill the panel
                 imgui.text_wrapped(f"{name}: {type(exc).__name__}: {exc}")
                 return
             tex_id = scr.renderer.register_rgba(rgba, entry[1] if entry else None)
@@ -443,7 +443,7 @@ class PlotTextures:
 
 def axes_info(fig) -> dict:
     """Where the first axes sit in the picture (pixels from its top-left) and its x mapping, for overlays:
-    {'x0', 'y0', 'x1', 'y1', 'to_px': data x -> pixel x}."""
+    {'x0', 'y0', 'x1', 'y1', 'to_px': data x -> pixel x, 'legend': its box (x0, y0, x1, y1) or None}."""
     ax = fig.axes[0]
     bb = ax.get_window_extent()
     h = fig.bbox.height
@@ -451,7 +451,26 @@ def axes_info(fig) -> dict:
 
     def to_px(x: float) -> float:
         return float(trans.transform((x, 1.0 if ax.get_yscale() == "log" else 0.0))[0])
-    return {"x0": bb.x0, "x1": bb.x1, "y0": h - bb.y1, "y1": h - bb.y0, "to_px": to_px}
+    leg = ax.get_legend()
+    box = None
+    if leg is not None and leg.get_visible():
+        lb = leg.get_window_extent(fig.canvas.get_renderer())
+        box = (lb.x0, h - lb.y1, lb.x1, h - lb.y0)
+    return {"x0": bb.x0, "x1": bb.x1, "y0": h - bb.y1, "y1": h - bb.y0, "to_px": to_px, "legend": box}
+
+
+def rect_minus(rect, hole) -> list[tuple[float, float, float, float]]:
+    """`rect` (x0, y0, x1, y1) less `hole`, as at most four rectangles (an overlay that covers a plot's curves
+    keeps clear of its legend)."""
+    x0, y0, x1, y1 = rect
+    if hole is None:
+        return [rect]
+    hx0, hy0, hx1, hy1 = hole
+    if hx0 >= x1 or hx1 <= x0 or hy0 >= y1 or hy1 <= y0:
+        return [rect]
+    top, bottom = max(y0, hy0), min(y1, hy1)
+    parts = [(x0, y0, x1, top), (x0, bottom, x1, y1), (x0, top, min(x1, hx0), bottom), (max(x0, hx1), top, x1, bottom)]
+    return [r for r in parts if r[2] > r[0] and r[3] > r[1]]
 
 
 # ---- line breaking that suits Chinese ------------------------------------------------------------------
@@ -466,7 +485,6 @@ _GLUE = ("=", "<", ">", "≤", "≥", "≈", "→", "×")
 
 
 def _wide(ch: str) -> bool:
-    import unicodedata
     return len(ch) == 1 and unicodedata.east_asian_width(ch) in ("W", "F")
 
 

@@ -17,10 +17,11 @@ from app.controller import Controller
 from app.display import Display
 from app.notes_window import NotesWindow
 from app.cli.progress import Progress
-from app.imgui_renderer import feed_imgui, imgui_key_map
+from app.imgui_renderer import ImGuiRenderer, feed_imgui, imgui_key_map
 from app.palette import apply_style
 from app.paths import resolve_font
 from corpus.errors import InputError
+from scenes.stage import Stage
 
 STAGE_TEXTURE_ID = 1      # the ImGui texture id of the table's render target (the renderer hands out 2, 3, ...)
 FIXED_DT = 1.0 / 30.0     # the scripted loop's clock: frames are reproducible, whatever the machine
@@ -47,9 +48,8 @@ class App:
 
     # ---- set-up ------------------------------------------------------------------------------------
     def _init_imgui(self) -> None:
-        from imgui_bundle import imgui
+        from imgui_bundle import imgui  # lazy: ImGui only in the window
 
-        from app.imgui_renderer import ImGuiRenderer
         self.imgui = imgui
         font_file = resolve_font()
         imgui.create_context()
@@ -73,7 +73,6 @@ class App:
 
     def _init_stage(self) -> None:
         try:
-            from scenes.stage import Stage
             stage = Stage(self.ctx, palette=self.ctl.settings.palette)
             # No wait for the table's pixels: software GL rasterises them on its own threads while the panels
             # are built; the panels' draw of the table's texture (or the buffer swap) waits for them.

@@ -12,11 +12,13 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
 from corpus.errors import InputError
+from corpus.validate import file_kind
 
 
 def _new_file_mode() -> int:
@@ -40,7 +42,6 @@ def atomic_path(path: str | Path, make_parents: bool = True) -> Iterator[Path]:
             with _streamed(path) as tmp:
                 yield tmp
             return
-        from corpus.validate import file_kind
         raise InputError(f"cannot write {path}: it is {file_kind(mode)}, not a file")
     if path.is_symlink():
         path = Path(os.path.realpath(path))
@@ -126,7 +127,6 @@ def remove_stale_temps(folder: str | Path, name: str | None = None, older_than_s
     for the file called `name` (taken literally: a name may hold '*' or '[') or, without one, for the files
     whose names match the glob `pattern`, in `folder`, if older than `older_than_s` (a live writer's is newer).
     Returns what was removed; a folder that is missing or unreadable is left alone."""
-    import time
     folder = Path(folder)
     removed = []
     try:

@@ -4,13 +4,15 @@ from __future__ import annotations
 import shlex
 import stat
 from pathlib import Path
+from importlib.metadata import version
 
 from corpus.normalise import NORMALISATION, read_piece, resolve_sources
 from corpus.atomic import remove_stale_temps
 from corpus.tables import CountTables, count_tokens, manifest_path, save_tables
 from corpus.tokenizers import NEWLINE, TOKEN_KINDS, tokenize
 from corpus.errors import InputError
-from corpus.validate import shown_name
+from corpus.validate import file_kind, shown_name
+from corpus.heads import count_heads, save_heads
 
 TABLES_DIR = Path(__file__).resolve().parent / "tables"
 
@@ -53,7 +55,6 @@ def read_token_stream(paths, pieces=None, tokens: str = "char") -> tuple[list[st
         raise InputError("too little text to count trigrams (need at least 3 tokens)")
     manifest = {"tokens": tokens, "pieces": piece_info, "normalisation": NORMALISATION, "newline_token": NEWLINE}
     if tokens == "word":
-        from importlib.metadata import version
         manifest["tokenizer"] = f"jieba {version('jieba')} lcut (accurate mode, HMM on), per paragraph"
     else:
         manifest["tokenizer"] = "one token per character"
@@ -86,7 +87,6 @@ def _check_out(out: Path) -> None:
         raise InputError(f"--out is a folder, give a file name: {out}")
     mode = out.stat().st_mode if out.exists() else None
     if mode is not None and not stat.S_ISREG(mode):
-        from corpus.validate import file_kind
         raise InputError(f"--out must name a file (its manifest is written beside it), not {file_kind(mode)}: {out}")
     if out.suffix == ".json":
         raise InputError(f"--out names the table (.npz); its manifest .json is written beside it: {out}")
@@ -107,7 +107,6 @@ def build_and_save(paths, out, pieces=None, tokens: str = "char") -> CountTables
 
 def build_and_save_heads(paths, out, pieces=None, tokens: str = "char", last_head: int = 13):
     """Count and write a heads table (heads 2..last_head) from the same stream a pair table counts."""
-    from corpus.heads import count_heads, save_heads
     out = Path(out)
     _check_out(out)
     all_tokens, manifest = read_token_stream(paths, pieces, tokens)

@@ -20,12 +20,20 @@ alone is the table; load_tables refuses a .json beside it that belongs to anothe
 from __future__ import annotations
 
 import json
+import zlib
+import hashlib
+import io
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from corpus.atomic import atomic_path
+from corpus.errors import InputError
+from corpus.normalise import CONTROL_CHARACTERS
+from corpus.tokenizers import NEWLINE, TOKEN_KINDS
+from corpus.validate import mapping, parse_json, read_json, read_regular_file, text, whole
 
 FORMAT = "spectable-ngram-v1"
 
@@ -83,8 +91,6 @@ def count_tokens(tokens: list[str], manifest: dict | None = None) -> CountTables
 
 def _write_npz(fh, arrays: dict) -> None:
     """np.savez_compressed, but with fixed zip timestamps so the same text always gives the same bytes."""
-    import io
-    import zipfile
     with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         for name, arr in arrays.items():
             buf = io.BytesIO()
@@ -115,8 +121,6 @@ def write_table_files(path: str | Path, arrays: dict, manifest: dict) -> Path:
     The .npz is the table: it holds its own manifest. The .json beside it is a copy for people that also
     records the .npz's sha256, so a build killed between the two renames (a new table beside the old
     manifest) is detected by read_table_file's caller (check_manifest_copy), not silently paired."""
-    import hashlib
-    import io
     path = Path(path)
     manifest_json = json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True)
     buf = io.BytesIO()
@@ -142,7 +146,6 @@ _ARRAYS = ("vocab", "unigram", "bi_indptr", "bi_indices", "bi_counts", "tri_keys
 
 def load_tables(path: str | Path) -> CountTables:
     """Read a table written by save_tables; anything but a well-formed table is one InputError line."""
-    from corpus.errors import InputError
     data, sha = read_table_file(path, "count table")
     missing = [k for k in _ARRAYS if k not in data]
     if missing:
@@ -154,11 +157,6 @@ def load_tables(path: str | Path) -> CountTables:
 
 def read_table_file(path: str | Path, what: str) -> tuple[dict, str]:
     """The arrays of a table .npz (no pickles, at most MAX_TABLE_BYTES unpacked) and the file's sha256."""
-    import hashlib
-    import io
-    import zipfile
-    from corpus.errors import InputError
-    from corpus.validate import read_regular_file
     path = Path(path)
     try:
         blob = read_regular_file(path, what, MAX_TABLE_BYTES)
@@ -173,15 +171,14 @@ def read_table_file(path: str | Path, what: str) -> tuple[dict, str]:
             data = {k: z[k] for k in z.files}
     except InputError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a zip/npz parsing failure of any kind means "not our table"
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, KeyError, RuntimeError,
+            NotImplementedError) as exc:   # zipfile/numpy on a foreign or damaged file: "not our table"
         raise InputError(f"not a spectable {what}: {path} ({type(exc).__name__})") from None
     return data, hashlib.sha256(blob).hexdigest()
 
 
 def read_manifest(data: dict, where: str) -> dict:
     """The manifest a table file embeds: one JSON object, finite numbers only."""
-    from corpus.errors import InputError
-    from corpus.validate import mapping, parse_json
     m = data.get("manifest")
     if m is None or m.dtype.kind != "U" or m.ndim != 0:
         raise InputError(f"{where}: the embedded manifest is not one text")
@@ -191,8 +188,6 @@ def read_manifest(data: dict, where: str) -> dict:
 def check_manifest_copy(path: str | Path, manifest: dict, sha: str) -> None:
     """The .json beside a table, if there is one, must be that table's: same manifest and, where it records
     one, the table's sha256 (manifests written before the sha256 was recorded are checked by content)."""
-    from corpus.errors import InputError
-    from corpus.validate import mapping, read_json
     path = Path(path)
     side = manifest_path(path)
     if side == path or not side.is_file():
@@ -206,7 +201,6 @@ def check_manifest_copy(path: str | Path, manifest: dict, sha: str) -> None:
 
 def int_array(a: np.ndarray, name: str, where: str, lo: int, hi: int, length: int | None = None) -> np.ndarray:
     """A 1-D integer array with every value in [lo, hi], returned as int64 (the bounds keep casts exact)."""
-    from corpus.errors import InputError
     if a.ndim != 1:
         raise InputError(f"{where}: {name} must be one-dimensional, not of shape {a.shape}")
     if a.dtype.kind not in "iu":
@@ -222,7 +216,6 @@ def check_csr(indptr: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_row
               name: str, where: str, rows_nonempty: bool):
     """CSR rows: indptr from 0 up to nnz, non-decreasing; followers in [0, V) strictly increasing within a row
     (lookups bisect them); counts from 1 to N."""
-    from corpus.errors import InputError
     indices = int_array(indices, f"{name}_indices", where, 0, V - 1)
     nnz = len(indices)
     indptr = int_array(indptr, f"{name}_indptr", where, 0, nnz, n_rows + 1)
@@ -241,9 +234,6 @@ def check_csr(indptr: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_row
 
 def validate_tables(data: dict, where: str) -> CountTables:
     """Type, shape, range and consistency of every array and of the manifest (counts sum to N, V tokens)."""
-    from corpus.errors import InputError
-    from corpus.tokenizers import NEWLINE, TOKEN_KINDS
-    from corpus.validate import whole
     manifest = read_manifest(data, where)
     if manifest.get("format") != FORMAT:
         raise InputError(f"{where}: manifest format is {manifest.get('format')!r}, not {FORMAT!r}")
@@ -281,8 +271,6 @@ def validate_tables(data: dict, where: str) -> CountTables:
 
 def _check_pieces(pieces, where: str) -> None:
     """The manifest's source list, as `corpus info` prints it: objects with file, title, sha256 and counts."""
-    from corpus.errors import InputError
-    from corpus.validate import mapping, text, whole
     if not isinstance(pieces, list) or len(pieces) > 100_000:
         raise InputError(f"{where}: manifest pieces must be a list of sources")
     for i, piece in enumerate(pieces):
@@ -294,5 +282,4 @@ def _check_pieces(pieces, where: str) -> None:
 
 
 def _has_control(token: str) -> bool:
-    from corpus.normalise import CONTROL_CHARACTERS
     return CONTROL_CHARACTERS.search(token) is not None

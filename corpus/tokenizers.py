@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 
 from corpus.resources import cache_dir
+from corpus.errors import InputError
 
 NEWLINE = "\n"
 TOKEN_KINDS = ("char", "word")
@@ -15,7 +16,7 @@ def _get_jieba():
     """Import and initialise jieba once, quietly, with its cache in our folder (init ≈ 0.5 s)."""
     global _jieba
     if _jieba is None:
-        import jieba
+        import jieba  # lazy: jieba (its dictionary loads for seconds) only for word tables
         jieba.setLogLevel(logging.WARNING)
         jieba.dt.tmp_dir = str(cache_dir())
         jieba.initialize()
@@ -44,7 +45,6 @@ def tokenize(paragraphs: list[str], kind: str) -> list[str]:
         return char_tokens(paragraphs)
     if kind == "word":
         return word_tokens(paragraphs)
-    from corpus.errors import InputError
     raise InputError(f"unknown token kind {kind!r} (use one of: {', '.join(TOKEN_KINDS)})")
 
 

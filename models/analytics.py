@@ -14,12 +14,13 @@ from __future__ import annotations
 import math
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from corpus.errors import InputError
 from models.trace import GeneratedRun  # noqa: F401 - a long run's counts (re-exported: callers read it here)
+from models.sampler import SamplerSettings, SpeculativeSampler, shape_row
 
 
 # ---- formulas ------------------------------------------------------------------------------------
@@ -137,7 +138,6 @@ def alpha_corpus(pair, settings=None) -> float:
     if settings is None or not settings.shapes_rows:
         sp = _sparse(pair)
         return float((sp.total * sp.beta).sum() / sp.total.sum())
-    from models.sampler import shape_row
     V = pair.V
     betas = np.empty(len(t.tri_keys))
     for h, key in enumerate(t.tri_keys):
@@ -158,7 +158,6 @@ def alpha_generated(pair, settings=None, chars: int = 200_000, chains: int = 64,
     min(p, q)/β, else writes the residual and ends the pass; position γ+1 writes the bonus from p), which is the
     same joint law of (text, verdicts) as drawing the guesses. Otherwise the SpeculativeSampler itself runs.
     """
-    from models.sampler import SamplerSettings, SpeculativeSampler
     s = settings or SamplerSettings()
     if not isinstance(chars, (int, np.integer)) or chars < 1 or chars > 10_000_000:
         raise InputError(f"chars must be between 1 and 10000000, got {chars!r}")
@@ -328,9 +327,7 @@ def table_key(pair) -> str:
 def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, seed: int | None = None) -> PairFacts:
     """The pair's α and tokens per pass at γ from one long seeded run (as `spectable alpha`), cached by
     (table, γ, row shaping, seed, length): the first call costs about 0.6 s, later ones nothing."""
-    from dataclasses import replace
 
-    from models.sampler import SamplerSettings
     _check_gamma(gamma)
     s = settings or SamplerSettings()
     s = replace(s, gamma=int(gamma), seed=s.seed if seed is None else int(seed))

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
+import numpy as np
+
 from corpus.errors import InputError
+from models.sampler import make_sampler
 
 
 def _kept_and_replaced(tr) -> bool:
@@ -43,7 +46,6 @@ def _gamble_rejected(tr) -> bool:
     """The pass's first real coin toss (q > p) went against the guess: the residual round that follows is the
     one a page can draw (the test checkpoint asks about that very guess), and it spreads over at least two tokens
     (a picture of topping up what the draft under-proposed, not a single bar)."""
-    import numpy as np
     i = next((i for i in range(tr.tested) if tr.ratios[i] < 1.0), None)
     if i is None or tr.accepted[i] or tr.final_row is None:
         return False
@@ -87,7 +89,6 @@ def find_demo_seed(pair, prompt_ids: Sequence[int], settings, events: Sequence[s
     (its seed replaced; `drafter`: a function making a fresh models.drafters drafter for each try, else the chain)
     shows events[k], for every k. InputError if an event is unknown or no seed in
     [start, start + max_tries) shows them (say, a bonus that the pair never allows after this prompt)."""
-    from models.sampler import make_sampler
     events = tuple(events)
     unknown = [e for e in events if e not in EVENTS]
     if unknown:

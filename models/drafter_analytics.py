@@ -13,12 +13,20 @@ lanes and becomes arithmetic-bound.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from corpus.errors import InputError
 from models.acceptance import MAX_GAMMA
+from corpus.build import default_table_path
+from corpus.validate import parse_json, read_json
+from models.drafters import DraftCost, kind, kinds, make_drafter
+from models.hardware import get_model, pass_time, roofline
+from models.heads import HeadModels
+from models.sampler import SpeculativeSampler, make_sampler
 
 
 @dataclass
@@ -83,7 +91,6 @@ def count_traces(traces, drafter_name: str, label: str, gamma: int, seed: int, p
 def drafter_generated(pair, settings, drafter, chars: int = 20_000, prefix: str = "\n", label: str | None = None
                       ) -> DrafterRun:
     """Run the sampler with `drafter` for about `chars` tokens from `prefix` (seeded by settings.seed)."""
-    from models.sampler import make_sampler
     if not isinstance(chars, (int, np.integer)) or chars < 1 or chars > 10_000_000:
         raise InputError(f"chars must be between 1 and 10000000, got {chars!r}")
     sampler = make_sampler(pair, settings, drafter=drafter)          # the n-gram pair or a neural one
@@ -95,7 +102,6 @@ def speedup_model(tokens_per_pass: float, lanes_per_pass: float, cost, device="h
                   context: int = 0, c: float = 0.1) -> dict:
     """The speed-up over the target alone under the roofline (module docstring), with the pieces it is made of.
     cost: a models.drafters.DraftCost (draft runs per pass, heads per pass)."""
-    from models.hardware import get_model, pass_time, roofline
     if not (c >= 0 and np.isfinite(c)):
         raise InputError(f"c must be a finite number >= 0, got {c}")
     if not (np.isfinite(tokens_per_pass) and np.isfinite(lanes_per_pass)):
@@ -119,7 +125,6 @@ def speedup_model(tokens_per_pass: float, lanes_per_pass: float, cost, device="h
 
 def runs_on(pair, name: str, opts: dict) -> bool:
     """Whether a drafter of these options can run on the pair (EAGLE's tree needs a network's features)."""
-    from models.drafters import kind, make_drafter
     if kind(name).problem_on(pair):
         return False
     try:
@@ -132,7 +137,6 @@ def runs_on(pair, name: str, opts: dict) -> bool:
 def default_specs(gamma: int) -> list[tuple[str, str, dict]]:
     """The drafters compared by default: (label, drafter name, make_drafter options): every registered drafter's
     compared variants at γ (models.drafters.registry)."""
-    from models.drafters import kinds
     return [(label, k.name, opts) for k in kinds() for _key, label, opts in k.compared(gamma)]
 
 
@@ -140,8 +144,6 @@ def compare_drafters(pair, settings, prompts, tokens_per_prompt: int = 400, spec
                      model="llama-3.1-8b", context: int = 0, c: float = 0.1) -> list[dict]:
     """Every drafter on the same prompts, same seed and settings: tokens per pass against lanes per pass (what each
     buys and what it costs), with α and the roofline speed-up. One dict per drafter (plain numbers, for plots)."""
-    from models.drafters import make_drafter
-    from models.sampler import SpeculativeSampler
     if not prompts:
         raise InputError("give at least one prompt")
     if not isinstance(tokens_per_prompt, (int, np.integer)) or not 1 <= tokens_per_prompt <= 1_000_000:
@@ -180,7 +182,6 @@ def long_run_specs(gamma: int) -> list[tuple[str, str, str, dict]]:
     """(key, label, drafter, make_drafter options) of the drafters the long runs compare: each registered drafter's
     variants (models.drafters.registry): the three one-per-position drafters, the table's default tree (2 wide,
     2 deep) and SpecInfer-sized trees (2 and 3 wide, γ deep, from the chain; 2 wide from the heads)."""
-    from models.drafters import kinds
     return [(key, label, k.name, opts) for k in kinds() for key, label, opts in k.variants(gamma)]
 
 
@@ -188,7 +189,6 @@ _ARRAYS = ("bi_indptr", "bi_indices", "bi_counts", "tri_keys", "tri_indptr", "tr
 
 
 def _digest(vocab, arrays) -> str:
-    import hashlib
     h = hashlib.sha256()
     h.update("\x00".join(vocab).encode("utf-8"))
     for name, arr in arrays:
@@ -202,7 +202,6 @@ def table_files(pair) -> dict:
     """What a long run depends on: the counts of the pair and of its heads, by digest (of the vocabulary and every
     count array, not of the files: a table saved again with another manifest counts the same); heads None when the
     pair has no heads table."""
-    from models.heads import HeadModels
     t = getattr(pair, "tables", None)
     if t is None:              # a network pair: its checkpoints (models.llm.pair.LlamaPair.key), no heads table
         return {"table": pair.key, "heads": None}
@@ -220,7 +219,6 @@ def table_files(pair) -> dict:
 def long_runs(pair, settings, chars: int = LONG_RUN_CHARS, specs=None, progress=None) -> dict:
     """Every drafter of long_run_specs, one seeded run of `chars` tokens each from a paragraph start, counted:
     the document `spectable drafters` writes (schema spectable-drafters/1). progress(label) is called per drafter."""
-    from models.drafters import make_drafter
     out = []
     for key, label, name, opts in (specs or [sp for sp in long_run_specs(settings.gamma) if runs_on(pair, sp[2], sp[3])]):
         if progress is not None:
@@ -257,7 +255,6 @@ LONG_RUN_MAX_BYTES = 1_000_000
 def parse_long_runs(text: str | bytes, where: str = "the long-run file") -> dict:
     """A long-run document read back: InputError unless it is bounded JSON (corpus.validate) and every field has its
     type, is finite and in range."""
-    from corpus.validate import parse_json
     doc = parse_json(text, where, finite=True)
     if not isinstance(doc, dict) or doc.get("schema") != LONG_RUN_SCHEMA:
         raise InputError(f"not a {LONG_RUN_SCHEMA} document")
@@ -290,9 +287,7 @@ def parse_long_runs(text: str | bytes, where: str = "the long-run file") -> dict
 
 def long_run_path(pair):
     """Where the long runs of this pair's table are shipped: beside it, X.npz -> X-drafters.json."""
-    from pathlib import Path
 
-    from corpus.build import default_table_path
     base = Path(pair.path) if getattr(pair, "path", None) is not None else Path(default_table_path(pair.tokens))
     return base.with_name(base.stem + "-drafters.json")
 
@@ -300,8 +295,6 @@ def long_run_path(pair):
 def shipped_long_runs(pair, settings, path=None) -> dict | None:
     """The shipped long runs when they were counted on this very table (and heads table) at these settings (γ and
     row shaping), else None. A file that does not parse is an InputError naming it."""
-    from pathlib import Path
-    from corpus.validate import read_json
     path = Path(path) if path is not None else long_run_path(pair)
     if not path.is_file():
         return None
@@ -327,7 +320,6 @@ def with_speedups(points: list[dict], device="h100-sxm", model="llama-3.1-8b", c
                   ) -> list[dict]:
     """Each counted point with its speedup under the roofline for a device, model, context and c (cheap: the
     counting is the long part, the hardware model is arithmetic)."""
-    from models.drafters import DraftCost
     out = []
     for p in points:
         cost = DraftCost(draft_runs=p["cost"]["draft_runs"], heads=p["cost"]["heads"])

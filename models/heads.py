@@ -19,6 +19,7 @@ from corpus.errors import InputError
 from corpus.heads import HeadTables, load_heads
 from models.rowcache import RowCache as _RowCache
 from models.rowcache import row_sums as _row_sums
+from corpus.build import default_table_path, heads_path_for
 
 
 class HeadModels:
@@ -39,7 +40,6 @@ class HeadModels:
     @classmethod
     def for_pair(cls, pair, path: str | Path | None = None) -> "HeadModels":
         """The heads table beside the pair's table (X.npz -> X-heads.npz; the shipped ones for the shipped pair)."""
-        from corpus.build import default_table_path, heads_path_for
         if path is None:
             base = pair.path if getattr(pair, "path", None) is not None else default_table_path(pair.tokens)
             path = heads_path_for(base)

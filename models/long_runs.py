@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
 from corpus.errors import InputError
 from corpus.resources import ASSETS
 from models.acceptance import MAX_GAMMA
+from corpus.validate import read_json
 
 SCHEMA = "spectable-long-run/1"
 SHIPPED = ASSETS / "models" / "nahan-long-run.json"
@@ -98,7 +99,6 @@ def parse(raw, where: str) -> LongRun:
 
 
 def load(path: str | Path) -> LongRun:
-    from corpus.validate import read_json
     return parse(read_json(path, "long-run file", MAX_BYTES), f"long-run file {path}")
 
 
@@ -149,7 +149,6 @@ def measure(pair, settings, runs: int, tokens_each: int, dtype: str, date: str, 
             progress=None) -> LongRun:
     """`runs` independent seeded runs (seeds 0 .. runs-1) of `tokens_each` tokens; α pooled, its 95 % interval
     from the spread of the runs' own α (1.96 × their standard deviation / √runs)."""
-    from dataclasses import replace
 
     acc = tested = tokens = passes = 0
     alphas = []

@@ -12,16 +12,20 @@ history's sparse followers: the smoothed part is one vector op, the seen followe
 """
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from corpus.errors import InputError
 from corpus.tables import CountTables, load_tables
-from corpus.tokenizers import NEWLINE
+from corpus.tokenizers import NEWLINE, segment_words
 from models.pair import RowsPair
 from models.rowcache import RowCache as _RowCache
 from models.rowcache import row_sums as _row_sums
+from corpus.build import default_table_path
+from models import analytics as an
+from models.analytics import alpha_corpus, alpha_generated
 
 NEWLINE_GLYPH = "↵"
 
@@ -55,7 +59,6 @@ class NGramPair(RowsPair):
     @classmethod
     def load(cls, path: str | Path | None = None, tokens: str = "char") -> "NGramPair":
         """Load a table (.npz); path None = the shipped default table for `tokens` ('char' or 'word')."""
-        from corpus.build import default_table_path
         p = default_table_path(tokens) if path is None else Path(path)
         tables = load_tables(p)
         return cls(tables, tables.manifest.get("tokens", tokens), p)
@@ -138,7 +141,6 @@ class NGramPair(RowsPair):
         return [self.index[ch] for ch in text]
 
     def _encode_words(self, text: str) -> list[int]:
-        from corpus.tokenizers import segment_words
         ids: list[int] = []
         unknown: list[str] = []
         longest = max(len(w) for w in self.vocab)
@@ -181,7 +183,6 @@ class NGramPair(RowsPair):
         """A digest of the counts (vocabulary and every count array): two loads of one table share it, two tables
         with different counts never do. Computed once."""
         if getattr(self, "_key", None) is None:
-            import hashlib
             t = self.tables
             h = hashlib.sha256()
             h.update("\x00".join(self.vocab).encode("utf-8"))
@@ -197,13 +198,10 @@ class NGramPair(RowsPair):
     def long_run_tokens(self, settings, sampler: bool = False) -> int:
         """A long run's default length: the vectorised run counts 200,000 tokens; shaped rows or a drafter other
         than the chain need the sampler itself, which counts 20,000 in about as long."""
-        from models import analytics as an
         return an.LONG_RUN_TOKENS_SHAPED if settings.shapes_rows or sampler else an.LONG_RUN_TOKENS
 
     def generated_run(self, settings, tokens: int):
-        from models.analytics import alpha_generated
         return alpha_generated(self, settings, chars=tokens)
 
     def alpha_corpus(self, settings) -> float:
-        from models.analytics import alpha_corpus
         return alpha_corpus(self, settings)

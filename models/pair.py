@@ -11,6 +11,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from corpus.errors import InputError
+from models.sampler import SpeculativeSampler, TargetSampler
+
 
 @runtime_checkable
 class Pair(Protocol):
@@ -60,14 +63,12 @@ class RowsPair:
         return None
 
     def check_drafter(self, kind) -> None:
-        from corpus.errors import InputError
         problem = kind.problem_on(self)
         if problem is not None:
             raise InputError(problem)
 
     def sampler(self, settings=None, *, drafter=None, target_only: bool = False):
         """The big drum alone (target_only) or speculative with `drafter` (default: the chain)."""
-        from models.sampler import SpeculativeSampler, TargetSampler
         return TargetSampler(self, settings) if target_only else SpeculativeSampler(self, settings, drafter=drafter)
 
     def shipped_long_run(self, settings):

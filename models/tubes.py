@@ -37,7 +37,9 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from corpus.errors import InputError
-from models.acceptance import TYPICAL_DELTA, TYPICAL_EPSILON, residual, typical_threshold
+from models.acceptance import TYPICAL_DELTA, TYPICAL_EPSILON, residual, sample_index, typical_threshold
+from models.drafters import ChainDrafter
+from models.drafters.tree import draw_children
 
 # The table's switches (scenes.tubes names each): the exact rule, the three ways to break it, and Medusa's typical
 # acceptance, another method's rule that is not exact either.
@@ -197,7 +199,7 @@ def _tv_noise(p_bytes: bytes, size: int, n: int, reps: int, seed: int) -> tuple[
 def chi2_pvalue(counts: np.ndarray, p: np.ndarray, min_expected: float = 5.0) -> float:
     """Chi-square goodness of fit of counts against p. Tokens expected fewer than min_expected times are pooled
     into one bin (the test's usual validity condition); a count where p = 0 is impossible under p: p-value 0."""
-    from scipy.stats import chisquare
+    from scipy.stats import chisquare  # lazy: scipy only for this statistic
     n = float(counts.sum())
     if n == 0:
         return 1.0
@@ -224,8 +226,7 @@ def run_tubes(pair, prefix: str = DEFAULT_PREFIX, rounds: int = 200, draws: int 
     """Fill both tubes: rounds × draws next-token draws after `prefix`, from p alone and speculatively.
     settings (a SamplerSettings) shapes both rows (temperature, top-k, top-p) like the samplers do; drafter
     (models.drafters; default the chain) proposes the right tube's guesses."""
-    from models.drafters import ChainDrafter
-    from models.sampler import Rows
+    from models.sampler import Rows  # lazy: not loaded at `spectable` start
     rule = LEGACY_RULES.get(rule, rule)
     if rule not in ALL_RULES:
         raise InputError(f"unknown rule {rule!r} (use one of: {', '.join(ALL_RULES)})")
@@ -356,9 +357,7 @@ def _candidates(p, q, u, width, sampling, rule, thr):
     """The right tube with `width` candidates per draw (a tree's first position): u[0] the left tube, u[1] the final
     draw, u[2 + 2j] / u[3 + 2j] candidate j's draw and test. i.i.d. candidates are vectorised (the residuals do not
     depend on which tokens were drawn); distinct ones run models.multi_candidate.verify_position draw by draw."""
-    from models.acceptance import sample_index
-    from models.drafters.tree import draw_children
-    from models.multi_candidate import verify_position
+    from models.multi_candidate import verify_position  # lazy: not loaded at `spectable` start
     n = u.shape[1]
     right = np.empty(n, dtype=np.int64)
     accepted = np.zeros(n, dtype=bool)

@@ -28,7 +28,7 @@ def font_path() -> Path:
 @functools.lru_cache(maxsize=1)
 def _codepoints() -> frozenset[int]:
     # Read only the cmap (lazy load): the glyph outlines are never parsed, so this takes milliseconds.
-    from fontTools.ttLib import TTFont
+    from fontTools.ttLib import TTFont  # lazy: fontTools only on this path
 
     with TTFont(str(font_path()), lazy=True) as font:
         return frozenset(font.getBestCmap())

@@ -18,6 +18,9 @@ from functools import lru_cache
 import numpy as np
 
 from scenes.camera import CameraPose, look_at, projection
+from scenes.geometry import build_meshes
+from scenes.layout import N_LANES, READ_HEAD_Y, TAPE_DEPTH, tape_point, tree_margin, window
+from scenes.readhead import lane_z
 
 # From where each part reads best: (azimuth, elevation) in degrees of the direction from the part to the eye;
 # azimuth 0 looks from the audience's side (+z), positive from the right (+x). Each is near the normal of the
@@ -74,7 +77,6 @@ def view_direction(parts, cutaway: bool = False) -> np.ndarray:
 @lru_cache(maxsize=1)
 def mesh_bounds() -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Local bounds of every mesh the renderer draws (scenes.geometry.build_meshes)."""
-    from scenes.geometry import build_meshes
     out = {}
     for name, verts in build_meshes().items():
         p = np.asarray(verts, dtype=np.float64).reshape(-1, 6)[:, :3]
@@ -105,7 +107,6 @@ def builder_bounds(fb) -> tuple[np.ndarray, np.ndarray] | None:
 def tape_box(gamma: int, before: int = 3, tree_depth: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The tape's writing window (γ guess cells and the bonus cell) and `before` cells of text before it; for a
     tree pass drawn in the margin (layout.tree_margin), out to the tree's last column."""
-    from scenes.layout import TAPE_DEPTH, tape_point, tree_margin, window
     g = max(int(gamma), 1)
     x0, cell = window(gamma)
     xa, xb = x0 - (before + 0.3) * cell, x0 + (g + 1.5) * cell
@@ -120,8 +121,6 @@ def tape_box(gamma: int, before: int = 3, tree_depth: int = 0) -> tuple[np.ndarr
 def readhead_box(head) -> tuple[np.ndarray, np.ndarray]:
     """The read head's working part: its teeth, push rods and nine lane shafts (not the base they stand on), so
     a sentence about its lanes frames them large enough to number and to see light."""
-    from scenes.layout import N_LANES, READ_HEAD_Y
-    from scenes.readhead import lane_z
     lo = np.array([head.x0 - 0.15, READ_HEAD_Y - 0.35, head.tip_z])
     hi = np.array([head.x1 + 0.7, READ_HEAD_Y + 0.35, lane_z(N_LANES - 1) + 0.4])
     return lo, hi

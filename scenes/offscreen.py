@@ -16,7 +16,7 @@ from corpus.errors import InputError
 def headless_context():
     """A moderngl standalone context on EGL (Mesa llvmpipe without a GPU); InputError if there is no GL."""
     try:
-        import moderngl
+        import moderngl  # lazy: moderngl only when a GL context is made
         return moderngl.create_standalone_context(require=330, backend="egl")
     except Exception as exc:  # noqa: BLE001 - any GL/EGL failure means the same thing to the user
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -46,7 +46,7 @@ class Offscreen:
 
 def save_png(image: np.ndarray, path: str | Path) -> Path:
     """Write atomically: a temporary file in the same folder, then os.replace."""
-    from PIL import Image
+    from PIL import Image  # lazy: PIL only on this path
 
     path = Path(path)
     if path.parent and not path.parent.exists():

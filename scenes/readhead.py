@@ -15,6 +15,7 @@ from scenes.geometry import box_matrix, boxes, compose, rot_x, rot_z, scale, tra
 from scenes.layout import (BIG_DRUM_CENTRE, BIG_DRUM_COLS, BIG_DRUM_LENGTH, BIG_DRUM_RADIUS, N_LANES,
                            READ_HEAD_LANE_DZ, READ_HEAD_LANE_Z0, READ_HEAD_Y, EmitContext)
 from scenes.text_atlas import SOLID
+from scenes.camera import project
 
 ROD_TRAVEL = 0.22
 COUNTER_X = 0.45         # the counters stand this far past the shafts' near ends (x)
@@ -163,7 +164,6 @@ class ReadHead:
         together (oblique views squeeze the lanes). Where that spacing is tight the numbers fan out into a
         column beside the plate, each on a leader line to its shaft; [] where the read head is too small on
         screen to tell its lanes apart (the wide views)."""
-        from scenes.camera import project
         y = READ_HEAD_Y - (0.3 if cut else 0.1)
         off = np.asarray(offset, dtype=np.float64)
         ends, outs = [], []

@@ -39,6 +39,7 @@ from scenes.text_atlas import GlyphAtlas
 from scenes.timeline import Timeline, Timing
 from scenes.tubes import TestTubes
 from scenes.views import LIFT_WITH
+from models.hardware import get_device, get_model, pass_busy
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,6 @@ def _hardware(device: str, model: str):
     pass_busy(device, model, sequences, positions, context), the figure the app's panels show: the γ + 1
     positions a pass checks belong to one sequence and read its KV cache once, and the KV reads of a long
     context slow the gears down. InputError now for an unknown device or model."""
-    from models.hardware import get_device, get_model, pass_busy
     label = f"{get_device(device).label} · {get_model(model).label}"
 
     def busy_at(sequences: int, positions: int, context: int) -> float:

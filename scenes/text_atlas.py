@@ -19,7 +19,7 @@ RING = "\x00ring"
 def default_font() -> tuple[Path, int]:
     """The shipped font (scenes.fonts.font_path); a system Noto CJK only while the subset is not built yet."""
     try:
-        from scenes.fonts import font_path
+        from scenes.fonts import font_path  # lazy: a missing scenes.fonts is handled below
         return Path(font_path()), 0
     except ImportError:
         for cand in ("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",):
@@ -44,7 +44,7 @@ class GlyphAtlas:
 
     def __init__(self, ctx=None, font: Path | str | None = None, face_index: int | None = None,
                  px: int = 80, size: tuple[int, int] = (2048, 2048)):
-        import freetype
+        import freetype  # lazy: freetype only when a font atlas is built
 
         if font is None:
             font, idx = default_font()
@@ -120,7 +120,7 @@ class GlyphAtlas:
         g = self.glyphs.get(ch)
         if g is not None:
             return g
-        import freetype
+        import freetype  # lazy: freetype only when a font atlas is built
 
         if self.face.get_char_index(ord(ch)) == 0 and not ch.isspace():
             self.missing.add(ch)

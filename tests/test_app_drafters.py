@@ -278,7 +278,8 @@ def test_a_tour_page_may_set_lab_settings_and_its_own_demo_events():
 def test_chapter_ten_runs_heads_lookup_a_tree_and_typical_acceptance_live():
     """Each page of chapter 10 sets who drafts through update(); the pass its action plays is the run's first and
     shows what the words say (heads keep and replace; lookup copies and keeps; the tree keeps a later round);
-    the figures beside them are the long runs'; the second page breaks the tubes with typical acceptance."""
+    the figures beside them are the long runs'; the tubes' page breaks them with typical acceptance; Medusa-1 and
+    EAGLE run on the neural pair, each right after the counted pair's analogue."""
     from app import tour
     from app.facts import facts
     ctl = controller(prompt="孔乙己", seed=3)
@@ -292,15 +293,18 @@ def test_chapter_ten_runs_heads_lookup_a_tree_and_typical_acceptance_live():
         ctl.panel.apply_page()
         s = ctl.settings
         run = ctl.session.ensure()
-        seen[k] = (s.drafter, s.tube_rule)
+        seen[k] = (s.drafter, s.tube_rule, s.pair)
         first = run.traces[0]
         assert first.drafter == s.drafter
         if page.events:
             from models.demo import EVENTS
             assert all(EVENTS[e](first) for e in page.events), (k, page.events)
-    assert [v[0] for v in seen.values()] == ["heads", "chain", "tree", "chain", "lookup"]
-    assert seen[1][1] == "typical"
-    ctl.tour.page = 1
+    # the counted pair's heads, then Medusa-1's trained heads on the neural pair; the tubes; the counted tree, then
+    # EAGLE on the neural pair; Lookahead's page; lookup
+    assert [v[0] for v in seen.values()] == ["heads", "heads", "chain", "tree", "eagle", "chain", "lookup"]
+    assert [k for k, v in seen.items() if v[2] == "neural"] == [1, 4]
+    assert seen[2][1] == "typical"
+    ctl.tour.page = 2
     ctl.panel.apply_page()
     assert ctl.tubes().tv_right > 0.05
     f = facts(ctl)

@@ -154,7 +154,12 @@ def test_the_tour_passage_runs_on_the_neural_pair_and_quotes_its_measurement():
         assert f"{cause['draft_turns']:.2f}" in f["neural_cause"] or f"{run['verify_ratio']:.2f}" in f["neural_cause"]
         assert f["neural_source"] in last           # where and when it was measured, named
     assert f["neural_c"] == sig(d["in_run"]["c"]) and f["neural_c_paper"] == sig(d["on_paper"]["c"])
-    assert f["neural_speed_words"].endswith(f"(×{sig(d['speedup'])})")
+    # the measured figure, and words that say which way it went: within a few percent of 1 is no gain or loss
+    sp = d["speedup"]
+    assert f"(×{sig(sp)}" in f["neural_speed_words"]
+    said = next(k for k in ("even", "slower", "faster") if f["neural_speed_words"] == ctl.t(f"tour.neural_{k}",
+                                                                                          speedup=f"×{sig(sp)}"))
+    assert said == ("even" if abs(sp - 1) <= 0.05 else "slower" if sp < 1 else "faster")
     # a count in words of the page's language (6.02 million / 602 万), not a unit suffix
     words = {"en": ("6.02 million", "0.68 million"), "zh": ("602 万", "68 万")}[ctl.settings.language]
     assert (f["neural_target_params"], f["neural_draft_params"]) == words

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from app.i18n import Strings, catalog
@@ -482,3 +483,17 @@ def test_facts_report_every_number_the_beat_shows():
             ctl.do("next")
             if (st.chapter, st.page, st.acted) == before:
                 break
+
+
+@pytest.mark.parametrize("hole", [None, (5, 5, 8, 8), (-5, -5, 3, 20), (2, 2, 30, 4), (50, 50, 60, 60)])
+def test_an_overlay_covering_a_plot_keeps_clear_of_its_legend(hole):
+    """The tubes' mask of the rounds not yet shown is the axes' box less the legend's: it covers every pixel of
+    the box outside the legend and none inside it."""
+    from app.ui import rect_minus
+    rect = (0.0, 0.0, 20.0, 10.0)
+    parts = rect_minus(rect, hole)
+    for px in np.arange(0.5, 20, 1.0):
+        for py in np.arange(0.5, 10, 1.0):
+            inside_hole = hole is not None and hole[0] <= px < hole[2] and hole[1] <= py < hole[3]
+            covering = sum(r[0] <= px < r[2] and r[1] <= py < r[3] for r in parts)
+            assert covering == (0 if inside_hole else 1), (px, py)

@@ -91,9 +91,9 @@ def test_the_cli_runs_a_gguf_target_with_the_lookup_drafter(gguf_path, capsys):
     (["generate", "--target", "{g}"], "give --draft"),
     (["generate", "--target", "{g}", "--drafter", "heads"], "this pair runs lookup"),
     (["generate", "--target", "{g}", "--drafter", "eagle"], "self-drafters"),
-    (["generate", "--target", "{g}", "--drafter", "tree"], "a tree needs a draft model or self-drafters"),
+    (["generate", "--target", "{g}", "--drafter", "tree"], "self-drafters; this pair runs lookup"),
     (["run", "--target", "{g}", "--drafter", "tree", "--frames", "1", "--no-save"],
-     "a tree needs a draft model or self-drafters"),
+     "self-drafters; this pair runs lookup"),
 ])
 def test_a_target_without_a_draft_needs_the_lookup_drafter(gguf_path, capsys, argv, needle):
     from app.cli import main

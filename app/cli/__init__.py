@@ -11,6 +11,7 @@ import errno
 import importlib
 import os
 import sys
+import re
 
 from corpus.errors import InputError
 
@@ -45,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _open_window_default() -> int:
+    # lazy: `import app.cli` (and so `python -m app.cli.llm`) stays light; the window's CLI loads only when asked
     from app.cli.window import open_window_default
     return open_window_default()
 
@@ -107,7 +109,6 @@ OUT_OF_MEMORY = "out of memory: the request is too big for the memory this proce
 def allocation_failure(exc: BaseException) -> str | None:
     """For torch's 'can't allocate memory' / CUDA 'out of memory' errors: ' (it asked for N bytes)' or '';
     None for any other error."""
-    import re
     text = str(exc)
     if "can't allocate memory" not in text and "out of memory" not in text.lower():
         return None

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from corpus import jsonio
 from corpus.errors import InputError
+from app.paths import resolve_font
 
 
 def register(sub) -> None:
@@ -19,8 +20,8 @@ def register(sub) -> None:
 
 
 def _handout(args) -> int:
-    from app import handout, quiz
-    from app.paths import resolve_font
+    from app import handout, quiz  # lazy: pulls in PIL
+    # lazy: not loaded at `spectable` start
     from app.session import Session
     from app.settings import LAB_FIELDS, load_settings
     if args.out.suffix.lower() != ".png":

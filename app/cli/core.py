@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import math
 import sys
+import unicodedata
+from pathlib import Path
+
+import numpy as np
 
 from app.cli import step
 from app.cli.numbers import SEED, number, whole
@@ -18,6 +22,8 @@ from app.cli.progress import Progress
 from corpus import jsonio
 from corpus.errors import InputError
 from models.acceptance import MAX_GAMMA
+from models.drafters import kind
+from models.tubes import run_tubes
 
 
 def _finite(x: float) -> float | None:
@@ -26,13 +32,12 @@ def _finite(x: float) -> float | None:
 
 def _width(text: str) -> int:
     """Terminal columns of a token: wide (CJK) characters take two."""
-    import unicodedata
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 # ---- corpus --------------------------------------------------------------------------------------
 def _cmd_corpus_build(args) -> int:
-    from corpus.build import build_and_save, build_and_save_heads
+    from corpus.build import build_and_save, build_and_save_heads  # lazy: not loaded at `spectable` start
     if args.heads is not None:
         t = build_and_save_heads(args.sources, args.out, args.pieces, args.tokens_kind, args.heads)
     else:
@@ -55,6 +60,7 @@ def _table_info(manifest: dict, path) -> dict:
 
 
 def _cmd_corpus_info(args) -> int:
+    # lazy: not loaded at `spectable` start
     from corpus.build import default_table_path
     from corpus.tables import load_tables
     path = args.table or default_table_path(args.tokens_kind or "char")
@@ -81,11 +87,10 @@ def _cmd_corpus_info(args) -> int:
 
 # ---- probs ---------------------------------------------------------------------------------------
 def _cmd_probs(args) -> int:
-    import numpy as np
-    from models.sampler import shape_row
+    from models.sampler import shape_row  # lazy: not loaded at `spectable` start
     pair = load_pair(args)
     ids = encode_prefix(pair, args.prefix)
-    from models.sampler import SamplerSettings
+    from models.sampler import SamplerSettings  # lazy: not loaded at `spectable` start
     s = SamplerSettings(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
     q_raw, q_bo = pair.draft_row(ids)
     p_raw, p_bo = pair.target_row(ids)
@@ -165,6 +170,7 @@ def _cmd_generate(args) -> int:
 
 # ---- alpha ---------------------------------------------------------------------------------------
 def _cmd_alpha(args) -> int:
+    # lazy: not loaded at `spectable` start
     from models import analytics as an
     from models.sampler import SamplerSettings
     from models.hardware import roofline
@@ -174,7 +180,6 @@ def _cmd_alpha(args) -> int:
     s = SamplerSettings(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                         seed=args.seed)
     drafter.validate(s.gamma)
-    from models.drafters import kind
     fast_chain = kind(drafter.name).formulas       # the chain's own long run (and cache) serves its figures
     chars = args.chars
     if chars is None:
@@ -191,14 +196,14 @@ def _cmd_alpha(args) -> int:
         n_tokens, passes, acc, tested, method = run.tokens, run.passes, run.accepted, run.tested, run.method
         per_position, proposing = a, 1.0
     else:
-        from models.drafter_analytics import drafter_generated
+        from models.drafter_analytics import drafter_generated  # lazy: not loaded at `spectable` start
         # Σ min(p, q) over the corpus is the bigram draft's overlap: it says nothing about other drafters.
         a_corpus, expected = None, float("nan")
         dr = drafter_generated(pair, s, drafter, chars=chars)
         a, tpp, lanes = dr.alpha, dr.tokens_per_pass, dr.lanes_per_pass
         n_tokens, passes, acc, tested, method = dr.tokens, dr.passes, dr.accepted, dr.tested, dr.method
         per_position, proposing = dr.alpha_per_position, dr.proposing_share
-    from models.drafter_analytics import speedup_model
+    from models.drafter_analytics import speedup_model  # lazy: not loaded at `spectable` start
     model_fig = speedup_model(tpp, lanes, drafter.cost(s.gamma), args.device, args.model, args.context, args.c)
     # The formulas (tokens per pass, speedup vs γ, best γ, extra arithmetic) are the chain's: null for the others.
     table = an.speedup_table(a, args.c, range(1, 9)) if fast_chain else None
@@ -252,6 +257,7 @@ def _cmd_alpha(args) -> int:
 
 # ---- drafters: every drafter's long run ------------------------------------------------------------
 def _cmd_drafters(args) -> int:
+    # lazy: not loaded at `spectable` start
     from models import drafter_analytics as da
     from models.hardware import roofline
     from models.sampler import SamplerSettings
@@ -264,14 +270,13 @@ def _cmd_drafters(args) -> int:
     s = SamplerSettings(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
                         seed=args.seed)
     if args.out:
-        from pathlib import Path
         out = Path(args.out)
         if out.parent != Path("") and not out.parent.is_dir():
             raise InputError(f"folder {out.parent} does not exist")
     doc = da.long_runs(pair, s, chars=args.chars,
                        progress=None if args.json else (lambda label: print(f"  {label} …", file=sys.stderr)))
     if args.out:
-        from corpus.atomic import write_text_atomic
+        from corpus.atomic import write_text_atomic  # lazy: not loaded at `spectable` start
         write_text_atomic(args.out, jsonio.dumps(doc, indent=1) + "\n")
     points = da.with_speedups(doc["points"], args.device, args.model, args.context, args.c)
     if args.json:
@@ -291,8 +296,7 @@ def _cmd_drafters(args) -> int:
 
 # ---- tubes ---------------------------------------------------------------------------------------
 def _cmd_tubes(args) -> int:
-    from models.sampler import SamplerSettings
-    from models.tubes import run_tubes
+    from models.sampler import SamplerSettings  # lazy: not loaded at `spectable` start
     pair = load_pair(args)
     drafter = make_drafter(args, pair)
     s = SamplerSettings(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
@@ -326,11 +330,12 @@ def _cmd_tubes(args) -> int:
 
 # ---- eval ----------------------------------------------------------------------------------------
 def _cmd_eval(args) -> int:
+    # lazy: not loaded at `spectable` start
     from models.llm.evaluate import evaluate
     from models.ngram import NGramPair
     from models.sampler import SamplerSettings
     SamplerSettings(gamma=args.gamma, seed=args.seed)            # γ and seed checked before anything loads
-    from app import pairs
+    from app import pairs  # lazy: not loaded at `spectable` start
     if pairs.is_neural(args.pair) and args.chars is not None and args.chars > 100_000:
         raise InputError("--chars must be at most 100000 for the neural pair")
     r = evaluate(pairs.is_neural(args.pair), corpus=args.corpus, ngram_pair=NGramPair.load(args.table) if args.table else None,
@@ -353,7 +358,7 @@ def _cmd_eval(args) -> int:
 
 # ---- roofline ------------------------------------------------------------------------------------
 def _cmd_roofline(args) -> int:
-    from models.hardware import busy_fraction, roofline
+    from models.hardware import busy_fraction, roofline  # lazy: not loaded at `spectable` start
     r = roofline(args.device, args.model, args.batch, args.context, args.positions).as_dict()   # printed as is
     if args.lanes is not None:
         r["lanes"] = args.lanes

@@ -15,6 +15,7 @@ from app.cli.progress import Progress
 from corpus.errors import InputError
 from models.acceptance import MAX_GAMMA
 from models.drafters import LEAN_COPY, LEAN_MODEL, kind, lean_names
+from app.cli import _Parser, run_command
 
 
 WEIGHT_CHOICES = ["fp32", "bf16", "fp16", "int8", "int4"]
@@ -108,6 +109,7 @@ def _emit(obj: dict, as_json: bool, lines: list[str]) -> None:
 
 # --- model-info -----------------------------------------------------------------------------------
 def model_info(name: str) -> dict:
+    # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     import torch
     from models.llm.model import CONFIGS, DTYPES, LlamaConfig
     from models.llm.hf import read_checkpoint_config
@@ -155,13 +157,14 @@ def cmd_model_info(args) -> int:
 def _tokenizer_for(checkpoint):
     if checkpoint is None:
         return None
-    from models.llm.checkpoint import read_config, read_tokenizer, resolve
+    from models.llm.checkpoint import read_config, read_tokenizer, resolve  # lazy: pulls in safetensors, torch
     src = resolve(checkpoint)
     return read_tokenizer(src, read_config(src))      # tokenizer.json, or a GGUF file's metadata
 
 
 def llm_generate(args) -> dict:
 
+    # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     import torch
     from models.llm.model import RANDOM_WEIGHTS_NOTE
     from models.llm.hf import load_model
@@ -203,7 +206,7 @@ def llm_generate(args) -> dict:
         draft, d_random = load(args.draft_checkpoint, args.draft_random, args.seed + 1)
         if draft.config.vocab_size != V:
             raise InputError(f"draft vocabulary {draft.config.vocab_size} differs from the target's {V}")
-    from models.llm.device import aligned
+    from models.llm.device import aligned  # lazy: pulls in torch
     seq = aligned(len(prompt) + args.tokens + 2 * (args.gamma + 1))   # aligned rows for attention kernels
     target.setup_caches(1, seq)
     t0 = time.perf_counter()
@@ -217,7 +220,7 @@ def llm_generate(args) -> dict:
         if draft is not None:
             draft.setup_caches(1, seq)
         else:
-            from models.llm.speculative import lookup_proposer
+            from models.llm.speculative import lookup_proposer  # lazy: pulls in torch
             proposer = lookup_proposer(V)
         dec = SpeculativeDecoder(target, draft, gamma=args.gamma, temperature=args.temperature, seed=args.seed,
                                  proposer=proposer)
@@ -244,6 +247,7 @@ def llm_generate(args) -> dict:
 
 def _check_memory(args, dtype, device, prompt_len: int) -> None:
     """Estimate before allocating: both models' weights and caches must fit in what the device has free."""
+    # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     from models.llm.checkpoint import read_config, resolve
     from models.llm.device import check_fits
     from models.llm.model import LlamaConfig
@@ -268,11 +272,12 @@ def cmd_llm_generate(args) -> int:
 
 # --- bench ----------------------------------------------------------------------------------------
 def _is_named(spec: str) -> bool:
-    from models.llm.model import CONFIGS
+    from models.llm.model import CONFIGS  # lazy: pulls in torch
     return spec in CONFIGS and not Path(spec).exists()
 
 
 def cmd_bench(args) -> int:
+    # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     import torch
     from models.llm.bench import BenchSettings, run_bench, summary_lines, write_json_atomic
 
@@ -303,7 +308,7 @@ def cmd_bench(args) -> int:
     out_path = Path(args.out)
     if out_path.is_dir():
         raise InputError(f"--out {args.out!r} is a directory; give a file name")
-    from corpus.atomic import remove_stale_temps
+    from corpus.atomic import remove_stale_temps  # lazy: not loaded at `spectable` start
     remove_stale_temps(out_path.parent, out_path.name)    # temp files an earlier, killed bench left
     try:
         result = run_bench(s, progress=None if args.quiet else _Stages())
@@ -329,6 +334,7 @@ class _Stages:
 
 def cmd_bench_pair(args) -> int:
     """A checkpoint pair (the shipped one, or --target/--draft folders or .gguf files) measured live."""
+    # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     import torch
     from models.llm.bench import write_json_atomic
     from models.llm.pair_bench import measure_llama_pair, pair_summary_lines
@@ -374,6 +380,7 @@ def cmd_bench_pair(args) -> int:
 def _bench_drafters(args, target, draft, temperature, device) -> int:
     """Every drafter of --drafter side by side (models.llm.drafter_bench), after the pair's own measurement with
     its draft model (or lookup): the file holds both."""
+    # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     from models.llm import drafter_bench
     from models.llm.bench import write_json_atomic
     from models.llm.pair import LlamaPair
@@ -403,7 +410,6 @@ def _bench_drafters(args, target, draft, temperature, device) -> int:
 
 # --- standalone entry (no window, no scenes imported) -----------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    from app.cli import _Parser, run_command
 
     def make_parser():
         parser = _Parser(prog="spectable", description="The torch backend's subcommands.")

@@ -9,11 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+import numpy as np
+
 from app.cli.numbers import SEED, number, whole, whole_list
 from corpus import jsonio
 from corpus.errors import InputError
 from models.acceptance import MAX_GAMMA
 from models.tubes import DEFAULT_PREFIX
+from models.drafters import BASES, kind, kinds, names
 
 
 def emit_json(obj) -> None:
@@ -65,7 +68,6 @@ def add_sampling_args(p, seed_default: int = 1) -> None:
 
 def add_drafter_args(p) -> None:
     """Who proposes the guesses (models.drafters) and the tree's shape; checked by make_drafter()."""
-    from models.drafters import BASES, names
     p.add_argument("--drafter", choices=names(), default="chain",
                    help="chain: the bigram draft (default); lookup: copy from the text; heads: Medusa-style heads "
                         "on the target's features; tree: several candidates per position")
@@ -81,7 +83,6 @@ def add_drafter_args(p) -> None:
 
 
 def make_drafter(args, pair):
-    from models.drafters import kind
     k = kind(args.drafter)
     tree_opts = {k: getattr(args, k) for k in ("tree_width", "tree_depth", "tree_widths", "tree_from",
                                                "tree_sampling") if getattr(args, k) is not None}
@@ -96,7 +97,6 @@ def make_drafter(args, pair):
 
 
 def _kinds_reading(option: str):
-    from models.drafters import kinds
     return [k for k in kinds() if option in k.options]
 
 
@@ -116,7 +116,7 @@ def add_pair_args(p, custom: bool = True) -> None:
 
 def _wants_neural(args) -> bool:
     custom = getattr(args, "target", None) is not None or getattr(args, "draft", None) is not None
-    from app import pairs
+    from app import pairs  # lazy: not loaded at `spectable` start
     chosen = getattr(args, "pair", None)
     if chosen is not None and not pairs.is_neural(chosen) and custom:
         raise InputError("--target/--draft name Llama checkpoints: they do not go with --pair ngram")
@@ -124,12 +124,12 @@ def _wants_neural(args) -> bool:
 
 
 def _load_neural(args):
+    # lazy: not loaded at `spectable` start; pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     from app import pairs
     from models.llm.pair import LlamaPair
     if args.table or args.tokens_kind:
         raise InputError("--table and --tokens-kind choose an n-gram table; the neural pair has its own vocabulary")
     target, draft = getattr(args, "target", None), getattr(args, "draft", None)
-    from models.drafters import kind
     k = kind(getattr(args, "drafter", "chain"))
     self_drafting = not k.draft_model      # runs on a network alone: copies from the text, or its own features
     if target is None and draft is None and getattr(args, "pair", None) == pairs.SMOLLM2:
@@ -148,7 +148,7 @@ def _load_neural(args):
 def load_pair(args):
     if _wants_neural(args):
         return _load_neural(args)
-    from models.ngram import NGramPair
+    from models.ngram import NGramPair  # lazy: not loaded at `spectable` start
     pair = NGramPair.load(args.table, tokens=args.tokens_kind or "char")
     if args.table and args.tokens_kind and pair.tokens != args.tokens_kind:
         raise InputError(f"--tokens-kind {args.tokens_kind} does not match {args.table}, "
@@ -157,7 +157,7 @@ def load_pair(args):
 
 
 def sampler_settings(args, **over):
-    from models.sampler import SamplerSettings
+    from models.sampler import SamplerSettings  # lazy: not loaded at `spectable` start
     kw = dict(gamma=args.gamma, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
               seed=args.seed, lenience=args.lenience)
     kw.update(over)
@@ -171,11 +171,10 @@ def encode_prefix(pair, prefix: str) -> list[int]:
 def speculative(pair, settings, drafter=None):
     """The speculative sampler for either pair: same interface, same StepTrace (torch is imported for a neural
     pair only)."""
-    from models.sampler import make_sampler
+    from models.sampler import make_sampler  # lazy: not loaded at `spectable` start
     return make_sampler(pair, settings, drafter=drafter)
 
 
 def top_entries(pair, row, n: int) -> dict:
-    import numpy as np
     order = np.argsort(-row, kind="stable")[:n]
     return {pair.display(i): float(row[i]) for i in order}

@@ -8,6 +8,7 @@ from corpus import jsonio
 from app.cli.numbers import SEED, number, whole
 from app.cli.options import add_drafter_args, add_tokens_kind, make_drafter
 from corpus.errors import InputError
+from models.tubes import run_tubes
 
 VIEW_NAMES = ("table", "bigdrum", "readhead", "cutaway", "smalldrum", "tape", "bridge", "mill", "cabinet", "tubes",
               "exploded")
@@ -46,7 +47,7 @@ def register(sub) -> None:
 
 
 def _check(args):
-    from scenes.offscreen import parse_size
+    from scenes.offscreen import parse_size  # lazy: not loaded at `spectable` start
 
     if args.view not in VIEW_NAMES:
         raise InputError(f"unknown view {args.view!r} (choose from {', '.join(VIEW_NAMES)})")
@@ -63,11 +64,11 @@ def _check(args):
 
 def build_stage(ctx, args, steps: int, tube_rounds: int = 200):
     """A Stage showing a seeded run of `steps` steps (plus the tube experiment) as the CLI describes it."""
+    # lazy: not loaded at `spectable` start
     from models.hardware import get_device
     from models.ngram import NGramPair
     from models.sampler import SamplerSettings, SpeculativeSampler
-    from models.tubes import run_tubes
-    from scenes.stage import Stage
+    from scenes.stage import Stage  # lazy: not loaded at `spectable` start
 
     get_device(args.device)
     pair = NGramPair.load(tokens=args.tokens_kind)
@@ -100,7 +101,7 @@ def _moment(stage, args) -> float:
 
 
 def run_render(args) -> int:
-    from scenes.offscreen import Offscreen, headless_context, save_png
+    from scenes.offscreen import Offscreen, headless_context, save_png  # lazy: not loaded at `spectable` start
 
     width, height = _check(args)
     out = Path(args.out)

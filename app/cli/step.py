@@ -11,6 +11,7 @@ from app.cli.numbers import whole
 from app.cli.options import (add_drafter_args, add_model_args, add_pair_args, add_sampling_args, emit_json,
                              encode_prefix, load_pair, make_drafter, sampler_settings, speculative, top_entries)
 from app.i18n import Strings
+from models.drafters import COPY, HEADS, TREE, kind_of
 
 
 def register(sub) -> None:
@@ -44,7 +45,6 @@ def _trace_json(pair, t) -> dict:
 
 def _drafter_json(pair, t) -> dict:
     """The drafter's part of a step: where lookup copied from, which head guessed, the tree and its checks."""
-    from models.drafters import COPY, kind_of
     out: dict = {"drafter": t.drafter}
     if kind_of(t.drafter).look == COPY:
         span = t.source_span
@@ -86,7 +86,6 @@ def _cmd_step(args) -> int:
     fmt_top = lambda row, n=4: "  ".join(f"{k} {v:.3f}" for k, v in top_entries(pair, row, n).items())  # noqa: E731
     if not sampler.settings.exact:
         print(words("cli.step.inexact"))
-    from models.drafters import COPY, HEADS, TREE, kind_of
     for t in traces:
         look = kind_of(t.drafter).look
         if look == TREE:

@@ -8,6 +8,7 @@ from pathlib import Path
 from corpus import jsonio
 from app.cli.numbers import SEED, number, whole
 from corpus.errors import InputError
+from models.drafters import kind
 
 
 def register(sub) -> None:
@@ -15,7 +16,7 @@ def register(sub) -> None:
     p.add_argument("--frames", type=whole(1, 10_000_000), default=None, help="run this many frames, then exit (a fixed clock: 1/30 s a frame)")
     p.add_argument("--screenshot", type=Path, default=None, help="save the last frame as PNG")
     p.add_argument("--script", type=Path, default=None, help="key presses, one per line (see README.md, 'The program')")
-    from app.settings import MODES
+    from app.settings import MODES  # lazy: not loaded at `spectable` start
     p.add_argument("--mode", choices=MODES, default=None, help="start in this mode")
     p.add_argument("--chapter", type=whole(1, 12), default=None, help="tour chapter to start at (1-12)")
     p.add_argument("--size", default=None, help="window size WxH (default: last used, 1280x720)")
@@ -86,7 +87,7 @@ def _size(text: str | None):
 
 
 def _run(args) -> int:
-    from app.settings import check_value, load_settings
+    from app.settings import check_value, load_settings  # lazy: not loaded at `spectable` start
     size = _size(args.size)
     settings, notice = load_settings()
     if notice:
@@ -105,13 +106,12 @@ def _run(args) -> int:
         settings.chapter = args.chapter - 1
     pair = _choose_pair(args, settings)
     if pair is not None and args.drafter is not None:      # heads and trees need the n-gram counts
-        from models.drafters import kind
         problem = kind(settings.drafter).problem_on(pair)   # (a pair without a draft model copies instead)
         if problem is not None:
             raise InputError(problem)
     if args.prompt is not None:        # a prompt the table cannot encode is bad input on the command line
         if pair is None:
-            from models.ngram import NGramPair
+            from models.ngram import NGramPair  # lazy: not loaded at `spectable` start
             pair = NGramPair.load(tokens=settings.tokens)
         pair.encode(args.prompt)
     gif = {k: v for k, v in (("seconds", args.gif_seconds), ("fps", args.gif_fps)) if v is not None}
@@ -121,13 +121,14 @@ def _run(args) -> int:
 
 def _open_lesson(args) -> int:
     """`spectable open LESSON`: the tour as the lesson arranges it (checked in full before a window opens)."""
+    # lazy: not loaded at `spectable` start
     from app import lesson as lessons
     from app import pairs
     from app.settings import load_settings
     lesson = lessons.load_lesson(args.lesson)
     lessons.check_prompts(lesson)
     if args.plan:
-        from app.lesson_plan import plan_markdown
+        from app.lesson_plan import plan_markdown  # lazy: pulls in PIL, imgui_bundle
         sys.stdout.write(plan_markdown(lesson, args.lang or "en"))
         return 0
     if args.check:
@@ -138,7 +139,7 @@ def _open_lesson(args) -> int:
             print(f"  {c.slug}  pages {len(lessons.narration(c.slug).pages) - len(c.skip)}"
                   f"/{len(lessons.narration(c.slug).pages)}  notes {len(c.notes)}"
                   + (f"  {c.minutes:g} min" if c.minutes else ""))
-        from app.quiz import BUILDERS
+        from app.quiz import BUILDERS  # lazy: not loaded at `spectable` start
         print("quiz question ids: " + " ".join(qid for qid, _ in BUILDERS))
         return 0
     size = _size(args.size)
@@ -158,7 +159,7 @@ def _choose_pair(args, settings):
     """--pair / --target / --draft: the pair on the table, loaded before the window opens so that a missing
     torch or CUDA, a bad checkpoint or too little memory is one line and exit 2. Returns the neural pair, or None
     for the n-gram one."""
-    from app import pairs
+    from app import pairs  # lazy: not loaded at `spectable` start
     pairs.set_compute(args.dtype or "fp32", args.torch_device, explicit=args.dtype is not None)
     if args.draft is not None and args.target is None:
         raise InputError("--draft needs a --target (the checkpoint whose distribution the text follows)")
@@ -178,11 +179,12 @@ def _choose_pair(args, settings):
 
 def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None, export_dir=None, persist=True,
           notice=None, as_json=False, gif=None, lesson=None, notes_window=None) -> int:
+    # lazy: pulls in PIL, imgui_bundle, moderngl, pygame
     from app.controller import Controller
     from app.window import App
     script = None
     if script_path is not None:      # read the script before opening a window: a bad script is a quick exit 2
-        from app.keys import parse_script
+        from app.keys import parse_script  # lazy: pulls in pygame
         script = parse_script(script_path)
     ctl = Controller(settings, export_dir=export_dir, persist=persist, notice=notice, scripted=frames is not None,
                      gif_options=gif, lesson=lesson)
@@ -201,7 +203,7 @@ def _open(settings, *, size=None, frames=None, screenshot=None, script_path=None
 
 def open_window_default() -> int:
     """`spectable` with no arguments: the window on the shipped corpus, where the teacher left off."""
-    from app.settings import load_settings
+    from app.settings import load_settings  # lazy: not loaded at `spectable` start
     settings, notice = load_settings()
     if notice:
         print(f"spectable: {notice}", file=sys.stderr)

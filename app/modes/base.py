@@ -5,6 +5,8 @@ stage); it draws with the window's per-frame Screen (app.ui.Screen), never the w
 """
 from __future__ import annotations
 
+from app import ui
+
 
 class Panel:
     view = "table"
@@ -30,7 +32,6 @@ class Panel:
 
     def stage_rect(self, scr):
         """Where the table is drawn: left of the panel, between the mode bar and the status line."""
-        from app import ui
         x, y, w, h = ui.panel_rect(scr)
         return 0.0, y, x, h
 

@@ -5,8 +5,11 @@ from imgui_bundle import imgui
 
 from app import derived, pairs, ui
 from app import measured
+from app.facts import UNAVAILABLE
 from app.modes.base import Panel
+from app.session import NOT_MEASURED
 from corpus.errors import InputError
+from models.measurements import PAIR_SCHEMAS
 
 
 def load_measurements() -> list[dict]:
@@ -29,14 +32,13 @@ class HardwarePanel(Panel):
         if self._meas is None:
             try:
                 self._meas = load_measurements()
-            except Exception as exc:  # noqa: BLE001 - an unreadable folder is a message, not a crash
+            except UNAVAILABLE as exc:     # an unreadable folder is a message, not a crash
                 self._meas = [{"file": str(measured.measurement_dir()), "error": f"{type(exc).__name__}: {exc}"}]
         return self._meas
 
     def current(self):
         """The file picked, else the newest one about the models on the table (a pair measurement for a neural
         pair, a device bench for the n-gram pair), else the newest."""
-        from models.measurements import PAIR_SCHEMAS
         meas = self.measurements()
         for e in meas:
             if e["file"] == self.selected:
@@ -104,7 +106,7 @@ class HardwarePanel(Panel):
         worker = ctl.bench_worker
         try:
             r, err = worker.result(scripted=ctl.scripted)
-        except Exception as exc:  # noqa: BLE001 - a measurement that fails is a message, never a crash
+        except NOT_MEASURED as exc:    # a measurement that fails is a message, never a crash
             r, err = None, f"{type(exc).__name__}: {exc}"
         if worker.running():
             return {"progress": ctl.t("hw.live_progress", step=worker.step, note=worker.progress or "…")}
@@ -190,7 +192,7 @@ class HardwarePanel(Panel):
         f = self.ctl.facts()
         try:
             rows = self.paper_rows()
-        except Exception:  # noqa: BLE001 - the panel shows the error instead
+        except UNAVAILABLE:            # the panel shows the error instead
             rows = {}
         out = {**rows, **{k: f[k] for k in ("vocab", "alpha", "tpp_formula", "tpp_counted")}}
         live = self.live() if self.ctl.session.neural else None
@@ -221,7 +223,7 @@ class HardwarePanel(Panel):
                 imgui.end_combo()
         try:
             view = measured.measurement_view(entry, t, s.device, s.model)
-        except Exception as exc:  # noqa: BLE001 - a file of an odd shape is a message, not a crash
+        except (*UNAVAILABLE, TypeError, AttributeError) as exc:   # a file of an odd shape is a message, not a crash
             view = {"file": entry["file"], "error": t("hw.bad_file", file=entry["file"],
                                                       error=f"{type(exc).__name__}: {exc}")}
         self.shown = dict(view, files=[e["file"] for e in meas])

@@ -7,8 +7,10 @@ from imgui_bundle import imgui
 
 from app import figures, pairs, ui
 from app.modes.base import Panel
+from app.session import NOT_MEASURED
 from app.settings import FIELDS
-from models.drafters import BASES, kind, names
+from models.drafters import BASES, kind, names, node_count
+from models import hardware
 
 
 class LabPanel(Panel):
@@ -160,7 +162,7 @@ class LabPanel(Panel):
         ctl = self.ctl
         try:
             pair = ctl.session.pair()
-        except Exception as exc:  # noqa: BLE001 - a checkpoint that cannot load is shown, not fatal
+        except NOT_MEASURED as exc:    # a checkpoint that cannot load (torch: RuntimeError) is shown, not fatal
             return f"{type(exc).__name__}: {exc}"
         n = pair.params
         return ctl.t("lab.pair_note", target=f"{n['target'] / 1e6:.2f}M",
@@ -171,7 +173,6 @@ class LabPanel(Panel):
         """One line: who drafts (a menu, what each one is on hover), then γ, or for a tree its width and depth (which
         replace γ; its nodes and lanes on hover). Where a tree's candidates come from and how siblings are drawn sit
         under "more". Every value goes through the controller like every knob."""
-        from models.drafters import node_count
         t, s = self.ctl.t, self.ctl.settings
         full = imgui.calc_item_width()
         imgui.push_item_width(full * 0.42)
@@ -203,7 +204,6 @@ class LabPanel(Panel):
 
     def tree_details(self, new: dict) -> None:
         """Under "more": where a tree's candidates come from, how siblings are drawn (and that its depth is γ)."""
-        from models.drafters import node_count
         t, s = self.ctl.t, self.ctl.settings
         if "tree_from" not in kind(s.drafter).options:
             return
@@ -239,7 +239,6 @@ class LabPanel(Panel):
 
     def weights_widget(self, new: dict) -> None:
         """The target's weight format on paper (bf16, int8, int4): fewer bytes a pass, the roofline moves."""
-        from models import hardware
         s, t = self.ctl.settings, self.ctl.t
         current = hardware.get_model(s.model)
         if imgui.begin_combo(t("lab.weights"), current.weights):
@@ -249,7 +248,6 @@ class LabPanel(Panel):
             imgui.end_combo()
 
     def devices(self) -> list[str]:
-        from models import hardware
         return list(hardware.DEVICES)
 
     def draw_text(self, scr) -> None:

@@ -158,7 +158,7 @@ class QuizPanel(Panel):
             self.ctl.show_me(q.show, self.snap.lab)
 
     def export(self):
-        from app import exports
+        from app import exports  # lazy: pulls in PIL
         path = exports.export_quiz(self)
         self.last_export = str(path)
         return path
@@ -305,7 +305,7 @@ class QuizPanel(Panel):
             self.act("export_answers")
         imgui.same_line()
         if imgui.button(t("quiz.handout")):
-            from app import exports
+            from app import exports  # lazy: pulls in PIL
             ctl.export(lambda: exports.export_handout(ctl))
         imgui.same_line()
         if imgui.button(t("quiz.restart")):

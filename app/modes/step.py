@@ -13,6 +13,7 @@ from imgui_bundle import imgui
 from app import ui
 from app.modes.base import Panel
 from models.drafters import COPY, HEADS, TREE, kind_of
+from app.palette import u32
 
 RESIDUAL_BARS = 6
 
@@ -342,7 +343,6 @@ class StepPanel(Panel):
         x0, y0 = imgui.get_cursor_screen_pos()
         w = imgui.get_content_region_avail().x
         h = scr.font_size * 1.6
-        from app.palette import u32
         dl.add_rect_filled((x0, y0), (x0 + w, y0 + h), u32((0.2, 0.2, 0.2, 1)))
         dl.add_rect_filled((x0, y0), (x0 + w * min(ratio, 1.0), y0 + h), u32(c["accent"]))
         xr = x0 + w * r

@@ -1,15 +1,20 @@
 """Tour mode (导览): narration per chapter, text -> key -> action, predict-then-reveal checkpoints."""
 from __future__ import annotations
 
+import string
+
 from imgui_bundle import imgui
 
-from app import pairs, ui
-from app.facts import fill
+from app import derived, measured, pairs, ui
+from app.facts import checkpoint, fill
 from app.modes import tour_residual
 from app.modes.base import Panel
-from app.settings import DEFAULTS, LAB_FIELDS
+from app.settings import DEFAULTS, FIELDS, LAB_FIELDS
 from app.tour import CHAPTERS, Action, narration
 from corpus.errors import InputError
+from app.figures import tube_tv_curves
+from models.drafters import choice
+from scenes.mill import busy_words
 
 
 class _Over(dict):
@@ -157,10 +162,7 @@ class TourPanel(Panel):
         """The first seed from the lab's whose run, at the settings `values` (the drafter among them), shows the
         events (models.demo); the lab's seed with a message if none within the search does (the narration's
         {story_N} then says what did happen)."""
-        from app import derived
         ctl = self.ctl
-        from app.settings import FIELDS
-        from models.drafters import choice
         s = {k: values.get(k, getattr(ctl.settings, k)) for k in FIELDS}     # the drafter's options among them
         try:
             pair = ctl.session.pair()
@@ -209,7 +211,6 @@ class TourPanel(Panel):
     def checkpoint_span(self, action: Action) -> tuple[float, float]:
         """(setup, answer) of a checkpoint on the table: a count checkpoint's pass from its pencilled guesses to
         its written result; a test checkpoint's meter from the start of its test to its verdict."""
-        from app.facts import checkpoint
         tl = self.driver.timeline
         k = action.pass_index or 0
         if action.kind == "count":
@@ -248,7 +249,6 @@ class TourPanel(Panel):
     def draw_controls(self, scr) -> None:
         """Sliders for the quantity the page is about (Page.controls): dragged, they go through the controller as
         the lab's do, and the plot and the numbers above answer. A page turn puts the chapter's values back."""
-        from app.settings import FIELDS
         t, s = self.ctl.t, self.ctl.settings
         imgui.spacing()
         new = {}
@@ -386,6 +386,7 @@ class TourPanel(Panel):
             overlay = None
             rnd = self.tube_round_shown() if plot == "tubes" else None
             if rnd is not None:                 # the curves up to the round the tubes show, and a line at it
+                # lazy: app.modes/__init__ imports this module (a circle at load)
                 from app.modes.tubes import TubesPanel
                 res, bg = self.ctl.tubes(), self.ctl.colors["mpl_bg"]
                 draws = (rnd + 1) * int(res.draws)
@@ -430,7 +431,6 @@ class TourPanel(Panel):
         rnd = self.tube_round_shown()
         if rnd is None:
             return f
-        from app.figures import tube_tv_curves
         res = self.ctl.tubes()
         tv_l, tv_r = tube_tv_curves(res)
         out = _Over(f)
@@ -446,7 +446,6 @@ class TourPanel(Panel):
         return NEURAL_FACTS if pairs.is_neural(page.pair) else self.state.current.facts
 
     def draw_neural_measurement(self, scr) -> None:
-        from app import measured
         t, c = self.ctl.t, self.ctl.colors
         entry = measured.shipped_pair_measurement()
         imgui.spacing()
@@ -470,7 +469,6 @@ class TourPanel(Panel):
     def beat(self, scr) -> dict:
         """The beat's parts, the share of each part's projected box the class sees (inside the table's frame,
         clear of the HUD and every panel) and the parts the UI covers; from the stage's projected boxes."""
-        from app import ui
         parts, _ = self.state.beat()
         stage = self.driver.stage
         if stage is None or stage.focus is None:
@@ -487,7 +485,6 @@ class TourPanel(Panel):
         """Every number the beat shows, by fact name, with the string on screen: the fields of the page's text
         (and of its action's words or checkpoint once shown), the panel's live numbers ('?' while a checkpoint
         keeps them back), and the table's own: the HUD's pass and lanes lit, the mill's busy share."""
-        import string
         ctl, st = self.ctl, self.state
         lang, f = ctl.settings.language, ctl.facts()
         shown = self.revealed()
@@ -522,7 +519,6 @@ class TourPanel(Panel):
                     out["hud_lanes_lit"] = f"{s.lanes_true}"
             shows = stage.shows()
             if shows is None or "mill" in shows:
-                from scenes.mill import busy_words
                 out["mill_busy"] = busy_words(s)[1].split()[-1]
         return out
 

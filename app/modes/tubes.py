@@ -11,10 +11,13 @@ import numpy as np
 from imgui_bundle import imgui
 
 from app import derived, ui
+from app.facts import UNAVAILABLE
 from app.modes.base import Panel
 from app.settings import DEFAULTS, TUBE_RULES
 from corpus.errors import InputError
 from scenes.tubes import chosen_characters
+from app.palette import u32
+from models.tubes import TREE_RULES, chi2_pvalue
 
 SPEEDS = (1.0, 10.0, 100.0, None)       # None: every round at once
 # What PageDown steps through: the exact rule, the exact rule without the bonus token (still exact, slower),
@@ -74,7 +77,6 @@ class TubesPanel(Panel):
     def rules(self) -> tuple[str, ...]:
         """The rules the right tube can run with the lab's drafter: a tree (several candidates at a position) has
         the exact rule and typical acceptance only (models.tubes.TREE_RULES)."""
-        from models.tubes import TREE_RULES
         s = self.ctl.settings
         try:
             several = self.ctl.session.drafter().first_width(s.gamma) > 1
@@ -112,13 +114,14 @@ class TubesPanel(Panel):
     @staticmethod
     def mask_future(dl, x, y, info, draws, res, bg) -> None:
         """Cover the curves past the round shown (the plot is drawn once for all rounds) and mark now."""
-        from app.palette import u32
         last = int(res.rounds) * int(res.draws)
         if draws >= last:
             return
         xn = info["to_px"](max(draws, int(res.draws)))
         col = tuple(int(bg[i:i + 2], 16) / 255 for i in (1, 3, 5)) + (1.0,)
-        dl.add_rect_filled((x + xn + 1, y + info["y0"] + 1), (x + info["x1"] - 1, y + info["y1"] - 1), u32(col))
+        covered = (xn + 1, info["y0"] + 1, info["x1"] - 1, info["y1"] - 1)
+        for x0, y0, x1, y1 in ui.rect_minus(covered, info.get("legend")):      # the legend stays readable
+            dl.add_rect_filled((x + x0, y + y0), (x + x1, y + y1), u32(col))
         dl.add_line((x + xn, y + info["y0"]), (x + xn, y + info["y1"]), u32((0.86, 0.26, 0.22, 1.0)), 2.0)
 
     def skip_bonus_note(self) -> str | None:
@@ -156,7 +159,6 @@ class TubesPanel(Panel):
         return out
 
     def chi2_shown(self, res) -> tuple[float, float]:
-        from models.tubes import chi2_pvalue
         p = np.asarray(res.target_p, float)
         _, cum_l, cum_r = self.counts_shown(res)
         return chi2_pvalue(cum_l, p), chi2_pvalue(cum_r, p)
@@ -209,7 +211,7 @@ class TubesPanel(Panel):
                 ui.wrapped(str(exc), c["reject"])
             imgui.end()
             return
-        except Exception as exc:  # noqa: BLE001 - the tube model may still be landing
+        except UNAVAILABLE as exc:     # a tube model that cannot be computed is a message in the panel
             ui.wrapped(f"{type(exc).__name__}: {exc}")
             imgui.end()
             return

@@ -99,7 +99,7 @@ class DrafterKind:
                 return heads
             if pair is None:
                 raise InputError("the heads drafter needs the pair (its heads table sits beside the pair's)")
-            from models.heads import HeadModels
+            from models.heads import HeadModels  # lazy: not loaded at `spectable` start
             return HeadModels.for_pair(pair)
         return self.build(pair, opts, load_heads)
 

@@ -22,8 +22,10 @@ from corpus.errors import InputError
 from models.llm.model import RANDOM_WEIGHTS_NOTE, LlamaConfig, Transformer
 from models.llm.hf import load_model, read_checkpoint_config
 from models.llm.device import aligned, available_bytes, device_name, memory_needed, resolve_device, resolve_dtype, sync
+from models.llm.steps import COMPILE_FAILURES
 from models.llm.speculative import (PlainDecoder, SpeculativeDecoder, StepRunner, compile_blocks, decode_one_token, eager_blocks, forward_positions)
 from models.llm.tuning import report_lines
+from corpus.atomic import write_text_atomic
 
 SCHEMA = "spectable-bench/1"
 
@@ -163,7 +165,7 @@ class FastPath:
         while True:
             try:
                 return run()
-            except Exception as exc:  # noqa: BLE001 - a failed compile/capture must not lose a one-shot GPU run
+            except COMPILE_FAILURES as exc:     # a failed compile/capture must not lose a one-shot GPU run
                 if not (self.compile or self.graphs):
                     raise
                 what = "compiled blocks" if self.compile else "CUDA graphs"
@@ -201,7 +203,7 @@ def speedup_on_paper(alpha: float, gamma: int, c: float, verify_ratio: float) ->
 def _hardware_roofline(device_label: str, model_name: str, batch: int, context: int):
     """The spec-sheet roofline from models.hardware, where that module knows this device and model."""
     try:
-        from models import hardware
+        from models import hardware  # lazy: a missing models.hardware is handled below
     except ImportError:              # the hardware model is optional here
         return None
     key = None
@@ -422,7 +424,6 @@ def write_json_atomic(path, obj) -> None:
     """The measurement file, complete under its name or not at all: a full disk, a kill or any error leaves
     the old file (or none) and no temp file (corpus.atomic). A figure that came out NaN or infinite (a timer
     that read 0) is written as null, "not measured", which is what JSON and models.measurements accept."""
-    from corpus.atomic import write_text_atomic
     text = jsonio.dumps(obj, indent=2) + "\n"
     try:
         write_text_atomic(path, text)

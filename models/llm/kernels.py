@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import numpy as np
 
 from corpus.errors import InputError
 
@@ -256,7 +257,7 @@ class TorchInt4(Kernel):
 # --- ONNX Runtime: one small graph per matrix, the weights packed once by MLAS -------------------------------
 def _ort():
     try:
-        import onnxruntime
+        import onnxruntime  # lazy: a missing onnxruntime is handled below
     except ImportError:
         return None
     return onnxruntime
@@ -282,6 +283,7 @@ class _OrtKernel(Kernel):
         self._bound: dict[int, tuple] = {}
 
     def _session(self, node, inits):
+        # lazy: onnx only when an ONNX file is read or written
         import onnx
         from onnx import TensorProto, helper
         ort = _ort()
@@ -302,8 +304,7 @@ class _OrtKernel(Kernel):
 
     @staticmethod
     def _tensor(name, t: torch.Tensor):
-        import numpy as np
-        from onnx import TensorProto, helper
+        from onnx import TensorProto, helper  # lazy: onnx only when an ONNX file is read or written
         a = t.detach().cpu().contiguous().numpy()
         kind = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.uint8): TensorProto.UINT8,
                 np.dtype(np.int64): TensorProto.INT64}[a.dtype]
@@ -311,7 +312,6 @@ class _OrtKernel(Kernel):
 
     @torch.inference_mode(False)      # buffers written in place on every call, inside inference mode or not
     def _binding(self, M: int):
-        import numpy as np
         xi = torch.empty(M, self.in_features)
         y = torch.empty(M, self.out_features)
         io = self.session.io_binding()
@@ -329,7 +329,6 @@ class _OrtKernel(Kernel):
         xi, y, io = bound
         xi.copy_(x)
         if self.head:
-            import numpy as np
             y = torch.empty(M, self.out_features)
             io.bind_output("Y", "cpu", 0, np.float32, [M, self.out_features], y.data_ptr())
         self.session.run_with_iobinding(io)
@@ -344,6 +343,7 @@ class _OrtKernel(Kernel):
         if _ort() is None:
             return "onnxruntime is not installed"
         try:
+            # lazy: a missing onnx is handled below
             import onnx  # noqa: F401
         except ImportError:
             return "onnx is not installed"
@@ -355,7 +355,7 @@ class OrtMatMul(_OrtKernel):
 
     def __init__(self, src, threads, head=False):
         super().__init__(src, threads, head)
-        from onnx import helper
+        from onnx import helper  # lazy: onnx only when an ONNX file is read or written
         self._session(helper.make_node("MatMul", ["A", "B"], ["Y"]),
                       [self._tensor("B", src.weight.detach().float().t())])
 
@@ -370,7 +370,7 @@ def nbits_matmul(x: str, y: str, prefix: str, src: Source, fmt: str, tensor):
     codes offset to unsigned (zero point 128); int4: a GGUF's Q4_0 codes as they are (zero point 8), else groups
     of 32 with a 4-bit zero point (int4_zero_points). accuracy_level 4: int8 activations, each row quantised on
     its own in blocks of 32 (MLAS's integer dot products). tensor(name, torch tensor) makes an initializer."""
-    from onnx import helper
+    from onnx import helper  # lazy: onnx only when an ONNX file is read or written
     N, K = src.shape
     blocks = -(-K // GROUP)                          # a row that is not whole blocks: its last one padded
     zero = None

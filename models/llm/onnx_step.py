@@ -58,6 +58,7 @@ class OnnxStep:
         """reads_features_of: the target whose features an EAGLE layer (model, models.llm.selfdraft) pushes
         forward: the graph reads [features, the target's embedding of each token] through the layer's fc, and its
         rows go through the target's output layer."""
+        # lazy: onnx only when an ONNX file is read or written
         from onnx import TensorProto as TP
         from onnx import helper
         cfg = model.config
@@ -145,7 +146,7 @@ class OnnxStep:
         graph = helper.make_graph(nodes, "llama_pass", inputs, outputs, inits)
         onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
                                                              helper.make_opsetid("com.microsoft", 1)])
-        import onnx
+        import onnx  # lazy: onnx only when an ONNX file is read or written
         onnx_model.ir_version = min(onnx_model.ir_version, onnx.IR_VERSION)
         ort = _ort()
         so = ort.SessionOptions()

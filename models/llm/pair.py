@@ -21,6 +21,8 @@ that much context), and the trace's `extra["window_start"]` says where the model
 from __future__ import annotations
 
 import threading
+import hashlib
+import json
 from pathlib import Path
 from collections import OrderedDict
 
@@ -36,8 +38,12 @@ from models.llm.selfdraft import (RECORD_FILE, SHIPPED_DIR, EagleProposer, Featu
 from models.llm.text import TokenText
 from models.llm.tree import DraftModelTree, EagleTree, MedusaTree, NetworkTreeBase, tree_pass
 from models.sampler import Rows, SamplerBase, SamplerSettings, tree_trace
-from models.drafters import FEATURES, ChainDrafter, TreeDrafter, kind
+from models.drafters import FEATURES, ChainDrafter, LookupDrafter, TreeDrafter, kind
 from models.trace import GeneratedRun, PassTally, StepTrace
+from models import long_runs
+from models.analytics import LONG_RUN_TOKENS_NEURAL, MAX_RUN_TOKENS_NEURAL
+from models.llm.checkpoint import load_pair_models
+from models.llm.formats import compute_dtype
 
 MIN_WINDOW = 2 * (64 + 1)      # a pass at the largest γ must fit after a refill to half the window
 DEFAULT_WINDOW = 1024          # long-context checkpoints: a cache this long (attention over it costs per token)
@@ -87,8 +93,6 @@ class LlamaPair:
         """From two specs (checkpoint folders, .gguf files, named configs): see models.llm.checkpoint. dtype_name is
         the weight format (fp32, bf16, int8, int4: models.llm.formats); dtype, if given, the float dtype around it;
         threads: that many (None: measured on this computer as the target loads, models.llm.tuning)."""
-        from models.llm.checkpoint import load_pair_models
-        from models.llm.formats import compute_dtype
         dtype = dtype or compute_dtype(dtype_name)
         t, d = load_pair_models(target_spec, draft_spec, dtype=dtype, dtype_name=dtype_name, device=device,
                                 seq=window or DEFAULT_WINDOW, need_text=True, seed=seed, threads=threads)
@@ -107,9 +111,6 @@ class LlamaPair:
         """What long-run figures are cached under (models.analytics.table_key): the checkpoint files (names, sizes,
         modification times), the models' configs, the compute dtype and the window. Random weights: never shared."""
         if self._key is None:
-            import hashlib
-            import json
-            from pathlib import Path
             files = []
             for label in self.sources.values():
                 path = Path(label) if label else None
@@ -177,14 +178,12 @@ class LlamaPair:
 
     @property
     def max_run_tokens(self) -> int:
-        from models.analytics import MAX_RUN_TOKENS_NEURAL      # two networks every pass: minutes, not seconds
-        return MAX_RUN_TOKENS_NEURAL
+        return MAX_RUN_TOKENS_NEURAL      # two networks every pass: minutes, not seconds
 
     def drafter_for(self, kind):
         """A kind that drafts with a draft model, on a checkpoint without one, copies from the text instead (the
         lookup drafter): the lab still writes. None: the kind's own drafter."""
         if kind.draft_model and self.draft is None:
-            from models.drafters import LookupDrafter
             return LookupDrafter()
         return None
 
@@ -205,13 +204,11 @@ class LlamaPair:
         return LlamaSampler(self, settings, drafter=drafter)
 
     def long_run_tokens(self, settings, sampler: bool = True) -> int:
-        from models.analytics import LONG_RUN_TOKENS_NEURAL
         return LONG_RUN_TOKENS_NEURAL
 
     def shipped_long_run(self, settings):
         """The long run counted once over tens of thousands of tokens and shipped (models.long_runs), when it is
         this pair's (same weights and dtype) at these settings."""
-        from models import long_runs
         return long_runs.shipped_for(self, settings, dtype=getattr(self.target, "format_name", "fp32"))
 
     def generated_run(self, settings, tokens: int):
@@ -522,7 +519,6 @@ def alpha_generated(pair: LlamaPair, settings: SamplerSettings | None = None, to
     if not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
         raise InputError(f"tokens must be between 1 and 1000000, got {tokens!r}")
     if drafter is None and pair.draft is None:   # a checkpoint alone: its guesses are copied from the text
-        from models.drafters import LookupDrafter
         drafter = LookupDrafter()
     sampler = LlamaSampler(pair, s, drafter=drafter)
     sampler.reset(list(prefix_ids))

@@ -18,13 +18,15 @@ Weights: assets/models/nahan-selfdraft/ (models.llm.train_selfdraft trains them 
 from __future__ import annotations
 
 import json
+import statistics
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 from corpus.errors import InputError
 from corpus.resources import ASSETS
@@ -35,6 +37,8 @@ from models.llm.rule import sample_index
 from models.llm.steps import prefill
 from models.llm.speculative import RowShaper
 from models.drafters.base import DraftCost, Drafter, FirstGuess
+from corpus.atomic import atomic_path, write_text_atomic
+from models.llm import onnx_step
 
 SHIPPED_DIR = ASSETS / "models" / "nahan-selfdraft"
 MEDUSA_FILE, EAGLE_FILE, RECORD_FILE = "medusa.safetensors", "eagle.safetensors", "training.json"
@@ -141,10 +145,7 @@ class SelfDrafters:
 def choose_eagle_step(target: Transformer, eagle: EagleDrafter, reps: int = 15) -> tuple[object | None, dict]:
     """EAGLE's draft step (the layer, the row through the target's output layer, the draw) eager and as one ONNX
     Runtime graph, timed in turns on this computer: (the graph or None, {"eager": µs, "graph": µs, "chosen": ...})."""
-    import statistics
-    import time
 
-    from models.llm import onnx_step
     if eagle.max_seq_length < target.max_seq_length:
         eagle.setup_caches(1, target.max_seq_length)
     why = onnx_step.available(eagle.config) if target.device.type == "cpu" else "not on a CPU"
@@ -178,9 +179,7 @@ def choose_eagle_step(target: Transformer, eagle: EagleDrafter, reps: int = 15) 
 def save(folder: Path, medusa: MedusaHeads, eagle: EagleDrafter, record: dict) -> None:
     """The two drafters' weights (without the target's embedding or output layer, which they read) and the
     training record, each file written atomically."""
-    from safetensors.torch import save_file
 
-    from corpus.atomic import atomic_path, write_text_atomic
     folder.mkdir(parents=True, exist_ok=True)
     for module, name in ((medusa, MEDUSA_FILE), (eagle, EAGLE_FILE)):
         state = {k: v.detach().contiguous().float() for k, v in module.state_dict().items()

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from models.llm.model import Transformer
+from models.llm.model import Transformer, block_forward
+
+# What torch.compile or a CUDA graph capture raises when it cannot do its part: dynamo's and inductor's errors
+# (Unsupported, BackendCompilerFailed, a missing or failing C++ compiler) and a failed capture are RuntimeError;
+# a compiler that cannot be started is OSError; a missing triton is ImportError.
+COMPILE_FAILURES = (RuntimeError, OSError, ImportError)
 
 
 # --- forward steps: eager on CPU; on CUDA captured once as a CUDA graph (static shapes) ---------------
@@ -46,8 +51,7 @@ class StepRunner:
 def compile_blocks(model: Transformer) -> None:
     """Compile the one block function (inductor fuses norms, rope and SwiGLU; the graph is shared by every
     layer of the same shape, so compile time does not grow with depth). Prefill stays eager."""
-    import torch._dynamo
-    from models.llm.model import block_forward
+    import torch._dynamo  # lazy: `import torch` leaves dynamo out; it loads only to compile
     cfg = torch._dynamo.config
     for knob in ("recompile_limit", "cache_size_limit"):
         if hasattr(cfg, knob):
@@ -61,7 +65,7 @@ def compile_step(model: Transformer):
     (no C++ compiler, an unsupported op). On this project's CPU it halves the shipped draft's step (0.59 ->
     0.29 ms, measured), whose time is the dispatch of ~80 small operations; the target's step, whose time is its
     matrices, gains nothing and stays eager."""
-    import torch._dynamo
+    import torch._dynamo  # lazy: `import torch` leaves dynamo out; it loads only to compile
     try:
         fn = torch.compile(lambda tok, pos: decode_one_token(model, tok, pos), dynamic=False, fullgraph=True)
         with torch.inference_mode():
@@ -69,13 +73,12 @@ def compile_step(model: Transformer):
             last = torch.tensor([model.max_seq_length - 1], device=model.device)
             fn(torch.zeros(1, 1, dtype=torch.long, device=model.device), last)
         return fn, None
-    except Exception as exc:  # noqa: BLE001 - any compiler failure means: run eagerly, and say so
+    except COMPILE_FAILURES as exc:     # a compiler failure means: run eagerly, and say so
         torch._dynamo.reset()
         return None, f"compiling the draft model's forward failed ({type(exc).__name__}: {str(exc).splitlines()[0][:160]}); ran eagerly"
 
 
 def eager_blocks(model: Transformer) -> None:
-    from models.llm.model import block_forward
     model.block_impl = block_forward
 
 

@@ -15,6 +15,7 @@ import json
 from functools import cached_property
 
 from corpus.errors import InputError
+from corpus.validate import read_regular_file
 
 NEWLINE_GLYPH = "↵"          # as the n-gram pair draws the newline token
 UNK_GLYPH = "□"
@@ -142,8 +143,7 @@ MAX_TOKENIZER_BYTES = 64 << 20     # Llama 3's tokenizer.json is 9 MB
 
 
 def from_tokenizer_file(path, vocab_size: int, start_id: int | None = None) -> TokenText:
-    from tokenizers import Tokenizer
-    from corpus.validate import read_regular_file
+    from tokenizers import Tokenizer  # lazy: tokenizers only when a tokenizer file is read
     try:
         raw = read_regular_file(path, "tokenizer file", MAX_TOKENIZER_BYTES)
     except FileNotFoundError as exc:

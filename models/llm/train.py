@@ -108,6 +108,7 @@ def build_vocab(text: str) -> list[str]:
 def char_tokenizer(vocab: list[str]):
     """A tokenizers.Tokenizer: one token per character (any character, newline too), unknown -> <unk>;
     decoding concatenates the pieces."""
+    # lazy: tokenizers only when a tokenizer file is read
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     tok = Tokenizer(models.WordLevel({c: i for i, c in enumerate(vocab)}, unk_token=UNK))
     tok.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")
@@ -247,7 +248,7 @@ def train_one(cfg: LlamaConfig, r: Recipe, train_ids: torch.Tensor, val_ids: tor
 def write_checkpoint(model: Transformer, vocab: list[str], out: Path, storage: str, manifest: dict) -> Path:
     """config.json + model.safetensors (+ tokenizer files, training.json) into a temporary folder beside
     `out`, then swapped in with renames: a crash leaves the old folder or the new one, never half of one."""
-    from safetensors.torch import save_file
+    from safetensors.torch import save_file  # lazy: safetensors only when such a file is read or written
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[storage]
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

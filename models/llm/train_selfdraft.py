@@ -33,6 +33,9 @@ from models.llm.hf import load_checkpoint
 from models.llm.model import rope_tables
 from models.llm.selfdraft import EagleDrafter, MedusaHeads, eagle_config, save
 from models.llm.train import DEFAULT_CORPUS, ROOT, read_book, split_piece, train_features, train_layers
+from models.llm.pair import LlamaPair, alpha_generated
+from models.llm.text import from_tokenizer_file
+from models.sampler import SamplerSettings
 
 CONTEXT = 256
 CHUNK = 96                       # positions of a window a training step reads (the target's features saw it all)
@@ -101,7 +104,6 @@ def train(target_dir: Path, corpus: Path, steps: int, seed: int, batch: int, log
     for p in target.parameters():
         p.requires_grad_(False)
     cfg = target.config
-    from models.llm.text import from_tokenizer_file
     text = from_tokenizer_file(target_dir / "tokenizer.json", cfg.vocab_size)
     pieces, held = read_book(corpus)
     tr, va = [], []
@@ -198,8 +200,6 @@ def main(argv=None) -> int:
 def long_run_alphas(target_dir: Path, folder: Path, corpus: Path, tokens: int, gamma: int = 4) -> dict:
     """α and tokens per pass of the draft model, Medusa's heads and EAGLE on the pair, each a seeded run of about
     `tokens` tokens at temperature 1 from the start of the held-out piece."""
-    from models.llm.pair import LlamaPair, alpha_generated
-    from models.sampler import SamplerSettings
     pair = LlamaPair.load(target_dir, target_dir.parent / "nahan-draft", threads=torch.get_num_threads())
     pair.use_self_drafters(folder)
     _, held = read_book(corpus)

@@ -27,6 +27,9 @@ from models.drafters.tree import TreeDrafter
 from models.llm.formats import linear, weight_operand
 from models.llm.model import Transformer
 from models.multi_candidate import TreeVerdicts, verify_tree
+from models.llm.rule import sample_index
+from models.llm.speculative import PassRecord, RowShaper, SpeculativeResult
+from models.llm.steps import prefill
 
 
 @dataclass(frozen=True)
@@ -291,7 +294,6 @@ class TreeDecoder:
 
     def __init__(self, target: Transformer, tree: TreeDrafter, *, gamma: int = 4, temperature: float = 0.0,
                  top_k: int = 0, top_p: float = 1.0, seed: int = 0):
-        from models.llm.speculative import RowShaper
         tree.validate(gamma)
         self.target, self.tree, self.gamma = target, tree, gamma
         self.shape = RowShaper(temperature, top_k, top_p)
@@ -301,8 +303,6 @@ class TreeDecoder:
 
     @torch.inference_mode()
     def start(self, prompt_ids: list[int]) -> None:
-        from models.llm.rule import sample_index
-        from models.llm.steps import prefill
         proposer = self.tree.base.proposer
         prompt = torch.tensor([prompt_ids], device=self.target.device)
         if getattr(proposer, "wants_features", False):
@@ -318,7 +318,6 @@ class TreeDecoder:
 
     @torch.inference_mode()
     def step(self, max_tokens: int | None = None):
-        from models.llm.speculative import PassRecord
         n = self.n
         u = torch.rand(2 * n + 1, dtype=torch.float64, generator=self.gen).numpy()
         out = tree_pass(self.target, self.tree, self.ids, self.cur, self.pos, self.gamma, u[:n], u[n:2 * n],
@@ -333,7 +332,6 @@ class TreeDecoder:
 
     @torch.inference_mode()
     def generate(self, prompt_ids: list[int], n_tokens: int, progress=None):
-        from models.llm.speculative import SpeculativeResult
         self.start(prompt_ids)
         out, records = [int(self.cur.item())], []
         self.draft_seconds = self.verify_seconds = 0.0
