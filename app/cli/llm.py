@@ -336,7 +336,6 @@ def cmd_bench_pair(args) -> int:
     """A checkpoint pair (the shipped one, or --target/--draft folders or .gguf files) measured live."""
     # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     import torch
-    from models.llm.bench import write_json_atomic
     from models.llm.pair_bench import measure_llama_pair, pair_summary_lines
     from models.llm.device import resolve_device
     from models.llm.pair import LlamaPair
@@ -368,13 +367,7 @@ def cmd_bench_pair(args) -> int:
                            progress=None if args.quiet else _Stages())
     r["settings"]["prompt"] = prompt
     lines = pair_summary_lines(r)
-    if args.out:
-        if Path(args.out).is_dir():
-            raise InputError(f"--out {args.out!r} is a directory; give a file name")
-        write_json_atomic(args.out, r)
-        lines.append(f"written to {args.out}")
-    _emit(r, args.json, lines)
-    return 0
+    return _write_and_emit(args, r, lines)
 
 
 def _bench_drafters(args, target, draft, temperature, device) -> int:
@@ -382,7 +375,6 @@ def _bench_drafters(args, target, draft, temperature, device) -> int:
     its draft model (or lookup): the file holds both."""
     # lazy: pulls in safetensors, torch (torch: ~1 s; only the neural path needs it)
     from models.llm import drafter_bench
-    from models.llm.bench import write_json_atomic
     from models.llm.pair import LlamaPair
     from models.llm.pair_bench import measure_llama_pair, pair_summary_lines
     pair = LlamaPair.load(target, draft, dtype_name=args.dtype, device=device, threads=args.threads or None)
@@ -399,13 +391,7 @@ def _bench_drafters(args, target, draft, temperature, device) -> int:
                                                        temperature=temperature, reps=args.reps or 5, seed=args.seed,
                                                        widths=args.tree_widths, progress=progress)
     lines = pair_summary_lines(r) + [""] + drafter_bench.summary_lines(r["side_by_side"])
-    if args.out:
-        if Path(args.out).is_dir():
-            raise InputError(f"--out {args.out!r} is a directory; give a file name")
-        write_json_atomic(args.out, r)
-        lines.append(f"written to {args.out}")
-    _emit(r, args.json, lines)
-    return 0
+    return _write_and_emit(args, r, lines)
 
 
 # --- standalone entry (no window, no scenes imported) -----------------------------------------------
@@ -420,3 +406,16 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def _write_and_emit(args, r: dict, lines: list[str]) -> int:
+    """A pair measurement written to --out (atomically; a directory refused) and printed or given as JSON."""
+    # lazy: pulls in torch (torch: ~1 s; only the neural path needs it)
+    from models.llm.bench import write_json_atomic
+    if args.out:
+        if Path(args.out).is_dir():
+            raise InputError(f"--out {args.out!r} is a directory; give a file name")
+        write_json_atomic(args.out, r)
+        lines.append(f"written to {args.out}")
+    _emit(r, args.json, lines)
+    return 0

@@ -8,13 +8,13 @@ step's logits (with their fp32 probabilities) and widest activations, and attent
 from __future__ import annotations
 
 import os
-import platform
 from pathlib import Path
 
 import torch
 
 from corpus.errors import InputError
 from models.llm.formats import compute_dtype
+from models.llm.kernel_cache import cpu_name
 
 ALIGN = 16                 # cache lengths rounded up to a multiple of this: attention kernels take aligned rows
 
@@ -40,15 +40,7 @@ def resolve_dtype(name: str) -> torch.dtype:
 
 
 def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "cpu"
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
 
 
 def available_bytes(device: torch.device) -> int:

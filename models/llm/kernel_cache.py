@@ -30,6 +30,7 @@ MAX_MACHINES = 8
 
 # --- this machine ---------------------------------------------------------------------------------------------
 def cpu_name() -> str:
+    """The CPU's model name (lscpu's), what the kernel cache is keyed by and the measurement files name."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
