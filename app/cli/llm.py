@@ -343,6 +343,8 @@ def cmd_bench_pair(args) -> int:
     if args.checkpoint or args.draft_checkpoint:
         raise InputError("--checkpoint/--draft-checkpoint are for the full bench; the pair measurement takes "
                          "checkpoint folders in --target and --draft")
+    if args.out and Path(args.out).is_dir():           # refused before minutes of measuring, not after
+        raise InputError(f"--out {args.out!r} is a directory; give a file name")
     temperature = 1.0 if args.temperature is None else args.temperature
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -413,8 +415,6 @@ def _write_and_emit(args, r: dict, lines: list[str]) -> int:
     # lazy: pulls in torch (torch: ~1 s; only the neural path needs it)
     from models.llm.bench import write_json_atomic
     if args.out:
-        if Path(args.out).is_dir():
-            raise InputError(f"--out {args.out!r} is a directory; give a file name")
         write_json_atomic(args.out, r)
         lines.append(f"written to {args.out}")
     _emit(r, args.json, lines)
