@@ -13,18 +13,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from app import exports, lesson as lessons
+from app import exports
+from app.lesson import prepared as lessons
 from app.driver import TableDriver
 from app.i18n import Strings
 from app.palette import colors
 from app.session import BenchWorker, DrafterWorker, LongRunWorker, Session, TubeWorker
 from app.settings import FIELDS, LAB_FIELDS, AppSettings, check_type, check_value, clamp_value, save_settings
-from app.tour import CHAPTERS, TourState
+from app.lesson.tour import CHAPTERS, TourState
 from corpus import jsonio
 from corpus.atomic import remove_stale_temps
 from corpus.errors import InputError
 from app.exports import stamp
-from app.facts import facts, fill
+from app.lesson.facts import facts, fill
 from app.modes import MODE_PANELS
 from app.paths import default_export_dir, resolve_font
 from app.settings import settings_path

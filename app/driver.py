@@ -8,7 +8,7 @@ that failed to start) every call is a no-op and the panels go on alone.
 """
 from __future__ import annotations
 
-from app.facts import UNAVAILABLE
+from app.lesson.facts import UNAVAILABLE
 from app.settings import RUN_FIELDS, STAGE_FIELDS
 
 # What the table shows besides the run itself: a change of one of these re-hands the run (the run's own

@@ -19,9 +19,9 @@ from PIL import Image
 
 from corpus.atomic import atomic_path, write_bytes_atomic
 from corpus.errors import InputError
-from app import handout
-from app.quiz import LETTERS
-from app.tour import CHAPTERS, narration
+from app.lesson import handout
+from app.lesson.quiz import LETTERS
+from app.lesson.tour import CHAPTERS, narration
 
 GIF_FPS = 12
 GIF_SECONDS = 6.0
@@ -238,5 +238,5 @@ def export_quiz(panel, path: Path | None = None) -> Path:
 
 
 def export_handout(ctl) -> list[Path]:
-    """The one-page student handout (app/handout.py) as PNG and PDF, in the language shown."""
+    """The one-page student handout (app/lesson/handout.py) as PNG and PDF, in the language shown."""
     return handout.write(ctl, ctl.out_dir(), stamp("handout", "png").rsplit(".", 1)[0])

@@ -7,13 +7,13 @@ from app import derived
 from corpus.errors import InputError
 from app.derived import GAMMAS, REFERENCE_ALPHAS
 from models.tubes import DEFAULT_PREFIX
-from app.measured import computer_roofline
+from app.lesson.measured import computer_roofline
 from models import hardware
 from models.drafter_analytics import with_speedups
 from models.drafters import FEATURES
 
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
-# Pictures a tour page draws for its own sentence (app.tour.Page.plot), beside the chapters' plots: the weights
+# Pictures a tour page draws for its own sentence (app.lesson.tour.Page.plot), beside the chapters' plots: the weights
 # alone before the KV cache is explained, Pope's crossover of the two reads, and Σ min(p, q) as an overlap.
 PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap")
 OVERLAP_CONTEXT = DEFAULT_PREFIX      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's

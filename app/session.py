@@ -20,7 +20,7 @@ from models.drafters import COUNTS, FEATURES, choice, kind
 from models.heads import HeadModels
 from models.sampler import SamplerSettings, make_sampler
 
-# What a live measurement or a checkpoint that loads may meet that is not a bug: app.facts.UNAVAILABLE's kinds
+# What a live measurement or a checkpoint that loads may meet that is not a bug: app.lesson.facts.UNAVAILABLE's kinds
 # (a file that cannot load, a number out of range, a figure not there) and torch's own RuntimeError (out of
 # memory, an op or dtype the device lacks). Anything else is a bug and is raised.
 NOT_MEASURED = (InputError, OSError, ValueError, ArithmeticError, LookupError, RuntimeError)

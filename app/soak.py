@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from app.settings import AppSettings
-from app.tour import CHAPTERS
+from app.lesson.tour import CHAPTERS
 
 
 # Context methods that make a GL object, and what the object is counted as.

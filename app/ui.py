@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from imgui_bundle import imgui
 
-from app.facts import UNAVAILABLE
+from app.lesson.facts import UNAVAILABLE
 from app.palette import u32
 from app.settings import MODES
 from app.paths import resolve_font

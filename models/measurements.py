@@ -1,6 +1,6 @@
 """Measurement files (assets/measurements/*.json, what `spectable bench` writes, or any file a user points at):
 read and validated once, here, for both readers: models.hardware (measured devices) and the hardware panel
-(app.facts). A file that fails is one InputError line (the readers list it and skip it); in a file that
+(app.lesson.facts). A file that fails is one InputError line (the readers list it and skip it); in a file that
 passes, every field either reader uses has the right type and a finite value in a sane range.
 
 Checked where present (other keys are ignored): the bandwidth and arithmetic keys models.hardware reads, at

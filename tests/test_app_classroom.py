@@ -143,7 +143,7 @@ def test_f11_twice_under_a_window_manager_restores_size_and_position(tmp_path):
 
 
 def test_the_last_tour_page_says_the_tour_has_ended(capsys, tmp_path):
-    from app.tour import CHAPTERS, narration
+    from app.lesson.tour import CHAPTERS, narration
     pages = narration(CHAPTERS[-1].slug).pages
     beats = len(pages) + sum(1 for p in pages if p.action) - 1
     st = run_app(capsys, tmp_path, "--no-save", "--lang", "en", "--mode", "tour", "--chapter", str(len(CHAPTERS)),
@@ -250,7 +250,7 @@ def test_readme_has_the_new_json_keys_and_the_quiz():
 
 # ---- the teacher's notes on a screen of their own --------------------------------------------------------
 def _notes_app(notes_window):
-    from app import lesson as lessons
+    from app.lesson import prepared as lessons
     from app.controller import Controller
     from app.settings import AppSettings
     from app.window import App

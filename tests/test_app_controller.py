@@ -114,7 +114,7 @@ def test_step_stops_come_from_the_trace_and_its_final_row():
 
 
 def test_a_bad_tour_file_is_an_error_at_load(tmp_path, monkeypatch):
-    from app import tour
+    from app.lesson import tour
     good = {"title": {"zh": "甲", "en": "a"},
             "pages": [{"zh": "甲", "en": "a", "parts": ["tape"], "action": {"do": "play"}}]}
     parsed = tour.parse_narration(good, "x").pages[0]

@@ -257,7 +257,7 @@ def test_a_repeated_iid_candidate_is_named_and_cannot_pass():
 
 # ------------------------------------------------------------------ chapter 10
 def test_a_tour_page_may_set_lab_settings_and_its_own_demo_events():
-    from app import tour
+    from app.lesson import tour
     good = {"title": {"zh": "标题", "en": "title"},
             "pages": [{"zh": "一", "en": "one", "parts": ["tape"]},
                       {"zh": "二", "en": "two", "parts": ["tape"], "params": {"drafter": "lookup", "prompt": "慢慢"},
@@ -280,8 +280,8 @@ def test_chapter_ten_runs_heads_lookup_a_tree_and_typical_acceptance_live():
     shows what the words say (heads keep and replace; lookup copies and keeps; the tree keeps a later round);
     the figures beside them are the long runs'; the tubes' page breaks them with typical acceptance; Medusa-1 and
     EAGLE run on the neural pair, each right after the counted pair's analogue."""
-    from app import tour
-    from app.facts import facts
+    from app.lesson import tour
+    from app.lesson.facts import facts
     ctl = controller(prompt="孔乙己", seed=3)
     ctl.set_mode("tour")
     ch = [c.slug for c in tour.CHAPTERS].index("10-no-second-model")

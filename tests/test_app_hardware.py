@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from app import measured as F
+from app.lesson import measured as F
 from app.i18n import Strings
 from app.paths import MEASUREMENTS_DIR
 from tests.app_helpers import run_app

@@ -116,7 +116,7 @@ def test_every_tour_beat_is_legible_at_720p(lang):
             ctl.do("next")
     finally:
         app.close()
-    from app.tour import CHAPTERS, narration
+    from app.lesson.tour import CHAPTERS, narration
     assert beats == sum(len(narration(c.slug).pages) + sum(1 for p in narration(c.slug).pages if p.action)
                         for c in CHAPTERS)
 
@@ -199,7 +199,7 @@ def test_chapter_6s_tubes_and_panel_read_the_same_round(lang):
     """While the tubes fill, the TV on each rack's base and the panel's TV are one round's, the round the HUD and
     the panel name (the panel used to show the 200th round's beside the tubes' seventh); after every round, the
     page's numbers are the last round's and so are the racks'."""
-    from app.tour import CHAPTERS, narration
+    from app.lesson.tour import CHAPTERS, narration
     from app.window import FIXED_DT
     slug = "06-same-as-target"
     pages = narration(slug).pages

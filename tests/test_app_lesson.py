@@ -1,4 +1,4 @@
-"""Prepared lessons (app.lesson): read, checked at the edge, opened as the tour, saved, and the guide's plan."""
+"""Prepared lessons (app.lesson.prepared): read, checked at the edge, opened as the tour, saved, and the guide's plan."""
 from __future__ import annotations
 
 import copy
@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app import lesson as lessons
-from app import lesson_plan
+from app.lesson import prepared as lessons
+from app.lesson import plan as lesson_plan
 from app.controller import Controller
 from app.settings import AppSettings
-from app.tour import CHAPTERS, TourState
+from app.lesson.tour import CHAPTERS, TourState
 from corpus.errors import InputError
 from fuzz_helpers import budget, json_values
 

@@ -107,7 +107,7 @@ def test_the_hardware_panel_measures_the_pair_live():
     shown = panel.facts_shown()
     live = {k[len("live: "):]: v for k, v in shown.items() if k.startswith("live: ")}
     t = ctl.t
-    from app.measured import fmt_ms, sig
+    from app.lesson.measured import fmt_ms, sig
     run = r["in_run"]                   # the panel shows the costs inside the runs, as the formula uses them
     assert live[t("hw.pair_target_ms")] == \
         f"{fmt_ms(run['plain_ms_per_token'])} | {fmt_ms(r['on_paper']['target_ms'])}"
@@ -125,9 +125,9 @@ def test_the_hardware_panel_measures_the_pair_live():
 
 
 def test_the_tour_passage_runs_on_the_neural_pair_and_quotes_its_measurement():
-    from app.facts import facts, fill
-    from app.measured import shipped_pair_measurement
-    from app.tour import CHAPTERS, narration
+    from app.lesson.facts import facts, fill
+    from app.lesson.measured import shipped_pair_measurement
+    from app.lesson.tour import CHAPTERS, narration
     ch = next(i for i, c in enumerate(CHAPTERS) if c.slug == "08-how-much-faster")
     pages = narration(CHAPTERS[ch].slug).pages
     neural_pages = [k for k, p in enumerate(pages) if p.pair == "neural"]
@@ -137,7 +137,7 @@ def test_the_tour_passage_runs_on_the_neural_pair_and_quotes_its_measurement():
     while ctl.tour.page < neural_pages[0]:
         ctl.do("next")
     assert ctl.settings.pair == "neural" and ctl.lab()["pair"] == "ngram"     # the lab's own choice is kept
-    from app.measured import sig
+    from app.lesson.measured import sig
     entry = shipped_pair_measurement()
     d = entry["data"]
     f = facts(ctl)

@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from app import quiz
+from app.lesson import quiz
 from app.controller import Controller
 from app.settings import LAB_FIELDS, AppSettings
-from app.tour import CHAPTERS
+from app.lesson.tour import CHAPTERS
 from app_helpers import run_app
 
 
@@ -219,7 +219,7 @@ def test_handout_is_one_page_png_and_pdf(tmp_path, capsys):
 
 
 def test_handout_numbers_are_the_models():
-    from app import handout
+    from app.lesson import handout
     from models import analytics
     ctl, snap = _snap()
     f = handout.facts(snap)
@@ -238,8 +238,9 @@ def test_handout_labels_alpha_as_the_long_runs_and_gives_the_batch_with_its_cach
     defines the draft without its own name."""
     import re
 
-    from app import derived, handout
-    from app.tour import CHAPTERS, chapter_index
+    from app import derived
+    from app.lesson import handout
+    from app.lesson.tour import CHAPTERS, chapter_index
     from models import analytics
     ctl, snap = _snap()
     text = " ".join(t for _, t in handout.blocks(snap, lang))
@@ -266,7 +267,7 @@ def test_the_handout_and_the_lesson_plan_quote_the_programs_numbers():
     computes (a change to the models or the hardware model that moves them fails here, not in a classroom)."""
     from pathlib import Path
 
-    from app import handout
+    from app.lesson import handout
     root = Path(__file__).resolve().parent.parent
     md = (root / "docs" / "HANDOUT.md").read_text(encoding="utf-8")
     plan = (root / "docs" / "TEACHING.md").read_text(encoding="utf-8")
@@ -292,7 +293,7 @@ def test_a_chapter_inserted_mid_tour_moves_no_question(monkeypatch):
     inserted before the third, every question still points at the chapter it pointed at, one place further on."""
     from dataclasses import replace
 
-    from app import tour
+    from app.lesson import tour
     _, snap = _snap()
     before = {q.id: (q.chapter, CHAPTERS[q.chapter].slug, q.show) for q in quiz.build(snap, "en")}
     extra = replace(CHAPTERS[2], slug="03-an-inserted-chapter")

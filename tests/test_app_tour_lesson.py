@@ -6,7 +6,7 @@ import pytest
 
 from app.controller import Controller
 from app.settings import AppSettings
-from app.tour import CHAPTERS
+from app.lesson.tour import CHAPTERS
 
 SLUG = {c.slug: i for i, c in enumerate(CHAPTERS)}
 
@@ -43,7 +43,7 @@ def test_the_residual_page_draws_the_rejection_the_checkpoint_asked_about():
     went against it), the replacement drawn from that very row marked, the pass written on the table."""
     import numpy as np
 
-    from app.facts import checkpoint
+    from app.lesson.facts import checkpoint
     ctl = _at("05-acceptance-rule", 3)
     page = ctl.tour.page_data()
     assert page.panel == "residual" and "bridge" in page.parts
@@ -63,7 +63,7 @@ def test_the_tubes_chapter_asks_before_it_tells():
     """Ch. 6: the proof is drawn first (the running example's overlap), the tube page asks before it plays and keeps
     the distances to p and their plot back until then; after every round the noise of a perfect sampler is beside
     them, and both tubes lie inside it. TV, the black ring (p) and the red beads are said where they are shown."""
-    from app.tour import narration
+    from app.lesson.tour import narration
     pages = narration("06-same-as-target").pages
     assert pages[0].plot == "overlap" and "min(p, q)" in pages[0]["en"]
     k = next(i for i, p in enumerate(pages) if p.ask)
@@ -101,7 +101,7 @@ def test_the_long_context_page_stands_the_table_at_that_context():
 
 def test_the_kv_cache_is_defined_before_it_is_used():
     """Ch. 2 says what the KV cache is, with the cabinet in view, before the page that counts its bytes."""
-    from app.tour import narration
+    from app.lesson.tour import narration
     pages = narration("02-batching").pages
     first = next(k for k, p in enumerate(pages) if "KV" in p["en"])
     assert "key (K) and a value (V)" in pages[first]["en"] and "cabinet" in pages[first].parts
@@ -111,8 +111,8 @@ def test_the_kv_cache_is_defined_before_it_is_used():
 def test_the_long_context_page_quotes_what_the_mill_shows():
     """The page's busy share is the one the mill on the table reads: a speculative pass of every sequence
     (γ + 1 positions each), not one position per sequence."""
-    from app.facts import fill
-    from app.tour import narration
+    from app.lesson.facts import fill
+    from app.lesson.tour import narration
     ctl = _at("09-idle-arithmetic", 3)
     f = ctl.facts()
     text = fill(narration("09-idle-arithmetic").pages[3]["en"], f)
@@ -122,7 +122,7 @@ def test_the_long_context_page_quotes_what_the_mill_shows():
 def test_the_neural_page_quotes_the_long_run_and_a_short_table():
     """Ch. 8's neural page: α from the shipped long run, with how long it was and how sure; beside it only the
     figures its sentence uses (the hardware panel keeps every row)."""
-    from app import measured as hw
+    from app.lesson import measured as hw
     ctl = _at("08-how-much-faster", 5)
     f = ctl.facts()
     assert "thread(s)" not in f["neural_threads"] and "thread" in f["neural_threads"]
@@ -203,7 +203,7 @@ def test_chapter_2s_plot_agrees_with_its_sentence():
     """Before the KV cache is explained the plot is the weights alone (its 64-lane figure the sentence's 13,350);
     once the cache is counted, both states side by side with the sentence's figure; then Pope's crossover."""
     from app import figures, plots
-    from app.tour import narration
+    from app.lesson.tour import narration
     pages = narration("02-batching").pages
     for k, page in enumerate(pages):
         ctl = _at("02-batching", k)
@@ -226,7 +226,7 @@ def test_the_one_lane_state_comes_before_the_nine():
     """Ch. 11 draws the exhibit's "只亮一条路时它几乎不动": one lane lit first (one counter turns, the mill at one
     lane's share), then nine (nine counters, nine times the share), in turn on the cut-away."""
     from models.hardware import pass_busy
-    from app.tour import narration
+    from app.lesson.tour import narration
     pages = narration("11-inside-read-head").pages
     lanes = []
     for k, page in enumerate(pages[:2]):
@@ -245,7 +245,7 @@ def test_the_one_lane_state_comes_before_the_nine():
 def test_central_claims_are_predicted_before_they_are_revealed():
     """Chapters 3, 4, 5, 6, 8, 9 and 11 ask the class first: a checkpoint, or a question whose answer (its numbers
     kept back as '?') comes with the action."""
-    from app.tour import narration
+    from app.lesson.tour import narration
     for slug in ("03-guess-first", "04-keep-replace", "05-acceptance-rule", "06-same-as-target",
                  "08-how-much-faster", "09-idle-arithmetic", "11-inside-read-head"):
         pages = narration(slug).pages
@@ -269,7 +269,7 @@ def test_a_page_about_a_quantity_puts_it_under_the_class_s_hand():
     slider moves it, the plot beside it is drawn anew and the numbers answer; the next page puts the chapter's value
     back."""
     from app import figures
-    from app.tour import narration
+    from app.lesson.tour import narration
     cases = {"02-batching": ("lanes", 8, "tps_weights"), "07-alpha": ("gamma", 2, "tpp_formula"),
              "08-how-much-faster": ("c", 0.3, "best_gamma")}
     for slug, (field, value, fact) in cases.items():

@@ -9,7 +9,7 @@ import pytest
 
 from app.i18n import Strings, catalog
 from app.settings import AppSettings, load_settings, save_settings
-from app.tour import CHAPTERS, TourState, narration
+from app.lesson.tour import CHAPTERS, TourState, narration
 
 
 def test_settings_round_trip_atomically(tmp_path):
@@ -67,7 +67,7 @@ def test_twelve_chapters_with_narration_in_both_languages():
 def test_narration_fields_are_live_facts():
     """Every {field} a chapter's narration writes is a number facts() computes for that chapter's settings (no
     typed-in model numbers): asked for by name, it is there and is not the '—' of a number that failed."""
-    from app.facts import facts
+    from app.lesson.facts import facts
     ctl = _controller()
     ctl.set_mode("tour")
     for i, ch in enumerate(CHAPTERS):
@@ -164,7 +164,7 @@ def test_alpha_chapter_draws_the_overlap_before_the_long_run():
     import numpy as np
 
     from app import figures, plots
-    from app.facts import facts, fill
+    from app.lesson.facts import facts, fill
     ctl = _controller(mode="lab")
     f = facts(ctl)
     pair = ctl.session.pair()
@@ -192,7 +192,7 @@ def test_extra_arithmetic_fact_is_the_extra_not_the_ratio():
     long-run α (not the short run's)."""
     from models import analytics
 
-    from app.facts import facts
+    from app.lesson.facts import facts
     ctl = _controller(mode="lab")
     f = facts(ctl)
     pf = analytics.pair_facts(ctl.session.pair(), 4)
@@ -339,7 +339,7 @@ def test_facts_name_the_long_run_and_this_run_apart():
     """The pair's α is the long run's; the short run on the table is reported as its own count ("9 / 21")."""
     from models import analytics, hardware
 
-    from app.facts import facts
+    from app.lesson.facts import facts
     ctl = _controller(mode="lab", lanes=64, context=4096)
     f = facts(ctl)
     run = ctl.session.ensure()
@@ -362,7 +362,7 @@ def test_facts_name_the_long_run_and_this_run_apart():
 
 
 def test_hardware_panel_says_why_a_pass_reads_less_than_all_weights():
-    from app.measured import measurement_view
+    from app.lesson.measured import measurement_view
     entry = {"file": "gpu.json", "data": {
         "device": {"type": "cuda", "name": "NVIDIA H200"}, "dtype": "bf16",
         "models": {"target": {"name": "llama-3.1-8b", "weight_bytes": 16_060_522_496,
@@ -406,7 +406,7 @@ def test_chapters_that_describe_an_event_play_a_real_pass_where_it_happens():
     seed; the run is the session's ordinary run (nothing made up), and leaving the tour gives the lab its seed back."""
     from models.sampler import SamplerSettings, SpeculativeSampler
 
-    from app.facts import checkpoint
+    from app.lesson.facts import checkpoint
     ctl = _controller(mode="lab", seed=5)
     ctl.set_mode("tour")
     pair = ctl.session.pair()
@@ -436,7 +436,7 @@ def test_chapters_that_describe_an_event_play_a_real_pass_where_it_happens():
 
 def test_the_count_reveal_names_a_replacement_or_the_bonus():
     """"The target writes one more" is a bonus only when all γ were kept: the reveal says which it was."""
-    from app.facts import count_reveal
+    from app.lesson.facts import count_reveal
     from models.sampler import SamplerSettings, SpeculativeSampler
     for lang in ("en", "zh"):
         ctl = _controller(mode="lab", language=lang)
@@ -461,7 +461,7 @@ def test_facts_report_every_number_the_beat_shows():
     the panel's numbers are there as the panel shows them ('?' while a checkpoint keeps them back)."""
     import string
 
-    from app.facts import fill
+    from app.lesson.facts import fill
     for lang in ("zh", "en"):
         ctl = _controller(mode="tour", language=lang, chapter=0)
         while True:

@@ -28,7 +28,7 @@ def test_every_mode_opens_and_draws(capsys, tmp_path, mode):
 
 
 def test_clicker_keys_walk_the_tour_forward_and_back(capsys, tmp_path):
-    from app.tour import CHAPTERS, narration
+    from app.lesson.tour import CHAPTERS, narration
     pages = [len(narration(c.slug).pages) for c in CHAPTERS]
     actions = [sum(1 for p in narration(c.slug).pages if p.action) for c in CHAPTERS]
     beats_ch1 = pages[0] + actions[0]            # text pages plus one extra beat per action page
@@ -46,7 +46,7 @@ def test_clicker_keys_walk_the_tour_forward_and_back(capsys, tmp_path):
 
 
 def test_checkpoint_predicts_then_reveals(capsys, tmp_path):
-    from app.tour import CHAPTERS, narration
+    from app.lesson.tour import CHAPTERS, narration
     ch = next(i for i, c in enumerate(CHAPTERS) if any(p.action is not None and p.action.do == "checkpoint"
                                                            for p in narration(c.slug).pages))
     pages = narration(CHAPTERS[ch].slug).pages
@@ -129,7 +129,7 @@ def test_tour_lights_the_lanes_each_chapter_talks_about(capsys, tmp_path):
         st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", str(chapter))
         assert (st["decoder"], st["lanes_lit"]) == (decoder, lanes), chapter
     # Chapter 2 walked into from chapter 1 with the clicker, too.
-    from app.tour import narration
+    from app.lesson.tour import narration
     pages = narration("01-one-token").pages
     beats = len(pages) + sum(1 for p in pages if p.action)
     st = run_app(capsys, tmp_path, "--no-save", "--mode", "tour", "--chapter", "1", script=["page down"] * beats)
@@ -169,7 +169,7 @@ def test_json_reports_the_beat_and_the_facts_on_screen(capsys, tmp_path):
     """spectable run --json: `beat` (the framed parts, the share of each in the frame and in view: not behind another
     part, the parts the UI covers) and
     `facts` (every number the beat shows, as shown) from the real window, here ch. 5's checkpoint revealed."""
-    from app.tour import narration
+    from app.lesson.tour import narration
     pages = narration("05-acceptance-rule").pages
     k = next(i for i, p in enumerate(pages) if p.action is not None and p.action.do == "checkpoint")
     beats = k + sum(1 for p in pages[:k] if p.action) + 1

@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app import measured as F
+from app.lesson import measured as F
 from app.i18n import Strings
 from models import hardware
 from tests.fuzz_helpers import budget, json_values

@@ -139,7 +139,7 @@ def code_strings():
 def composed_strings():
     """What the program composes for a class to read: the printed handout and every quiz question (prompt,
     options, why), in both languages, from the default lab's run."""
-    from app import handout, quiz
+    from app.lesson import handout, quiz
     from app.controller import Controller
     from app.settings import AppSettings
     ctl = Controller(AppSettings(language="en", mode="lab"), persist=False, scripted=True).start()

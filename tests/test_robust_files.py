@@ -95,7 +95,7 @@ def test_a_bench_killed_mid_write_leaves_a_temp_that_the_next_bench_removes(tmp_
 
 
 def test_a_temp_file_beside_the_measurements_is_no_measurement(tmp_path):
-    from app import measured as facts
+    from app.lesson import measured as facts
     from models import hardware
     (tmp_path / "run.json").write_text(json.dumps({"bandwidth_GBps": 100, "tflops": 1}), encoding="utf-8")
     (tmp_path / ".run.json.k1ll3d.tmp.json").write_text('{"bandwidth_GB', encoding="utf-8")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app import measured as F
+from app.lesson import measured as F
 from app.i18n import Strings
 from models import hardware
 from models.measurements import read_measurement

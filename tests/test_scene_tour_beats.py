@@ -144,7 +144,7 @@ def test_framed_parts_are_where_their_boxes_say():
 
 def _tree_page(ctl):
     """Go to chapter 10's tree page (the page that sets the tree drafter), its text showing."""
-    from app import tour
+    from app.lesson import tour
     ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("10-no-second-model"))
     ctl.panel.apply_chapter()
     page = [k for k, p in enumerate(ctl.tour.pages()) if p.params.get("drafter") == "tree"][0]
@@ -226,7 +226,7 @@ def _table_share(stage, w, h) -> float:
 def test_the_overviews_frame_the_table_across_most_of_the_view(lang):
     """Ch. 12's overview (every part named) and the lab's table fill at least 60 % of the 3D view's width with
     the table, in the frame each really gets beside its panels."""
-    from app import tour
+    from app.lesson import tour
     ctl, scr = _tour(lang)
     try:
         ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("12-taken-apart"))
@@ -248,7 +248,7 @@ def test_the_cutaway_page_shows_every_piece_its_sentence_names(lang):
     """Ch. 11's first page names teeth, push rods, lane axles and counters and counts nine lit lanes: in the frame
     the tour really gives the table, each piece carries its named plate, the nine lanes' numbers are drawn at
     least the legibility minimum (a class counts them) and every lane's counter is inside the frame."""
-    from app import tour
+    from app.lesson import tour
     from scenes.legibility import min_text_px
     from scenes.readhead import CUTAWAY_PIECES
     from tests.scene_helpers import Shooter
@@ -280,7 +280,7 @@ def test_the_typical_acceptance_page_names_both_racks_and_the_wrong_rule(lang):
     """Ch. 10's typical-acceptance page asks about the right rack under a rule that is not exact: in the tour's own
     frame the two racks' names, every readout and the wrong rule's warning (on the HUD, under the round: over the
     racks it made the frame too tall for the readouts) are drawn, none left out as too small to read."""
-    from app import tour
+    from app.lesson import tour
     from scenes.tubes import wrong_rule_words
     from tests.scene_helpers import Shooter
     ctl, scr = _tour(lang)
@@ -316,7 +316,7 @@ def test_the_beat_report_counts_parts_hidden_behind_other_parts():
     """'in view' is what a class sees: a part behind another counts as hidden (by depth, not by boxes). Straight
     from the front, the bridge's meters hid half of the small drum on chapter 12's whole table (the report said
     1.0); hidden from the table, the bridge hides nothing, and the report says so."""
-    from app import tour
+    from app.lesson import tour
     import scenes.framing as framing
     ctl, scr = _tour("zh")
     try:
@@ -353,7 +353,7 @@ def test_the_beat_report_counts_parts_hidden_behind_other_parts():
 def test_chapter_12_names_the_pencil_cart_and_the_typing_head_on_plates(lang):
     """The whole table's page says "the small drum and the pencil cart ... the typing head": each has a plate of
     its own with a leader, drawn above the legibility floor, as the parts have."""
-    from app import tour
+    from app.lesson import tour
     from tests.scene_helpers import Shooter
     ctl, scr = _tour(lang)
     try:

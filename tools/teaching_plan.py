@@ -14,8 +14,8 @@ sys.path.insert(0, str(ROOT))
 
 
 def main() -> int:
-    from app import lesson
-    from app.lesson_plan import plan_markdown
+    from app.lesson import prepared as lesson
+    from app.lesson.plan import plan_markdown
     doc = ROOT / "docs" / "TEACHING.md"
     text = doc.read_text(encoding="utf-8")
     plan = plan_markdown(lesson.load_lesson("45-minutes"), "en")

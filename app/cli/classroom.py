@@ -20,7 +20,7 @@ def register(sub) -> None:
 
 
 def _handout(args) -> int:
-    from app import handout, quiz  # lazy: pulls in PIL
+    from app.lesson import handout, quiz  # lazy: pulls in PIL
     # lazy: not loaded at `spectable` start
     from app.session import Session
     from app.settings import LAB_FIELDS, load_settings

@@ -122,13 +122,13 @@ def _run(args) -> int:
 def _open_lesson(args) -> int:
     """`spectable open LESSON`: the tour as the lesson arranges it (checked in full before a window opens)."""
     # lazy: not loaded at `spectable` start
-    from app import lesson as lessons
+    from app.lesson import prepared as lessons
     from app import pairs
     from app.settings import load_settings
     lesson = lessons.load_lesson(args.lesson)
     lessons.check_prompts(lesson)
     if args.plan:
-        from app.lesson_plan import plan_markdown  # lazy: pulls in PIL, imgui_bundle
+        from app.lesson.plan import plan_markdown  # lazy: pulls in PIL, imgui_bundle
         sys.stdout.write(plan_markdown(lesson, args.lang or "en"))
         return 0
     if args.check:
@@ -139,7 +139,7 @@ def _open_lesson(args) -> int:
             print(f"  {c.slug}  pages {len(lessons.narration(c.slug).pages) - len(c.skip)}"
                   f"/{len(lessons.narration(c.slug).pages)}  notes {len(c.notes)}"
                   + (f"  {c.minutes:g} min" if c.minutes else ""))
-        from app.quiz import BUILDERS  # lazy: not loaded at `spectable` start
+        from app.lesson.quiz import BUILDERS  # lazy: not loaded at `spectable` start
         print("quiz question ids: " + " ".join(qid for qid, _ in BUILDERS))
         return 0
     size = _size(args.size)

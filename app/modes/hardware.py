@@ -4,8 +4,8 @@ from __future__ import annotations
 from imgui_bundle import imgui
 
 from app import derived, pairs, ui
-from app import measured
-from app.facts import UNAVAILABLE
+from app.lesson import measured
+from app.lesson.facts import UNAVAILABLE
 from app.modes.base import Panel
 from app.session import NOT_MEASURED
 from corpus.errors import InputError
@@ -100,7 +100,7 @@ class HardwarePanel(Panel):
                 worker.start()                 # measured when the panel is first shown for this pair and γ
 
     def live(self) -> dict | None:
-        """The live measurement's view (app.facts.pair_view), {'progress': note} while it runs, {'error': line}
+        """The live measurement's view (app.lesson.facts.pair_view), {'progress': note} while it runs, {'error': line}
         when it failed, or None before it has started."""
         ctl = self.ctl
         worker = ctl.bench_worker
@@ -201,7 +201,7 @@ class HardwarePanel(Panel):
         return out
 
     def toy_rows(self) -> list[tuple[str, str]]:
-        """The toy's rows: its vocabulary and the pair's long-run α and tokens per pass (app.facts)."""
+        """The toy's rows: its vocabulary and the pair's long-run α and tokens per pass (app.lesson.facts)."""
         t, f = self.ctl.t, self.ctl.facts()
         vocab = "fact.vocab_neural" if self.ctl.session.neural else "fact.vocab"
         return [(t(vocab if k == "vocab" else f"fact.{k}"), f[k]) for k in ("vocab", "alpha", "tpp_formula",

@@ -7,17 +7,18 @@ screen, the class votes, the teacher may mark the class's choice with A-D, and R
 PageDown) reveals the answer and why. "Show me" (S) jumps to the chapter, step-through stop or tube view
 that proves the answer; Backspace (or the button on the status line) comes back to the same question.
 
-The questions (app/quiz.py) are built once from the run and the lab's values when the quiz starts, so
+The questions (app/lesson/quiz.py) are built once from the run and the lab's values when the quiz starts, so
 their numbers do not move under a student; restart builds them again from the table as it is then.
 """
 from __future__ import annotations
 
 from imgui_bundle import imgui
 
-from app import quiz, ui
+from app import ui
+from app.lesson import quiz
 from app.modes.base import Panel
 from app.palette import u32
-from app.tour import CHAPTERS, narration
+from app.lesson.tour import CHAPTERS, narration
 from corpus.errors import InputError
 
 ANSWER_KEYS = {"answer_a": 0, "answer_b": 1, "answer_c": 2, "answer_d": 3}

@@ -5,12 +5,13 @@ import string
 
 from imgui_bundle import imgui
 
-from app import derived, measured, pairs, ui
-from app.facts import checkpoint, fill
+from app import derived, pairs, ui
+from app.lesson import measured
+from app.lesson.facts import checkpoint, fill
 from app.modes import tour_residual
 from app.modes.base import Panel
 from app.settings import DEFAULTS, FIELDS, LAB_FIELDS
-from app.tour import CHAPTERS, Action, narration
+from app.lesson.tour import CHAPTERS, Action, narration
 from corpus.errors import InputError
 from app.figures import tube_tv_curves
 from models.drafters import choice
@@ -111,7 +112,7 @@ class TourPanel(Panel):
         values.update(ch.params)
         values["prompt"], values["seed"] = ctl.lab()["prompt"], ctl.lab()["seed"]
         entry = self.state.entry()
-        if entry is not None:                 # a prepared lesson's settings for this chapter (app.lesson)
+        if entry is not None:                 # a prepared lesson's settings for this chapter (app.lesson.prepared)
             values.update(entry.settings)
         self.chapter_values = values
         self.plays = 0

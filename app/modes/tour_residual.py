@@ -6,7 +6,7 @@ import numpy as np
 from imgui_bundle import imgui
 
 from app import ui
-from app.facts import checkpoint
+from app.lesson.facts import checkpoint
 from app.palette import u32
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from imgui_bundle import imgui
 
 from app import derived, ui
-from app.facts import UNAVAILABLE
+from app.lesson.facts import UNAVAILABLE
 from app.modes.base import Panel
 from app.settings import DEFAULTS, TUBE_RULES
 from corpus.errors import InputError

@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from app import derived, pairs
-from app.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_ops_count, fmt_threads, fmt_tps, memory_words,
+from app.lesson.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_ops_count, fmt_threads, fmt_tps, memory_words,
                           pair_measurement, section, sig)
 from corpus.errors import InputError
 from models.tubes import DEFAULT_PREFIX, tv_noise

@@ -63,7 +63,7 @@ class Action:
 
 @dataclass(frozen=True)
 class Page:
-    text: dict                    # {'zh', 'en'}; may hold {fact} fields (app.facts)
+    text: dict                    # {'zh', 'en'}; may hold {fact} fields (app.lesson.facts)
     parts: tuple[str, ...]        # the parts the text talks about: what the camera frames
     action: Action | None = None
     view: str = "table"           # how the table stands while the text shows (BEAT_VIEWS)
@@ -75,7 +75,7 @@ class Page:
     params: dict = field(default_factory=dict)
     events: tuple[str, ...] = ()
     panel: str | None = None      # PAGE_PANELS: a picture the panel draws for this page
-    # The live numbers beside this page (fact names, app.facts), when not the chapter's: a page shows the numbers
+    # The live numbers beside this page (fact names, app.lesson.facts), when not the chapter's: a page shows the numbers
     # its sentence is about, never those of a page still to come.
     facts: tuple[str, ...] = ()
     # Where the table stands before this page's action plays (HOLDS), when not where a page that sets its own
@@ -325,7 +325,7 @@ def parse_narration(raw, where: str) -> Narration:
 class TourState:
     """Where the tour is: chapter, page, and whether the page's action has run (text -> key -> action).
 
-    A prepared lesson (app.lesson) chooses the chapters, their order and the pages left out; without one, every
+    A prepared lesson (app.lesson.prepared) chooses the chapters, their order and the pages left out; without one, every
     chapter and page in order. `chapter` is always an index of CHAPTERS (the quiz's "show me" may jump to a
     chapter the lesson leaves out: PageDown then goes on to the lesson's next chapter after it)."""
 
@@ -343,7 +343,7 @@ class TourState:
         return self.lesson.order if self.lesson is not None else tuple(range(len(CHAPTERS)))
 
     def entry(self, chapter: int | None = None):
-        """The lesson's entry for a chapter (app.lesson.LessonChapter), or None (no lesson, or left out)."""
+        """The lesson's entry for a chapter (app.lesson.prepared.LessonChapter), or None (no lesson, or left out)."""
         if self.lesson is None:
             return None
         return self.lesson.chapter(self.chapter if chapter is None else chapter)

@@ -2,14 +2,14 @@
 by the same code as the screen (a Controller walked to the page, no window). docs/TEACHING.md carries the shipped
 lesson's (tools/teaching_plan.py writes it; `spectable lesson --plan` prints any lesson's).
 
-Beside app.lesson, not in it: the plan walks a Controller, and the Controller reads lessons.
+It walks a Controller (which reads prepared lessons), so nothing else in app.lesson imports it: no circle.
 """
 from __future__ import annotations
 
 from app.controller import Controller
-from app.lesson import Lesson
+from app.lesson.prepared import Lesson
 from app.settings import AppSettings
-from app.tour import narration
+from app.lesson.tour import narration
 
 
 def plan_rows(lesson: Lesson, lang: str) -> list[tuple[str, str, int, str]]:

@@ -14,10 +14,11 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from corpus.atomic import write_bytes_atomic
-from app import derived, quiz
+from app import derived
+from app.lesson import quiz
 from app.i18n import Strings
-from app.measured import fmt_threads, shipped_pair_measurement
-from app.tour import CHAPTERS, chapter_index
+from app.lesson.measured import fmt_threads, shipped_pair_measurement
+from app.lesson.tour import CHAPTERS, chapter_index
 from models import analytics
 
 A4_PX = (1240, 1754)         # 210 x 297 mm at 150 dpi

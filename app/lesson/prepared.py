@@ -4,17 +4,17 @@ A lesson file is plain JSON a teacher saves, opens (`spectable open LESSON`) and
 
     {"schema": "spectable-lesson/1",
      "title": "My class" | {"zh": "…", "en": "…"},
-     "chapters": [{"chapter": "05-acceptance-rule",           # a chapter's slug (app.tour.CHAPTERS), each once
+     "chapters": [{"chapter": "05-acceptance-rule",           # a chapter's slug (app.lesson.tour.CHAPTERS), each once
                    "minutes": 5,                              # optional: how long the plan gives it
                    "settings": {"prompt": "我们", "seed": 3, "gamma": 4, "drafter": "chain", "pair": "ngram"},
                    "skip": [4],                               # page numbers (1 = the first) not shown
                    "notes": {"2": "Ask for a show of hands" | {"zh": "…", "en": "…"}}}, …],
-     "quiz": ["keep_prob", "residual_top"]}                   # optional: the quiz's questions (app.quiz ids)
+     "quiz": ["keep_prob", "residual_top"]}                   # optional: the quiz's questions (app.lesson.quiz ids)
 
 It is checked once, here, when it is read: an unknown key, chapter, setting, page or question, a value out of
 range, a skipped page with a note, a chapter with every page skipped is an InputError naming the file and the
 place (the command line prints it as one line and exits 2). Notes may quote live numbers as the narration does
-({alpha}, app.facts): they are filled from the same facts as the screen, so the plan cannot disagree with it.
+({alpha}, app.lesson.facts): they are filled from the same facts as the screen, so the plan cannot disagree with it.
 """
 from __future__ import annotations
 
@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.paths import ASSETS
-from app.tour import CHAPTERS, LANGS, _keys as tour_keys, narration
+from app.lesson.tour import CHAPTERS, LANGS, _keys as tour_keys, narration
 from corpus import jsonio
 from corpus.atomic import write_text_atomic
 from corpus.errors import InputError
 from corpus.validate import read_json
-from app import pairs, quiz
+from app import pairs
+from app.lesson import quiz
 from app.settings import check_values
 from models.ngram import NGramPair
 
@@ -92,7 +93,7 @@ def full_tour() -> Lesson:
 
 # ---- reading -----------------------------------------------------------------------------------------
 def _keys(obj, allowed: set, required: set, where: str) -> dict:
-    """The tour's own check of an object's keys (app.tour._keys), and the keys it must have."""
+    """The tour's own check of an object's keys (app.lesson.tour._keys), and the keys it must have."""
     tour_keys(obj, allowed, where)
     missing = sorted(required - set(obj))
     if missing:

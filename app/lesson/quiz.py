@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from app.i18n import Strings
-from app.tour import chapter_index
-from app.measured import fmt_ops_count
+from app.lesson.tour import chapter_index
+from app.lesson.measured import fmt_ops_count
 from models.tubes import DEFAULT_PREFIX
 from app import derived
 from app.session import Session
@@ -41,7 +41,7 @@ class ShowMe:
 @dataclass(frozen=True)
 class Question:
     id: str
-    chapter: int                     # 0-based, as app.tour.CHAPTERS (the builders name it by slug)
+    chapter: int                     # 0-based, as app.lesson.tour.CHAPTERS (the builders name it by slug)
     computed: bool                   # its numbers come from the models / the run / the hardware model now
     prompt: str
     options: tuple[str, ...]         # four, in the order shown (A-D)
@@ -406,7 +406,7 @@ def q_lane(t, snap):
 
 
 def _tour(slug: str) -> ShowMe:
-    """The answer is seen in the tour's chapter `slug` (app.tour.CHAPTERS: by name, so a chapter inserted before
+    """The answer is seen in the tour's chapter `slug` (app.lesson.tour.CHAPTERS: by name, so a chapter inserted before
     it moves no question)."""
     return ShowMe("tour", chapter=chapter_index(slug))
 
