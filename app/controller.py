@@ -129,6 +129,7 @@ class Controller:
         """Put the lab's values back: the tour's γ, lanes, context, decoder... never outlive it."""
         if self.driver.stage is not None:
             self.driver.stage.hud_lanes = True
+            self.driver.stage.kept_back = frozenset()
         if self.lab_values is not None:
             values, self.lab_values = self.lab_values, None
             self.update(**values)

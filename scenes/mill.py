@@ -21,7 +21,7 @@ GEARS = ((-0.55, 0.25, 0.95, "gear_big"), (0.85, -0.15, 0.55, "gear"), (1.32, 0.
 class Mill:
     name = "mill"
     # The state emit() reads: Stage.render replays the last emission while these hold.
-    reads = ('mill_angle',)
+    reads = ('mill_angle', 'extra')
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
@@ -82,9 +82,12 @@ def hardware_parts(state, ec: EmitContext) -> list[str]:
 
 
 def busy_words(state) -> tuple[str, str]:
-    """(zh, en) of the arithmetic busy fraction of the current pass (from the hardware model)."""
+    """(zh, en) of the arithmetic busy fraction of the current pass (from the hardware model); '?' while the
+    lesson keeps it back (Stage.kept_back)."""
+    busy = state.extra.get("pass_busy", state.mill_busy)
     # One decimal, as the app's facts panel prints roofline().arithmetic_busy.
-    txt = f"{state.extra.get('pass_busy', state.mill_busy) * 100:.1f}%"
+    kept = {"busy", "busy_spec"} & state.extra.get("kept_back", frozenset())
+    txt = "?" if kept else f"{busy * 100:.1f}%"
     return "算术忙 " + txt, "busy " + txt
 
 

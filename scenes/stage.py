@@ -141,6 +141,9 @@ class Stage(StageFocus, StageOcclusion, StageHud, StageLabels):
         # experiment's round, a step-through stop): [(zh, en)]; None = the pass and its phase.
         self.hud_lines: list[tuple[str, str]] | None = None
         self.hud_lanes = True       # the HUD counts lit lanes (the tour's first chapter, before lanes: no)
+        # The lesson's numbers kept back for the class to predict (fact names: busy, busy_spec, tv_left, tv_right):
+        # the table's own readouts of them (the mill's busy share, the tubes' TV) say '?' as the panel does.
+        self.kept_back: frozenset[str] = frozenset()
         self.hud_text: list[str] = []         # the lines the HUD showed in the last frame
         # every line of text the last frame laid, laid anew or replayed: (text, on screen?)
         self.frame_text: list[tuple[str, bool]] = []
@@ -269,7 +272,11 @@ class Stage(StageFocus, StageOcclusion, StageHud, StageLabels):
         return x, y
 
     def state(self):
-        return self.timeline.state_at()
+        """The table's state now, as drawn (with the numbers a lesson keeps back while it asks for them)."""
+        state = self.timeline.state_at()
+        if self.kept_back:
+            state.extra = {**state.extra, "kept_back": self.kept_back}
+        return state
 
     def offsets(self) -> dict:
         """Exploded-view lift of every part now."""
@@ -305,7 +312,7 @@ class Stage(StageFocus, StageOcclusion, StageHud, StageLabels):
         out_w, out_h = width, height
         width, height = max(1, int(round(width * scale))), max(1, int(round(height * scale)))
         right, up = self.camera.basis()
-        state = self.timeline.state_at()
+        state = self.state()
         framed_many = self.focus is not None and len(self.focus) > 1 and self.view != "exploded"
         wide = self.show_labels and ((self.focus is None and self.view in ("table", "exploded"))
                                      or framed_many or (self.focus is not None and self.view == "exploded"))

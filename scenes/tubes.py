@@ -59,7 +59,7 @@ class TestTubes:
     __test__ = False        # not a pytest class
     name = "tubes"
     # The state emit() reads: Stage.render replays the last emission while these hold.
-    reads = ('tube_round', 'tube_progress')
+    reads = ('tube_round', 'tube_progress', 'extra')
 
     def __init__(self):
         self.result = None
@@ -173,10 +173,11 @@ class TestTubes:
         fb.add("tube", np.stack(lines), pal.iron.with_color(pal.p_line))
         fb.add("tube", np.stack(rings), pal.brass)
         # Distance of each rack's cumulative counts from p (total variation), and a warning for a wrong rule.
-        for rack, series in ((0, r.tv_left_series), (1, r.tv_right_series)):
+        kept = state.extra.get("kept_back", frozenset())    # a lesson asking first: '?' as its panel says
+        for rack, series, fact in ((0, r.tv_left_series, "tv_left"), (1, r.tv_right_series, "tv_right")):
             if series is not None and len(series) > rnd:
                 xs = [self.tube_x(rack, j) for j in range(N_CHARS + 1)]
-                fb.text(f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, z + 0.41),
+                fb.text("TV ?" if fact in kept else f"TV {float(series[rnd]):.3f}", ((xs[0] + xs[-1]) / 2, (TUBE_Y0 - 0.07) / 2, z + 0.41),
                         right, up, 0.40, pal.label, anchor="center", valign="middle")
         if r.rule != "exact" and ec.view != "table":
             # (A tour beat framing the tubes on the table says it on the HUD, under the round: over the racks it

@@ -85,7 +85,8 @@ class Page:
     plot: str | None = None
     controls: tuple[str, ...] = ()    # PAGE_CONTROLS: sliders for the quantity the page is about
     # Predict, then reveal: a question shown under the page's text until its action has been shown, and the live
-    # numbers ("plot": the panel's plot) kept back ('?') until then; the action's words give the answer.
+    # numbers ("plot": the panel's plot; busy figures: the mill's too) kept back ('?') until then; the action's words
+    # give the answer. A page that keeps numbers back without asking keeps them back throughout (the next asks).
     ask: dict = field(default_factory=dict)
     keep_back: tuple[str, ...] = ()
 
@@ -311,8 +312,11 @@ def parse_narration(raw, where: str) -> Narration:
         if pair not in PAGE_PAIRS:
             raise InputError(f"{at}: 'pair' must be one of {', '.join(PAGE_PAIRS)}, not {pair!r}")
         ask = _texts(p["ask"], f"{at}: ask") if isinstance(p.get("ask"), dict) else {}
-        if ("ask" in p or "keep_back" in p) and (action is None or not ask):
-            raise InputError(f"{at}: 'ask' (a question in zh and en) and 'keep_back' need an action that reveals")
+        if "ask" in p and (action is None or not ask):
+            raise InputError(f"{at}: 'ask' (a question in zh and en) needs an action that reveals")
+        nxt = pages_raw[i + 1] if i + 1 < len(pages_raw) else None
+        if "keep_back" in p and "ask" not in p and not (isinstance(nxt, dict) and "ask" in nxt):
+            raise InputError(f"{at}: 'keep_back' needs a question: this page's 'ask' or the next page's")
         pages.append(Page(text=_texts(p, at), parts=_parts(p.get("parts"), at, required=True), action=action,
                           view=_view(p.get("view"), at) or "table", pair=pair, params=_params(p.get("params"), at),
                           events=_events(p.get("events"), at), panel=p.get("panel"),

@@ -333,6 +333,7 @@ class TourPanel(Panel):
         action = page.action
         # A reveal's words wait until the table has finished showing it (the animation is the answer).
         shown = self.revealed()
+        self.keep_back_on_table(shown)
         if action is not None and action.do == "checkpoint" and action.kind == "count":
             self.draw_count_checkpoint(f, revealed=shown)
         elif action is not None and action.do == "checkpoint":
@@ -508,6 +509,7 @@ class TourPanel(Panel):
                 (shown or not page.ask):
             fields(action.text[lang])
         hidden = self.unrevealed(shown)
+        self.keep_back_on_table(shown)
         names += list(self.panel_facts())
         f = self.with_tube_round(f)
         out = {n: ("?" if n in hidden else f[n]) for n in dict.fromkeys(names)}
@@ -523,12 +525,18 @@ class TourPanel(Panel):
                 out["mill_busy"] = busy_words(s)[1].split()[-1]
         return out
 
+    def keep_back_on_table(self, shown: bool) -> None:
+        """The table's own readouts (the mill's busy share, the tubes' TV) wait with the panel's ('?' there too)."""
+        if self.driver.stage is not None:
+            self.driver.stage.kept_back = frozenset(self.unrevealed(shown))
+
     def unrevealed(self, shown: bool) -> set[str]:
         """Live numbers that would give a checkpoint's answer away: hidden until its reveal has been shown; and a
         chapter's `after_play` (the tubes' distances, their plot) until its first play has been shown."""
         st = self.state
         page = st.page_data()
-        if page.keep_back and not (st.acted and shown):
+        # (a page that keeps numbers back without asking keeps them back throughout: the next page asks)
+        if page.keep_back and not (st.acted and shown and page.ask):
             return set(page.keep_back)
         later = st.current.after_play
         if later:
