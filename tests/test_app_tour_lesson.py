@@ -333,3 +333,17 @@ def test_a_page_about_a_quantity_puts_it_under_the_class_s_hand():
             ctl.do("next")
         if ctl.tour.chapter == SLUG[slug]:
             assert getattr(ctl.settings, field) == before[2] or field in pages[ctl.tour.page].params, slug
+
+
+def test_no_page_lists_a_checkpoint_s_numbers_before_the_checkpoint():
+    """A checkpoint asks about one guess's p, q and p/q: the pages before it never list them beside their text
+    (they would answer a question not yet asked, about a guess not yet on the table)."""
+    from app.lesson.tour import narration
+    for slug, i in SLUG.items():
+        pages = narration(slug).pages
+        first = next((k for k, p in enumerate(pages) if p.action is not None and p.action.do == "checkpoint"), None)
+        if first is None:
+            continue
+        for k in range(first):
+            listed = set(_at(slug, k).panel.facts_shown())
+            assert not listed & {"check_p", "check_q", "check_ratio", "check_guess"}, (slug, k, listed)

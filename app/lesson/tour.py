@@ -132,8 +132,9 @@ CHAPTERS: tuple[Chapter, ...] = (
     Chapter("04-keep-replace", {"gamma": 4}, facts=("step_written", "run_passes", "run_tpp"),
             events=("kept_and_replaced", "all_kept_bonus"), hold="drafted"),
     # Pass 2's checkpoint asks about a real coin toss that goes against the guess: the last page draws the
-    # residual its replacement was drawn from.
-    Chapter("05-acceptance-rule", {"gamma": 4}, facts=("check_p", "check_q", "check_ratio"),
+    # residual its replacement was drawn from. Its p, q and p/q are the checkpoint's to show (and then the
+    # residual page's), never listed beside the pages before it.
+    Chapter("05-acceptance-rule", {"gamma": 4},
             events=("kept_and_replaced", "gamble_rejected"), hold="drafted"),
     # Its pages draw the running example's overlap first (the proof as a picture), then the tubes; the tube page
     # asks before it plays and keeps the distances and their plot back until then (its keep_back).
