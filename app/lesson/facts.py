@@ -328,6 +328,8 @@ def neural_facts(ctl, f: Facts) -> None:
         m = section(d, "machine")
         k = int(d["settings"]["gamma"]) + 1
         return t(f"tour.neural_cause_{cause['kind']}", turns=f"{cause['draft_turns']:.2f}", c=sig(_in_run(d, "c")),
+                 guesses=f"{float(d.get('guesses_per_pass') or d['settings']['gamma']):.1f}",
+                 extra=f"{cause['verify_extra_turns']:.2f}",
                  k=k, verify=f"{_in_run(d, 'verify_ratio'):.2f}",
                  predicted=f"{float(m['predicted_verify_ratio']):.2f}" if m.get("predicted_verify_ratio") else "—",
                  lanes=f"{float(m['lanes_to_saturate']):.1f}" if m.get("lanes_to_saturate") else "—",
@@ -345,6 +347,8 @@ def neural_facts(ctl, f: Facts) -> None:
         "neural_roofline": measured(lambda d: f"{100 * d['on_paper']['fraction_of_roofline_plain']:.0f}%"),
         "neural_verify_k": measured(lambda d: f"{d['settings']['gamma'] + 1}"),
         "neural_speedup": measured(lambda d: f"×{sig(d['speedup'])}"),
+        "neural_run_tpp": measured(lambda d: f"{float(d['tokens_per_pass']):.2f}"),
+        "neural_run_tokens": measured(lambda d: f"{int(d['settings']['tokens']):,}"),
         "neural_speedup_paper": measured(lambda d: f"×{sig(d['on_paper']['speedup'])}"),
         "neural_plain_tps": measured(lambda d: fmt_tps(d["plain_tokens_per_s"])),
         "neural_spec_tps": measured(lambda d: fmt_tps(d["speculative_tokens_per_s"])),
