@@ -14,7 +14,7 @@ from corpus.errors import InputError
 from models.tubes import DEFAULT_PREFIX
 from models import analytics, hardware
 from models.demo import find_demo_seed
-from models.drafters import make_choice
+from models.drafters import choice, kind, make_choice
 from models.sampler import SamplerSettings, make_sampler
 
 # Published acceptance rates used only as reference curves (Leviathan et al. 2023: drafts two orders of
@@ -121,3 +121,10 @@ def tokens_per_pass_long(pair, settings, tokens: int) -> list[float]:
     as the long-run α): the pair's own figure beside the formula, not a short run's luck. Cached per table."""
     return [float(analytics.pair_facts(pair, g, settings, chars=int(tokens), seed=0).tokens_per_pass_counted)
             for g in GAMMAS]
+
+
+def pass_positions(s) -> int:
+    """Positions one speculative pass computes per sequence at the settings: γ + 1, a tree's nodes + 1 (lookup: at
+    most γ + 1, when it copies γ)."""
+    name, opts = choice(s)
+    return kind(name).positions(dict(opts), s.gamma) + 1

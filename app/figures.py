@@ -34,7 +34,8 @@ PLOT_INPUTS = {
     "speedup": ("run", "c"),
     "tpp": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps", "gamma"),
     "roofline": ("device", "model", "context", "lanes"),
-    "roofline_computer": ("device", "model", "context", "lanes", "computer"),
+    "roofline_computer": ("device", "model", "context", "lanes", "computer", "decoder", "gamma", "drafter", "tree_width",
+                          "tree_depth"),
     "roofline_weights": ("device", "model", "lanes"),
     "kv_bytes": ("device", "model", "context", "lanes"),
     "overlap": ("pair", "tokens"),
@@ -105,14 +106,17 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         dev, m = hardware.get_device(s.device), hardware.get_model(s.model)
         fit_lanes = (dev.memory_bytes - m.weight_bytes) / (ctx * m.kv_bytes_per_token) if ctx and dev.memory_bytes \
             else None
-        computer = None
+        computer = checking = None
         if name == "roofline_computer":      # this computer's own busy share beside, as its measurement found it
             mine = computer_roofline(ctl)
             if mine is not None:
                 computer = (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}"), mine["lanes"])
+            if s.decoder == "speculative":   # the pass the chapter checks: γ + 1 positions of each sequence
+                k = derived.pass_positions(s)
+                checking = (s.lanes * k, derived.pass_busy(s.device, s.model, s.lanes, k, s.context))
         return plots.roofline_plot(t, pal, lanes, tps_w, tps_c, busy_c if ctx > 0 else busy_w, s.lanes, dev.label,
                                    m.label, f"{ctx:,}", fits=fits, memory_gb=dev.memory_bytes / 1e9,
-                                   fit_lanes=fit_lanes, computer=computer, **look)
+                                   fit_lanes=fit_lanes, computer=computer, checking=checking, **look)
     if name == "kv_bytes":
         dev, m = hardware.get_device(s.device), hardware.get_model(s.model)
         ctxs = tuple(dict.fromkeys((s.context if s.context > 1 else KV_CONTEXTS[0],) + KV_CONTEXTS))[:2]

@@ -216,13 +216,15 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted
 
 def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: int, device: str, model: str,
                   context: str, fits=None, memory_gb: float = 0.0, fit_lanes: float | None = None,
-                  size_px=(640, 400), text_px: float = 16.0, computer=None):
+                  size_px=(640, 400), text_px: float = 16.0, computer=None, checking=None):
     """Tokens/s against lanes on paper: reading the weights alone, and (tps_cache, when the context holds tokens)
     with every sequence's own KV cache read too, side by side; the pair of figures at `current_lanes` written on
     the curves. fits: per lane count, whether the weights and the caches fit the device's `memory_gb` (the part
     of the cache's curve that does not is drawn faint and said; fit_lanes: the most sequences that fit). busy: the arithmetic's share (of the cache's
     curve when there is one), on the right axis. computer: (label, lanes to saturate) of
-    this computer as measured: its own busy share, min(1, n / lanes), beside the device's."""
+    this computer as measured: its own busy share, min(1, n / lanes), beside the device's. checking: (lanes lit,
+    busy share) of a speculative pass checking γ + 1 positions of each sequence, marked on the busy axis; with
+    either of these the legend goes under the axes (the curves rise through its corner)."""
     fig, ax = _figure(pal, size_px, text_px)
     tgt, acc, rej, fg = _hex(pal["target"]), _hex(pal["accent"]), _hex(pal["reject"]), pal["mpl_fg"]
     def at_lanes(ys) -> float:
@@ -259,6 +261,10 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
         label, sat = computer
         handles += ax2.plot(lanes, [100 * min(1.0, n / sat) for n in lanes], color=_hex(pal["draft"]), lw=2.5,
                             ls=":", label=label)
+    if checking is not None:
+        lit, share = checking
+        handles += ax2.plot([lit], [100 * share], "*", color=acc, ms=17, markeredgecolor=fg, zorder=6,
+                            label=t("plot.checking_point", lanes=lit, busy=f"{100 * share:.1f}%"))
     ax.axvline(current_lanes, color=rej, lw=1.5)
     for ys in (tps_weights, tps_cache):
         if ys is not None:
@@ -267,10 +273,32 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     ax.set_ylim(lo * 0.7, hi * 12)          # room above the curves for the legend
     _plain_ticks(ax)                        # (again: the ticks follow the final range)
     _title(ax, t("plot.roofline_title", device=device, model=model))
+    if (computer is not None or checking is not None) and _legend_below(fig, pal, handles):
+        return fig
+    if checking is not None:             # too short for the legend below: the mark and its line left out
+        handles.pop().remove()
     leg = _legend(ax, pal, handles=handles, loc="upper left")
     _tight(fig)
     _wrap_wide_legend(ax, pal, leg, handles, loc="upper left")
     return fig
+
+
+def _legend_below(fig, pal, handles) -> bool:
+    """The legend along the figure's foot, one entry a row, the axes laid out above it: no curve runs under it.
+    False (and no legend) where the figure is too short for that: the axes would be left too little room."""
+    leg = fig.legend(handles, [h.get_label() for h in handles], loc="lower center", ncol=1, fontsize=_small(fig),
+                     framealpha=0.85, facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"])
+    for text in leg.get_texts():
+        text.set_color(pal["mpl_fg"])
+    fig.canvas.draw()
+    foot = leg.get_window_extent().height / fig.bbox.height
+    if foot > 0.34:
+        leg.remove()
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fig.tight_layout(rect=(0.0, foot + 0.01, 1.0, 1.0))
+    return True
 
 
 def _wrap_wide_legend(ax, pal, leg, handles, loc: str) -> None:

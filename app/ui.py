@@ -541,6 +541,24 @@ def wrap_lines(text: str, width: float, measure) -> list[str]:
 _WRAP_CACHE: dict = {}
 
 
+def side_by_side_table(scr, sbs: dict, name: str, columns: tuple[int, ...] | None = None) -> None:
+    """Every drafter measured side by side (app.lesson.measured.side_by_side_view): its title, then a row per
+    drafter; `columns`: the indices of the columns to show (a narrow panel leaves some out)."""
+    keep = columns if columns is not None else tuple(range(len(sbs["columns"])))
+    wrapped(sbs["title"])
+    flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h
+    if imgui.begin_table(name, len(keep), flags):
+        for k in keep:
+            imgui.table_setup_column(sbs["columns"][k])
+        imgui.table_headers_row()
+        for row in sbs["rows"]:
+            imgui.table_next_row()
+            for k in keep:
+                imgui.table_next_column()
+                cell(scr, row[k], wrap=k == 0)
+        imgui.end_table()
+
+
 def wrapped(text: str, color=None) -> None:
     """Draw text wrapped to the window's content width (like imgui.text_wrapped, breaking Chinese properly)."""
     width = max(1.0, imgui.get_content_region_avail().x)

@@ -347,3 +347,22 @@ def test_no_page_lists_a_checkpoint_s_numbers_before_the_checkpoint():
         for k in range(first):
             listed = set(_at(slug, k).panel.facts_shown())
             assert not listed & {"check_p", "check_q", "check_ratio", "check_guess"}, (slug, k, listed)
+
+
+def test_chapter_9_marks_the_checking_pass_on_its_roofline():
+    """The busy share ch. 9 reveals (γ + 1 positions checked at once) is a marked point on its plot, named with the
+    panel's figure in a legend clear of the curves (under the axes)."""
+    from app import figures, plots
+    ctl = _at("09-idle-arithmetic", 1, lang="zh")
+    fig = figures.make(ctl, "roofline_computer", size_px=(490, 440))
+    try:
+        fig.canvas.draw()
+        legends = fig.legends
+        assert legends, "the legend is under the axes, not over the curves"
+        texts = [x.get_text() for x in legends[0].get_texts()]
+        f = ctl.facts()
+        assert any(f["busy_spec"] in x and f"{ctl.settings.lanes * (ctl.settings.gamma + 1)}" in x for x in texts)
+        smallest, overlaps, cut = plots.text_report(fig)
+        assert not overlaps and not cut
+    finally:
+        plots.close(fig)

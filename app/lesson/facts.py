@@ -20,7 +20,7 @@ from models.tubes import DEFAULT_PREFIX, tv_noise
 from app.figures import KV_CONTEXTS, OVERLAP_CONTEXT, drafter_points, overlap_rows, tube_tv_curves
 from models import analytics
 from models.drafter_analytics import count_traces, speedup_model
-from models.drafters import choice, kind, node_count
+from models.drafters import node_count
 from models.measurements import slow_cause
 
 # A measured speed-up this close to 1 is called even, not a gain or a loss: repeated runs of the same bench on
@@ -187,10 +187,10 @@ def facts(ctl) -> Facts:
     put("batch_gain", lambda: f"{gain():.0f} 倍" if s.language == "zh" else f"{gain():.0f}×")
     # A speculative pass computes γ + 1 positions of each sequence at once (a tree: its nodes + 1); they read its KV
     # cache once.
-    put("spec_lanes", lambda: f"{s.lanes * pass_positions(s)}")
+    put("spec_lanes", lambda: f"{s.lanes * derived.pass_positions(s)}")
     # What a pass costs in big-drum turns: γ turns of the small drum at c each, then one of the big drum.
     put("pass_cost", lambda: f"{s.gamma * s.c + 1:g}")
-    put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, pass_positions(s), s.context):.1f}%")
+    put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, derived.pass_positions(s), s.context):.1f}%")
     # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
     put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
     put("lev_faster", lambda: f"{100 * (analytics.speedup(0.6, 2, 0.0) - 1):.0f}%")
@@ -378,13 +378,6 @@ def neural_facts(ctl, f: Facts) -> None:
         pf = analytics.pair_facts(ses.pair_by_key(pairs.key(pairs.COUNTED, s.tokens)), s.gamma, ses.sampler_settings(), seed=0)
         return f"{pf.alpha:.3f}"
     f.lazy["ngram_alpha"] = ngram_alpha
-
-
-def pass_positions(s) -> int:
-    """Positions one speculative pass computes per sequence at the settings: γ + 1, a tree's nodes + 1 (lookup: at
-    most γ + 1, when it copies γ)."""
-    name, opts = choice(s)
-    return kind(name).positions(dict(opts), s.gamma) + 1
 
 
 def _drafter_cost(ses, s):

@@ -139,20 +139,8 @@ class HardwarePanel(Panel):
 
     def _side_by_side(self, scr, sbs) -> None:
         """Every drafter measured side by side in the file: α, tokens a pass, the speed-up and its formula."""
-        if not sbs:
-            return
-        ui.wrapped(sbs["title"])
-        flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h
-        if imgui.begin_table("hwsbs", len(sbs["columns"]), flags):
-            for col in sbs["columns"]:
-                imgui.table_setup_column(col)
-            imgui.table_headers_row()
-            for row in sbs["rows"]:
-                imgui.table_next_row()
-                for k, cell in enumerate(row):
-                    imgui.table_next_column()
-                    ui.cell(scr, cell, wrap=k == 0)
-            imgui.end_table()
+        if sbs:
+            ui.side_by_side_table(scr, sbs, "hwsbs")
 
     def _rows_table(self, scr, name: str, rows, t) -> None:
         flags = imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h

@@ -379,6 +379,10 @@ class TourPanel(Panel):
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
             # formula at the lab's c would not be this pair's); a self-drafter's page shows the chapter's plot.
             self.draw_neural_measurement(scr)
+        elif pairs.is_neural(page.pair):
+            # A self-drafter on the network pair: every drafter timed side by side on one computer (the file's),
+            # not the plot's speed-ups on paper for a GPU beside a CPU's measurement.
+            self.draw_drafters_measured(scr)
         elif plot and "plot" in self.unrevealed(shown):
             imgui.spacing()
             ui.wrapped(t("tour.plot_after_play"), colors["muted"])
@@ -466,6 +470,17 @@ class TourPanel(Panel):
                     imgui.table_next_column()
                     ui.cell(scr, value, wrap=wrap)
             imgui.end_table()
+
+    def draw_drafters_measured(self, scr) -> None:
+        t, c = self.ctl.t, self.ctl.colors
+        entry = measured.shipped_pair_measurement()
+        view = measured.side_by_side_view(entry["data"], t) if entry is not None else None
+        imgui.spacing()
+        if view is None:
+            ui.wrapped(t("hw.no_measurements"), c["muted"])
+            return
+        ui.wrapped(self.ctl.facts()["neural_source"], c["muted"])
+        ui.side_by_side_table(scr, view, "toursbs", columns=(0, 1, 2, 3))     # the formula's column: the hardware panel
 
     # ---- what a class sees: spectable run --json `beat` and `facts` ------------------------------
     def beat(self, scr) -> dict:
