@@ -9,6 +9,7 @@ from models.drafters import DRUM, kind_of
 from scenes.labels import drafter_mode, emit_hud, hud_extent
 from scenes.layout import PARTS, EmitContext
 from scenes.legibility import min_text_px
+from scenes.mill import busy_words
 from scenes.timeline import Timeline
 from scenes.tubes import tube_round_words, wrong_rule_words
 from scenes.views import VIEW_PART
@@ -69,10 +70,17 @@ class StageHud:
 
     def _title(self):
         if self.view == "cutaway":
-            return ("读头剖面", "read head, cut away")
+            # The mill stands outside the cut: its busy share rides on the title (the narration quotes it here).
+            zh, en = busy_words(self.state()) if self.timeline.steps else ("", "")
+            return ("读头剖面" + (f" · 小磨坊{zh}" if zh else ""), "read head, cut away" + (f" · mill {en}" if en else ""))
         if self.focus is not None:
             if len(self.focus) == 1 and self.view != "exploded":
-                return PARTS[self.focus[0]].zh, PARTS[self.focus[0]].en
+                part = PARTS[self.focus[0]]
+                heads = self.state().heads if self.focus == ("bigdrum",) and self.timeline.steps else None
+                if heads:      # the row on the drum has no plate of its own in a close-up: the title names it
+                    return (f"{part.zh}（上面一排：预测头 {heads[0]}–{heads[-1]}）",
+                            f"{part.en} (the row on top: heads {heads[0]}–{heads[-1]})")
+                return part.zh, part.en
             return None
         part = VIEW_PART.get(self.view)
         return (PARTS[part].zh, PARTS[part].en) if part else None

@@ -301,8 +301,9 @@ def test_central_claims_are_predicted_before_they_are_revealed():
             ctl.do("next")                    # the action: scripted, it has been shown at once
             shown = _table_shown(ctl)
             assert all(shown[n] not in ("?", "—") for n in hidden), (slug, k, shown)
-            # ... and the reveal that quotes the mill frames it, reading the number it quotes
-            if busy and "mill" in page.action.parts:
+            # ... and the reveal that quotes the mill shows it (framed, or on the cutaway's title), reading the
+            # number it quotes
+            if busy and ("mill" in page.action.parts or page.action.view == "cutaway"):
                 assert shown.get("mill_busy") == shown[busy], (slug, k, shown)
             if tv:
                 words = [w for w in _table_words(ctl) if w.startswith("TV ")]
@@ -366,3 +367,16 @@ def test_chapter_9_marks_the_checking_pass_on_its_roofline():
         assert not overlaps and not cut
     finally:
         plots.close(fig)
+
+
+def test_the_heads_page_names_the_row_of_heads_in_its_close_up():
+    """Ch. 10's first page frames the big drum alone: the row of heads on it is named on the screen (the title),
+    with the heads' numbers the sentence uses."""
+    for lang, word in (("zh", "预测头"), ("en", "heads")):
+        ctl = _at("10-no-second-model", 0, lang=lang, table=True)
+        try:
+            _table_shown(ctl)
+            heads = ctl.driver.stage.state().heads
+            assert heads and any(f"{word} {heads[0]}–{heads[-1]}" in w for w in _table_words(ctl)), lang
+        finally:
+            ctl.driver.stage.release()

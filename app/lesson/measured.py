@@ -281,7 +281,8 @@ def side_by_side_view(r: dict, t) -> dict | None:
             base = key.split("-", 1)[1]
             word = "lab.tree_from_chain_network" if base == "chain" else f"lab.tree_from_{base}"
             return t("hw.sbs_tree", base=t(word))
-        return t(f"lab.drafter_{key}")
+        # (a network pair: its chain is the draft network, named as the lesson names it)
+        return t("drafter.chain_network") if key == "chain" else t(f"lab.drafter_{key}")
     rows = []
     for key in sbs.get("order") or list(drafters):
         d = section(drafters, key)

@@ -536,7 +536,7 @@ class TourPanel(Panel):
                 if s.lanes_true and stage.hud_lanes:
                     out["hud_lanes_lit"] = f"{s.lanes_true}"
             shows = stage.shows()
-            if shows is None or "mill" in shows:
+            if shows is None or "mill" in shows or stage.view == "cutaway":     # (the cutaway's title carries it)
                 out["mill_busy"] = busy_words(s)[1].split()[-1]
         return out
 
