@@ -84,7 +84,7 @@ def hardware_parts(state, ec: EmitContext) -> list[str]:
 def busy_words(state) -> tuple[str, str]:
     """(zh, en) of the arithmetic busy fraction of the current pass (from the hardware model); '?' while the
     lesson keeps it back (Stage.kept_back)."""
-    busy = state.extra.get("pass_busy", state.mill_busy)
+    busy = state.extra["pass_busy"] if "pass_busy" in state.extra else state.mill_busy
     # One decimal, as the app's facts panel prints roofline().arithmetic_busy.
     kept = {"busy", "busy_spec"} & state.extra.get("kept_back", frozenset())
     txt = "?" if kept else f"{busy * 100:.1f}%"

@@ -24,7 +24,7 @@ SHIPPED = ROOT / "assets" / "lessons" / "45-minutes.json"
 SMALL = {"schema": "spectable-lesson/1", "title": "Rule first",
          "chapters": [{"chapter": "05-acceptance-rule", "settings": {"gamma": 3, "prompt": "我们", "seed": 7},
                        "skip": [1], "notes": {"3": "Hands up first.", "4": {"en": "Residual: {alpha}", "zh": "残差"}}},
-                      {"chapter": "03-guess-first", "skip": [4]}],
+                      {"chapter": "03-guess-first", "skip": [4, 5]}],
          "quiz": ["keep_prob", "residual_top"]}
 
 

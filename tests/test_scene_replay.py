@@ -56,11 +56,13 @@ def test_each_part_reads_only_the_state_it_declares():
                     for t in np.linspace(0.0, st.timeline.duration, 40):
                         st.timeline.seek(float(t))
                         state = st.timeline.state_at()
-                        ec = EmitContext(st.palette, np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), "both", view,
-                                         st.run, labelled=True, text_ref=720.0, min_px=16.0)
-                        for part in st.parts:
-                            seen = reads.setdefault(part.name, set())
-                            part.emit(FrameBuilder(st.atlas), _Recorder(state, seen), _Recorder(ec, seen, "ec."))
+                        # labelled (the wide views: readouts on plates) and not (a close-up: on the parts)
+                        for labelled in (True, False):
+                            ec = EmitContext(st.palette, np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), "both", view,
+                                             st.run, labelled=labelled, text_ref=720.0, min_px=16.0)
+                            for part in st.parts:
+                                seen = reads.setdefault(part.name, set())
+                                part.emit(FrameBuilder(st.atlas), _Recorder(state, seen), _Recorder(ec, seen, "ec."))
             finally:
                 st.release()
     for part in Stage(gl_context()).parts:
