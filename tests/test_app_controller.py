@@ -140,10 +140,16 @@ def test_a_bad_tour_file_is_an_error_at_load(tmp_path, monkeypatch):
         ({"pages": [{"zh": "甲", "en": "a", "parts": "mill"}]}, "'parts'"),
         ({"pages": [{"zh": "甲", "parts": ["mill"]}]}, "'en'"),
         ({"pages": []}, "pages"),
+        # numbers kept back need a question: the page's own, or the next page's
+        (page(keep_back=["busy"], action={"do": "play"}), "'keep_back' needs a question"),
+        (page(ask={"zh": "甲", "en": "a"}), "'ask'"),
     ]
     for change, needle in bad_cases:
         with pytest.raises(InputError, match=needle):
             tour.parse_narration({**good, **change}, "file.json")
+    asks = {"zh": "甲", "en": "a", "parts": ["tape"], "ask": {"zh": "甲", "en": "a"}, "action": {"do": "play"}}
+    two = tour.parse_narration({**good, "pages": [{**good["pages"][0], "keep_back": ["busy"]}, asks]}, "x").pages
+    assert two[0].keep_back == ("busy",) and two[1].ask
     # Every shipped chapter loads through the schema, and chapter parameters are legal settings.
     from app.settings import check_value
     for ch in tour.CHAPTERS:
