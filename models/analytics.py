@@ -186,6 +186,8 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
     in_pass = np.zeros(M, dtype=np.int64)           # tokens written so far in the current pass
     Gb = sp.Gb
     acc = tested = passes = tokens_done = backed = 0
+    acc_each = np.zeros(M, dtype=np.int64)          # each text's own counts: α's interval over independent texts
+    tested_each = np.zeros(M, dtype=np.int64)
     beta_sum = 0.0
     steps = -(-chars // M)
 
@@ -238,6 +240,8 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         tested += int(is_test.sum())
         backed += int((is_test & ~seen).sum())
         acc += int(passed.sum())
+        acc_each += passed
+        tested_each += is_test
         beta_sum += float(beta[is_test].sum())
         in_pass += 1
         ends = failed | ~is_test
@@ -248,7 +252,20 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         a, b = b, tok
     return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=tokens_done, passes=passes,
                         accepted=acc, tested=tested, gamma=gamma, seed=s.seed, method="vectorised",
-                        backed_off=backed)
+                        backed_off=backed, alpha_ci95=ratio_ci95(acc_each, tested_each), chains=M)
+
+
+def ratio_ci95(hits: np.ndarray, trials: np.ndarray) -> float:
+    """Half-width of the 95 % interval of Σ hits / Σ trials over independent units (each a text of its own): the
+    ratio estimator's standard error, sqrt(Σ (hᵢ − r·tᵢ)² / (n (n − 1))) / mean(t), times 1.96. NaN below two
+    units with trials."""
+    h, n = np.asarray(hits, float), np.asarray(trials, float)
+    keep = n > 0
+    h, n = h[keep], n[keep]
+    if len(n) < 2:
+        return float("nan")
+    r = h.sum() / n.sum()
+    return float(1.96 * math.sqrt(((h - r * n) ** 2).sum() / (len(n) * (len(n) - 1))) / n.mean())
 
 
 def speedup_table(alpha: float, c: float, gammas=range(1, 9)) -> dict[int, float]:
@@ -288,8 +305,9 @@ class PairFacts:
     alpha_corpus: float          # mean Σ min(p, q) over the corpus's own positions (held-in: optimistic)
     method: str                  # "vectorised" | "sampler"
     backed_off: int = -1         # tested positions with an unseen history (p = q there); -1: not counted
-    alpha_ci95: float = float("nan")   # half-width of α's 95 % interval where it was measured (the shipped long run)
-    runs: int = 1                # independent seeded runs pooled (the shipped long run: several)
+    alpha_ci95: float = float("nan")   # half-width of α's 95 % interval: over the run's independent texts (a
+                                       # vectorised run), over the shipped long run's seeded runs; NaN: not known
+    runs: int = 1                # independent texts or seeded runs pooled
 
     @property
     def backed_off_share(self) -> float:
@@ -353,7 +371,7 @@ def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, se
                     top_p=s.top_p, alpha=run.alpha, alpha_expected=run.alpha_expected, accepted=run.accepted,
                     tested=run.tested, tokens=run.tokens, passes=run.passes,
                     tokens_per_pass_counted=run.tokens_per_pass, alpha_corpus=a_corpus, method=run.method,
-                    backed_off=run.backed_off)
+                    backed_off=run.backed_off, alpha_ci95=run.alpha_ci95, runs=run.chains)
     with _PAIR_FACTS_LOCK:
         if len(_PAIR_FACTS) >= _PAIR_FACTS_MAX:
             _PAIR_FACTS.pop(next(iter(_PAIR_FACTS)))

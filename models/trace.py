@@ -143,6 +143,10 @@ class GeneratedRun:
     # tested positions whose two-token history never occurs in the book: the target backs off wholly to the
     # draft there (p = q), so the guess always passes (vectorised run only; -1 on the sampler path)
     backed_off: int = -1
+    # half-width of α's 95 % interval from the run's independent texts (each chain of the vectorised run is its
+    # own text: the ratio estimator's spread over them); NaN where the run is one text
+    alpha_ci95: float = float("nan")
+    chains: int = 1
 
     @property
     def tokens_per_pass(self) -> float:

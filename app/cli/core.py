@@ -195,6 +195,7 @@ def _cmd_alpha(args) -> int:
         a, tpp, lanes, expected = run.alpha, run.tokens_per_pass_counted, float(s.gamma + 1), run.alpha_expected
         n_tokens, passes, acc, tested, method = run.tokens, run.passes, run.accepted, run.tested, run.method
         per_position, proposing = a, 1.0
+        ci, units = run.alpha_ci95, run.runs
     else:
         from models.drafter_analytics import drafter_generated  # lazy: not loaded at `spectable` start
         # Σ min(p, q) over the corpus is the bigram draft's overlap: it says nothing about other drafters.
@@ -203,12 +204,14 @@ def _cmd_alpha(args) -> int:
         a, tpp, lanes = dr.alpha, dr.tokens_per_pass, dr.lanes_per_pass
         n_tokens, passes, acc, tested, method = dr.tokens, dr.passes, dr.accepted, dr.tested, dr.method
         per_position, proposing = dr.alpha_per_position, dr.proposing_share
+        ci, units = float("nan"), 1
     from models.drafter_analytics import speedup_model  # lazy: not loaded at `spectable` start
     model_fig = speedup_model(tpp, lanes, drafter.cost(s.gamma), args.device, args.model, args.context, args.c)
     # The formulas (tokens per pass, speedup vs γ, best γ, extra arithmetic) are the chain's: null for the others.
     table = an.speedup_table(a, args.c, range(1, 9)) if fast_chain else None
     best = an.best_gamma(a, args.c) if fast_chain else None
     out = {"alpha_corpus": a_corpus, "alpha_generated": a, "alpha_generated_expected": expected,
+           "alpha_generated_ci95": ci, "alpha_generated_texts": units,
            "gamma": args.gamma, "c": args.c, "chars": n_tokens, "passes": passes, "seed": args.seed,
            "tokens_per_pass_formula": an.tokens_per_pass_formula(a, args.gamma) if fast_chain else None,
            "tokens_per_pass_counted": tpp,
@@ -223,6 +226,7 @@ def _cmd_alpha(args) -> int:
     if args.json:
         out["alpha_generated_expected"] = _finite(expected)
         out["alpha_generated"] = _finite(a)
+        out["alpha_generated_ci95"] = _finite(ci)
         out["alpha_per_position"] = _finite(per_position)
         emit_json(out)
         return 0
@@ -233,6 +237,8 @@ def _cmd_alpha(args) -> int:
         print(f"{pair.name}: α on held-out text: spectable eval --pair neural")
     print(f"α over generated text ({drafter.name})  {a:.4f}   ({acc}/{tested} guesses accepted in "
           f"{n_tokens} tokens, seed {args.seed})")
+    if math.isfinite(ci):
+        print(f"  95% interval: ± {ci:.4f} (the spread over its {units} independent texts)")
     if fast_chain:
         print(f"tokens per target pass at γ = {args.gamma}:  formula (1 - α^(γ+1))/(1 - α) = "
               f"{out['tokens_per_pass_formula']:.3f}   counted = {tpp:.3f}")

@@ -204,12 +204,16 @@ def facts(ctl) -> Facts:
     f.lazy["alpha"] = long(lambda pf: f"{pf.alpha:.3f}")
     f.lazy["long_tokens"] = long(lambda pf: f"{pf.tokens:,}")
     f.lazy["long_count"] = long(lambda pf: f"{pf.accepted:,} / {pf.tested:,}")
+    # how sure the long run's α is: the spread over its independent texts (or the shipped count's runs)
+    f.lazy["alpha_ci"] = long(lambda pf: f"{pf.alpha_ci95:.3f}" if math.isfinite(pf.alpha_ci95) else None)
+    f.lazy["long_text_count"] = long(lambda pf: f"{pf.runs:,}")
 
     def long_words(pf):
         """How long the long run is and how sure its α: a shipped count with its interval, else the live one's
         length (a network's live count is short: it says so)."""
         if math.isfinite(pf.alpha_ci95):
-            return t("fact.long_shipped", tokens=f"{pf.tokens:,}", runs=pf.runs, ci=f"{pf.alpha_ci95:.3f}")
+            key = "fact.long_shipped" if pf.method == "shipped long run" else "fact.long_texts"
+            return t(key, tokens=f"{pf.tokens:,}", runs=pf.runs, ci=f"{pf.alpha_ci95:.3f}")
         return t("fact.long_live", tokens=f"{pf.tokens:,}")
     f.lazy["long_run_words"] = long(long_words)
     f.lazy["tpp_formula"] = long(lambda pf: f"{pf.tokens_per_pass_formula:.2f}")
