@@ -32,7 +32,9 @@ TARGET_PHASES = dict(PHASES, **{
     "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
     "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
-TARGET_MODE = ("大模型单独写 · 一圈一个词元", "target alone · one token per lane per turn")
+TARGET_MODE = ("大模型单独写 · 每条路一圈一个词元", "target alone · one token per lane per turn")
+# One lane lit (one text): the turn writes one token, no lanes to count
+TARGET_VERIFY_ONE = ("大滚筒转一圈，写一个词元", "one turn of the big drum: one token")
 TARGET_MODE_NO_LANES = ("大模型单独写 · 一圈一个词元", "target alone · one token per turn")   # before lanes are taught
 DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
 # How the drafter of the pass drafts (its look, models.drafters) changes what the draft and check phases do
@@ -76,6 +78,8 @@ def phase_words(state, bridge: bool = True) -> tuple[str, str]:
     own = DRAFTER_PHASES.get(key, {})
     if state.phase in own:
         return own[state.phase]
+    if target_only and state.phase == "verify" and state.lanes_true <= 1:
+        return TARGET_VERIFY_ONE
     return (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
 
 

@@ -79,12 +79,24 @@ def test_hud_says_target_alone_and_no_gamma(shooter, said):
                 assert "checks every guess" not in hud and "一起核对" not in hud and "replace the rejected" not in hud
                 if lang != "zh":
                     assert "target alone" in hud, hud
-                    if lang == "en" or phase == "mid-verify":
-                        assert "one token per lane" in hud, hud
+                    if lang == "en":
+                        assert "one token per lane" in hud, hud            # the mode line
+                    if phase == "mid-verify":
+                        assert "one turn of the big drum: one token" in hud, hud
                 if lang != "en":
                     assert "大模型单独写" in hud, hud
-                    if phase == "mid-verify":
-                        assert "每条路写一个词元" in hud, hud
+                    if phase == "mid-verify":      # one lane lit: one token, no lanes to speak of
+                        assert "大滚筒转一圈，写一个词元" in hud and "每条路写" not in hud, hud
+    finally:
+        st.release()
+    st = target_stage(batch_lanes=12)                # twelve texts: one token on each lane
+    try:
+        st.language = "zh"
+        st.timeline.seek(st.timeline.step_moment(1, "mid-verify"))
+        said.clear()
+        shooter.shoot(st)
+        hud = " | ".join(said.screen)
+        assert "每条路写一个词元" in hud and "每条路一圈一个词元" in hud, hud
     finally:
         st.release()
 

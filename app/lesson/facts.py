@@ -202,6 +202,9 @@ def facts(ctl) -> Facts:
             return None if pf is None else fmt(pf)
         return fn
     f.lazy["alpha"] = long(lambda pf: f"{pf.alpha:.3f}")
+    # the same figures under the neural pair's own labels (its pages: the panel says which pair they belong to)
+    f.lazy["neural_pair_alpha"] = long(lambda pf: f"{pf.alpha:.3f}")
+    f.lazy["neural_pair_tpp"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
     f.lazy["long_tokens"] = long(lambda pf: f"{pf.tokens:,}")
     f.lazy["long_count"] = long(lambda pf: f"{pf.accepted:,} / {pf.tested:,}")
     # how sure the long run's α is: the spread over its independent texts (or the shipped count's runs)
@@ -339,14 +342,30 @@ def neural_facts(ctl, f: Facts) -> None:
                  lanes=f"{float(m['lanes_to_saturate']):.1f}" if m.get("lanes_to_saturate") else "—",
                  fixed=f"{100 * cause['fixed_share']:.0f}%")
 
+    def run_turns(d) -> float:
+        """A timed pass in turns of the target's plain pass: the guesses' cost and the check's (the formula the
+        page writes out: tokens per pass ÷ (guesses × c + verify))."""
+        return float(d["guesses_per_pass"]) * _in_run(d, "c") + _in_run(d, "verify_ratio")
+
+    def ridge_words(d):
+        m = section(d, "machine")
+        if not m.get("ridge_ops_per_byte") or not m.get("lanes_to_saturate"):
+            return ""
+        return t("tour.neural_ridge", ridge=f"{float(m['ridge_ops_per_byte']):.1f}", h100=f["device_ops_per_byte"],
+                 lanes=f"{float(m['lanes_to_saturate']):.1f}")
+
     f.lazy.update({
+        "neural_run_guesses": measured(lambda d: f"{float(d['guesses_per_pass']):.1f}"),
+        "neural_run_turns": measured(lambda d: f"{run_turns(d):.2f}"),
+        "neural_ridge_words": measured(ridge_words),
         "neural_target_ms": measured(lambda d: fmt_ms(d["target_ms"])),
         "neural_draft_ms": measured(lambda d: fmt_ms(d["draft_ms"])),
         # the costs inside the measured runs (what the formula is fed with), the forwards alone in older files
         "neural_c": measured(lambda d: sig(_in_run(d, "c"))),
         "neural_c_paper": measured(lambda d: sig(d["on_paper"]["c"])),
         "neural_verify": measured(lambda d: f"{_in_run(d, 'verify_ratio'):.2f}"),
-        "neural_formula": measured(lambda d: f"×{sig(d['in_run']['speedup_formula'])}"),
+        # the formula fed with the timed runs' own costs, as the page writes it out (their totals, not a median)
+        "neural_formula": measured(lambda d: f"×{sig(float(d['tokens_per_pass']) / run_turns(d))}"),
         "neural_threads": measured(lambda d: fmt_threads(d["device"]["threads"], t)),
         "neural_roofline": measured(lambda d: f"{100 * d['on_paper']['fraction_of_roofline_plain']:.0f}%"),
         "neural_verify_k": measured(lambda d: f"{d['settings']['gamma'] + 1}"),

@@ -264,6 +264,16 @@ def pair_view(r: dict, t, file: str | None = None, only: tuple[str, ...] | None 
     return view
 
 
+def above_roofline_words(r: dict, t) -> str | None:
+    """Why a plain pass measured faster than its memory roofline (the weights kept in the CPU's caches), or None
+    where it did not."""
+    share = section(r, "on_paper").get("fraction_of_roofline_plain")
+    size = section(r, "machine").get("weight_bytes")
+    if share is None or size is None or float(share) <= 1.0:
+        return None
+    return t("tour.neural_above_roofline", share=f"{100 * float(share):.0f}%", size=f"{float(size) / 1e6:.1f} MB")
+
+
 def side_by_side_view(r: dict, t) -> dict | None:
     """Every drafter measured side by side (models.llm.drafter_bench): a title line and one row per drafter,
     (name, α, tokens a pass, speed-up measured, the formula with its own costs)."""

@@ -122,14 +122,14 @@ class Chapter:
 
 
 CHAPTERS: tuple[Chapter, ...] = (
-    Chapter("01-one-token", {"lanes": 1, "context": 1, "decoder": "target"},
-            facts=("bytes_per_step", "ms_per_token", "tokens_per_s", "busy"), lanes_named=False),
+    # Each page lists only the numbers it has reached (the busy share is asked for before it is shown).
+    Chapter("01-one-token", {"lanes": 1, "context": 1, "decoder": "target"}, lanes_named=False),
     Chapter("02-batching", {"lanes": 64, "context": 4096, "decoder": "target"}, plot="roofline",
             facts=("lanes", "tps_weights", "busy_weights", "kv_gb", "bytes_per_step", "tokens_per_s", "busy")),
     # The first speculative pass a class sees keeps guesses: the idea working, not failing.
     Chapter("03-guess-first", {"gamma": 4, "lanes": 1, "context": 1},
             facts=("vocab", "gamma", "c", "spec_lanes"), events=("some_kept",)),
-    Chapter("04-keep-replace", {"gamma": 4}, facts=("step_written", "run_passes", "run_tpp"),
+    Chapter("04-keep-replace", {"gamma": 4}, facts=("step_written",),
             events=("kept_and_replaced", "all_kept_bonus"), hold="drafted"),
     # Pass 2's checkpoint asks about a real coin toss that goes against the guess: the last page draws the
     # residual its replacement was drawn from. Its p, q and p/q are the checkpoint's to show (and then the

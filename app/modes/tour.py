@@ -30,7 +30,7 @@ class _Over(dict):
 
 
 # Beside the neural pair's pages: its long-run α and tokens per pass (its measured costs follow in a table).
-NEURAL_FACTS = ("alpha", "tpp_counted")
+NEURAL_FACTS = ("neural_pair_alpha", "neural_pair_tpp")
 
 
 class TourPanel(Panel):
@@ -460,6 +460,9 @@ class TourPanel(Panel):
             return
         view = measured.pair_view(entry["data"], t, entry["file"], only=measured.TOUR_PAIR_ROWS)
         ui.wrapped(t("tour.neural_measured", file=entry["file"]), c["muted"])
+        above = measured.above_roofline_words(entry["data"], t)
+        if above:                               # measured faster than "on paper": say why, or it reads as wrong
+            ui.wrapped(above, c["muted"])
         if imgui.begin_table("tourneural", 3, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
             for col in ("hw.col_figure", "hw.col_measured", "hw.col_paper"):
                 imgui.table_setup_column(t(col))
