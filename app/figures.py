@@ -113,7 +113,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
                 computer = (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}"), mine["lanes"])
             if s.decoder == "speculative":   # the pass the chapter checks: γ + 1 positions of each sequence
                 k = derived.pass_positions(s)
-                checking = (s.lanes * k, derived.pass_busy(s.device, s.model, s.lanes, k, s.context))
+                checking = (s.lanes, k, derived.pass_busy(s.device, s.model, s.lanes, k, s.context))
         return plots.roofline_plot(t, pal, lanes, tps_w, tps_c, busy_c if ctx > 0 else busy_w, s.lanes, dev.label,
                                    m.label, f"{ctx:,}", fits=fits, memory_gb=dev.memory_bytes / 1e9,
                                    fit_lanes=fit_lanes, computer=computer, checking=checking, **look)
@@ -130,7 +130,11 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         res = ctl.tube_worker.get()
         tv_l, tv_r = tube_tv_curves(res)
         draws = np.arange(1, len(tv_l) + 1) * int(res.draws)
-        return plots.tubes_plot(t, pal, draws, tv_l, tv_r, t(f"rule.{s.tube_rule}"), **look)
+        # the rule by name (the tube mode's "break it:" belongs beside its switch, not in a lesson's plot title)
+        rule = t(f"rule.{s.tube_rule}")
+        for prefix in ("弄坏：", "break it: "):
+            rule = rule.removeprefix(prefix)
+        return plots.tubes_plot(t, pal, draws, tv_l, tv_r, rule, **look)
     if name == "drafters":
         fig = drafter_points(ctl, wait=True)
         if fig["source"] == "none":
@@ -138,7 +142,9 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
                              "self-drafters")
         note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
                  tokens=f"{fig['chars']:,}", seed=fig["seed"])
-        return plots.drafters_plot(t, pal, fig["points"], s.gamma, hardware.get_device(s.device).label, note,
+        # the speed-ups are the roofline's for the lab's device and c: on paper, and said so
+        paper = t("plot.drafters_paper", device=hardware.get_device(s.device).label, c=f"{s.c:g}")
+        return plots.drafters_plot(t, pal, fig["points"], s.gamma, paper, note,
                                    network=ctl.session.neural, **look)
     raise KeyError(name)
 

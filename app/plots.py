@@ -233,6 +233,7 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     handles = ax.plot(lanes, tps_weights, color=tgt, lw=2.5, ls="--" if tps_cache is not None else "-",
                       label=t("plot.tps_weights", lanes=current_lanes, tps=f"{at_lanes(tps_weights):,.0f}"))
     curve = tps_weights
+    no_fit = None
     if tps_cache is not None:
         ok = np.asarray(fits if fits is not None else [True] * len(lanes), dtype=bool)
         xs, ys = np.asarray(lanes, dtype=float), np.asarray(tps_cache, dtype=float)
@@ -244,8 +245,8 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
             ax.plot(xs[max(0, k - 1):], ys[max(0, k - 1):], color=tgt, lw=1.5, ls=":", alpha=0.6)
             edge = fit_lanes if fit_lanes else xs[max(0, k - 1)]
             ax.axvspan(edge, xs[-1] * 1.5, color=fg, alpha=0.10, lw=0)
-            ax.text(0.98, 0.2, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
-                    fontsize=_small(fig), ha="right", va="center")
+            no_fit = ax.text(0.98, 0.2, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
+                             fontsize=_small(fig), ha="right", va="center")
         curve = tps_cache
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -253,7 +254,8 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     ax.set_xlabel(t("plot.lanes"))
     ax.set_ylabel(t("plot.tokens_per_s"))
     ax2 = ax.twinx()
-    ax2.plot(lanes, [100 * b for b in busy], color=acc, lw=1.8, ls="-.")     # named by its axis, in its colour
+    busy_line = ax2.plot(lanes, [100 * b for b in busy], color=acc, lw=1.8, ls="-.",     # named by its axis, in
+                         label=t("plot.busy_curve", device=device))                     # its colour
     ax2.set_ylabel(t("plot.busy"), color=acc, fontsize=points(text_px * 1.1))
     ax2.tick_params(colors=fg, labelsize=points(text_px))
     ax2.set_ylim(0, 105)
@@ -261,10 +263,10 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
         label, sat = computer
         handles += ax2.plot(lanes, [100 * min(1.0, n / sat) for n in lanes], color=_hex(pal["draft"]), lw=2.5,
                             ls=":", label=label)
-    if checking is not None:
-        lit, share = checking
-        handles += ax2.plot([lit], [100 * share], "*", color=acc, ms=17, markeredgecolor=fg, zorder=6,
-                            label=t("plot.checking_point", lanes=lit, busy=f"{100 * share:.1f}%"))
+    if checking is not None:        # (its legend also names the busy curve the mark sits by)
+        seqs, k, share = checking
+        handles += busy_line + ax2.plot([seqs], [100 * share], "*", color=acc, ms=17, markeredgecolor=fg, zorder=6,
+                                        label=t("plot.checking_point", lanes=seqs, k=k, busy=f"{100 * share:.1f}%"))
     ax.axvline(current_lanes, color=rej, lw=1.5)
     for ys in (tps_weights, tps_cache):
         if ys is not None:
@@ -273,14 +275,35 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     ax.set_ylim(lo * 0.7, hi * 12)          # room above the curves for the legend
     _plain_ticks(ax)                        # (again: the ticks follow the final range)
     _title(ax, t("plot.roofline_title", device=device, model=model))
-    if (computer is not None or checking is not None) and _legend_below(fig, pal, handles):
-        return fig
+    if computer is not None or checking is not None:
+        # under the axes; short of room, without the busy curve's entry first (its axis names it too)
+        for shown in (handles, [h for h in handles if h is not busy_line[0]]):
+            if _legend_below(fig, pal, shown):
+                return fig
     if checking is not None:             # too short for the legend below: the mark and its line left out
         handles.pop().remove()
+        handles.pop()
     leg = _legend(ax, pal, handles=handles, loc="upper left")
     _tight(fig)
     _wrap_wide_legend(ax, pal, leg, handles, loc="upper left")
+    if no_fit is not None:
+        _clear_of_legend(ax, no_fit)
     return fig
+
+
+def _clear_of_legend(ax, text) -> None:
+    """A note inside the axes that the legend covers goes to the axes' foot, or (no room there either) is left
+    out: the panel's numbers say it too."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    leg = ax.get_legend()
+    if leg is None or not leg.get_window_extent(renderer).overlaps(text.get_window_extent(renderer)):
+        return
+    text.set_y(0.07)
+    fig.canvas.draw()
+    if leg.get_window_extent(renderer).overlaps(text.get_window_extent(renderer)):
+        text.remove()
 
 
 def _legend_below(fig, pal, handles) -> bool:

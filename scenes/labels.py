@@ -25,6 +25,8 @@ PHASES = {
 }
 # The write phase of a pass that kept every guess: no replacement, the bonus token instead.
 WRITE_BONUS = ("全部通过，再多送一个词元", "all accepted, and a bonus token")
+# A tree's kept branch: the other branches were struck, so "all accepted" would contradict the tape
+WRITE_BONUS_TREE = ("这一枝全部通过，再多送一个词元", "this branch all accepted, and a bonus token")
 # A pass of the target alone (TargetSampler, γ = 0): no guesses to check, one token per lane per turn.
 TARGET_PHASES = dict(PHASES, **{
     "draft": ("大模型单独写", "the target writes alone"),
@@ -453,7 +455,7 @@ def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tup
     target_only = bool(state.extra.get("target_only"))
     phase = phase_words(state, bridge)
     if state.phase == "write" and not target_only and kept_all(state):
-        phase = WRITE_BONUS
+        phase = WRITE_BONUS_TREE if state.tree is not None else WRITE_BONUS
     step = state.step if passes else -1
     timing = timing if passes and activity is None else None
     # `lanes` False (the lesson has not taught lanes yet): no lane count, and the target's words without lanes
@@ -477,7 +479,9 @@ def hud_extent(atlas, height: int, ec: EmitContext, n_steps: int, title, gamma: 
     """The largest HUD rectangle (x, y, w, h) any moment of this run can show (every phase's words, the phase
     strip): the camera frames the parts it names clear of it, and keeps that frame while the pass plays.
     drafted: (drafter, extra) of the run's passes by other drafters than the chain (their own words)."""
-    phases = list((TARGET_PHASES if target_only else PHASES).values()) + ([] if target_only else [WRITE_BONUS])
+    trees = any(kind_of(d).look == TREE for d, _ in drafted)
+    phases = list((TARGET_PHASES if target_only else PHASES).values()) + \
+        ([] if target_only else [WRITE_BONUS] + ([WRITE_BONUS_TREE] if trees else []))
     modes = [None]
     for drafter, extra in drafted:
         probe = SimpleNamespace(drafter=drafter, extra=extra, gamma=gamma)

@@ -283,7 +283,8 @@ def side_by_side_view(r: dict, t) -> dict | None:
         return None
     s = section(sbs, "settings")
     widths = ",".join(str(w) for w in s.get("tree_widths") or []) or "—"
-    title = t("hw.sbs_title", reps=s.get("reps", "?"), tokens=s.get("tokens", "?"), gamma=s.get("gamma", "?"),
+    prompt = str(section(r, "settings").get("prompt") or "?")
+    title = t("hw.sbs_title", prompt=prompt, reps=s.get("reps", "?"), tokens=s.get("tokens", "?"), gamma=s.get("gamma", "?"),
               widths=widths, plain=f"{float(sbs.get('plain_tokens_per_s') or 0):.0f}")
 
     def name(key: str) -> str:

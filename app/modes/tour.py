@@ -401,7 +401,7 @@ class TourPanel(Panel):
                              reserve=imgui.get_frame_height_with_spacing() * 2 + imgui.get_text_line_height_with_spacing() * 2)
         imgui.spacing()
         sep = "、" if lang == "zh" else ", "
-        ui.wrapped(t("tour.focus") + " " + sep.join(t("part." + p) for p in st.beat()[0]), colors["muted"])
+        ui.wrapped(t("tour.focus") + " " + sep.join(t(self.part_word(p)) for p in st.beat()[0]), colors["muted"])
         imgui.spacing()
         imgui.set_next_item_width(imgui.get_content_region_avail().x)
         if imgui.begin_combo("##chapter", t("tour.jump")):
@@ -482,7 +482,8 @@ class TourPanel(Panel):
         if view is None:
             ui.wrapped(t("hw.no_measurements"), c["muted"])
             return
-        ui.wrapped(self.ctl.facts()["neural_source"], c["muted"])
+        f = self.ctl.facts()
+        ui.wrapped(f["neural_source"], c["muted"])
         ui.side_by_side_table(scr, view, "toursbs", columns=(0, 1, 2, 3))     # the formula's column: the hardware panel
 
     # ---- what a class sees: spectable run --json `beat` and `facts` ------------------------------
@@ -542,6 +543,12 @@ class TourPanel(Panel):
             if shows is None or "mill" in shows or stage.view == "cutaway":     # (the cutaway's title carries it)
                 out["mill_busy"] = busy_words(s)[1].split()[-1]
         return out
+
+    def part_word(self, part: str) -> str:
+        """The catalog key naming a part in the panel: EAGLE's small drum is its draft network, not a model."""
+        if part == "smalldrum" and self.ctl.settings.drafter == "eagle":
+            return "part.smalldrum_eagle"
+        return "part." + part
 
     def keep_back_on_table(self, shown: bool) -> None:
         """The table's own readouts (the mill's busy share, the tubes' TV) wait with the panel's ('?' there too)."""
