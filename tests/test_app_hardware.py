@@ -218,3 +218,19 @@ def test_the_panel_lists_every_drafter_the_shipped_file_measured_side_by_side():
     assert len({row[0] for row in sbs["rows"]}) == len(sbs["rows"])          # each drafter named apart
     bare = {k: v for k, v in data.items() if k != "side_by_side"}
     assert F.pair_view(bare, Strings("en"), entry["file"])["side_by_side"] is None
+
+
+def test_the_tour_says_why_trees_come_last_on_the_measuring_computer():
+    """Chapter 10's side-by-side table in the tour names the computer and the prompt it was timed on, and says why
+    its order is not the plot's on paper: the lanes that computer is busy after, against the lanes a tree checks
+    (both the file's own figures)."""
+    entry = F.shipped_pair_measurement()
+    data = entry["data"]
+    for lang in ("zh", "en"):
+        t = Strings(lang)
+        title, why = F.tour_sbs_title(data, t), F.tour_sbs_why(data, t)
+        assert data["device"]["name"] in title and data["settings"]["prompt"] in title
+        trees = max(d["lanes_per_pass"] for k, d in data["side_by_side"]["drafters"].items() if k.startswith("tree"))
+        assert f"{data['machine']['lanes_to_saturate']:.0f}" in why and f"{trees:.0f}" in why
+    bare = {k: v for k, v in data.items() if k != "side_by_side"}
+    assert F.tour_sbs_why(bare, Strings("en")) is None

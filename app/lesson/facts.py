@@ -352,7 +352,7 @@ def neural_facts(ctl, f: Facts) -> None:
         if not m.get("ridge_ops_per_byte") or not m.get("lanes_to_saturate"):
             return ""
         return t("tour.neural_ridge", ridge=f"{float(m['ridge_ops_per_byte']):.1f}", h100=f["device_ops_per_byte"],
-                 lanes=f"{float(m['lanes_to_saturate']):.1f}")
+                 lanes=f"{float(m['lanes_to_saturate']):.0f}")
 
     f.lazy.update({
         "neural_run_guesses": measured(lambda d: f"{float(d['guesses_per_pass']):.1f}"),

@@ -274,6 +274,23 @@ def above_roofline_words(r: dict, t) -> str | None:
     return t("tour.neural_above_roofline", share=f"{100 * float(share):.0f}%", size=f"{float(size) / 1e6:.1f} MB")
 
 
+def tour_sbs_title(r: dict, t) -> str:
+    """The side-by-side table's title in the tour: where it was timed and from which prompt (the hardware panel's
+    title carries the rounds and lengths)."""
+    return t("tour.sbs_title", device=str(section(r, "device").get("name") or "?"),
+             prompt=str(section(r, "settings").get("prompt") or "?"))
+
+
+def tour_sbs_why(r: dict, t) -> str | None:
+    """Why trees come last when timed on the file's computer: it is busy after a few lanes, a tree checks many."""
+    lanes = section(r, "machine").get("lanes_to_saturate")
+    trees = [float(d["lanes_per_pass"]) for k, d in section(section(r, "side_by_side"), "drafters").items()
+             if k.startswith("tree") and isinstance(d, dict) and d.get("lanes_per_pass")]
+    if not lanes or not trees:
+        return None
+    return t("tour.sbs_why", lanes=f"{float(lanes):.0f}", tree=f"{max(trees):.0f}")
+
+
 def side_by_side_view(r: dict, t) -> dict | None:
     """Every drafter measured side by side (models.llm.drafter_bench): a title line and one row per drafter,
     (name, α, tokens a pass, speed-up measured, the formula with its own costs)."""

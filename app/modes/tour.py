@@ -482,9 +482,11 @@ class TourPanel(Panel):
         if view is None:
             ui.wrapped(t("hw.no_measurements"), c["muted"])
             return
-        f = self.ctl.facts()
-        ui.wrapped(f["neural_source"], c["muted"])
-        ui.side_by_side_table(scr, view, "toursbs", columns=(0, 1, 2, 3))     # the formula's column: the hardware panel
+        ui.side_by_side_table(scr, dict(view, title=measured.tour_sbs_title(entry["data"], t)), "toursbs",
+                              columns=(0, 2, 3))       # α and the formula: the hardware panel (names wrap less)
+        why = measured.tour_sbs_why(entry["data"], t)
+        if why:                                  # why the measured order is not the plot's on paper
+            ui.wrapped(why, c["muted"])
 
     # ---- what a class sees: spectable run --json `beat` and `facts` ------------------------------
     def beat(self, scr) -> dict:
