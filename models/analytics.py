@@ -257,7 +257,7 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
 
 def ratio_ci95(hits: np.ndarray, trials: np.ndarray) -> float:
     """Half-width of the 95 % interval of Σ hits / Σ trials over independent units (each a text of its own): the
-    ratio estimator's standard error, sqrt(Σ (hᵢ − r·tᵢ)² / (n (n − 1))) / mean(t), times 1.96. NaN below two
+    ratio estimator's standard error, sqrt(Σ (h_i − r·t_i)² / (n (n − 1))) / mean(t), times 1.96. NaN below two
     units with trials."""
     h, n = np.asarray(hits, float), np.asarray(trials, float)
     keep = n > 0

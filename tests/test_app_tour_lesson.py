@@ -11,14 +11,34 @@ from app.lesson.tour import CHAPTERS
 SLUG = {c.slug: i for i, c in enumerate(CHAPTERS)}
 
 
+_TABLE: dict = {}
+
+
+def _table():
+    """One offscreen stage and shooter for every test here that reads the table's own words (GL objects are made
+    once, not per test: the suite's later GL tests share the same context)."""
+    if not _TABLE:
+        from scenes.stage import Stage
+        from tests.scene_helpers import Shooter, gl_context
+        stage = Stage(gl_context())
+        stage.camera_transition_s = 0.0          # each beat framed at once
+        _TABLE.update(stage=stage, shooter=Shooter(1280, 720))
+    return _TABLE
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_table():
+    yield
+    if _TABLE:
+        _TABLE["shooter"].release()
+        _TABLE["stage"].release()
+        _TABLE.clear()
+
+
 def _at(slug: str, page: int = 0, lang: str = "en", table: bool = False) -> Controller:
     ctl = Controller(AppSettings(language=lang, mode="tour"), persist=False, scripted=True)
     if table:                                     # an offscreen stage: the table's own readouts are reported too
-        from scenes.stage import Stage
-        from tests.scene_helpers import gl_context
-        stage = Stage(gl_context())
-        stage.camera_transition_s = 0.0          # each beat framed at once
-        ctl.driver.attach(stage)
+        ctl.driver.attach(_table()["stage"])
     ctl.start()
     ctl.tour.goto(SLUG[slug])
     ctl.panel.apply_chapter()
@@ -258,13 +278,8 @@ def _table_shown(ctl) -> dict:
             break
         ctl.driver.advance(1 / 10)
         ctl.driver.sync()
-    from tests.scene_helpers import Shooter
     ctl.panel.facts_shown()                    # as the panel's draw does each frame: what it keeps back now
-    shooter = Shooter(1280, 720)
-    try:
-        shooter.shoot(ctl.driver.stage)
-    finally:
-        shooter.release()
+    _table()["shooter"].shoot(ctl.driver.stage)
     return ctl.panel.facts_shown()
 
 
@@ -308,7 +323,6 @@ def test_central_claims_are_predicted_before_they_are_revealed():
             if tv:
                 words = [w for w in _table_words(ctl) if w.startswith("TV ")]
                 assert words and "TV ?" not in words, (slug, k, words)
-            ctl.driver.stage.release()
 
 
 def test_a_page_about_a_quantity_puts_it_under_the_class_s_hand():
@@ -374,9 +388,6 @@ def test_the_heads_page_names_the_row_of_heads_in_its_close_up():
     with the heads' numbers the sentence uses."""
     for lang, word in (("zh", "预测头"), ("en", "heads")):
         ctl = _at("10-no-second-model", 0, lang=lang, table=True)
-        try:
-            _table_shown(ctl)
-            heads = ctl.driver.stage.state().heads
-            assert heads and any(f"{word} {heads[0]}–{heads[-1]}" in w for w in _table_words(ctl)), lang
-        finally:
-            ctl.driver.stage.release()
+        _table_shown(ctl)
+        heads = ctl.driver.stage.state().heads
+        assert heads and any(f"{word} {heads[0]}–{heads[-1]}" in w for w in _table_words(ctl)), lang
