@@ -18,6 +18,7 @@ import numpy as np
 from PIL import Image
 
 from corpus.atomic import atomic_path, write_bytes_atomic
+from models.trace import medusa_number
 from corpus.errors import InputError
 from app.lesson import handout
 from app.lesson.quiz import LETTERS
@@ -92,7 +93,7 @@ def run_log_rows(ctl):
                     "p_over_q": f"{c.ratio:.6g}", "r": f"{c.r:.6g}", "verdict": "accepted" if c.accepted else "rejected",
                     "draft_backed_off": int(nd.backed_off),
                     "target_backed_off": int(tree.target_backed_off[0 if nd.parent < 0 else 1 + nd.parent]),
-                    "head": "" if nd.head is None else nd.head, "node": c.node, "depth": nd.depth, "round": c.round}))
+                    "head": "" if nd.head is None else medusa_number(nd.head), "node": c.node, "depth": nd.depth, "round": c.round}))
             continue
         for i, g in enumerate(tr.guesses):
             tested = i < tr.tested
@@ -101,7 +102,7 @@ def run_log_rows(ctl):
                 "guess_index": i, "guess": pair.display(g), "q": f"{tr.q_rows[i][g]:.6g}", "p": f"{tr.p_rows[i][g]:.6g}",
                 "p_over_q": f"{tr.ratios[i]:.6g}", "r": f"{tr.r[i]:.6g}", "verdict": verdict,
                 "draft_backed_off": int(tr.draft_backed_off[i]), "target_backed_off": int(tr.target_backed_off[i]),
-                "head": tr.heads[i] if tr.heads else "", "node": "", "depth": i + 1, "round": 1}))
+                "head": medusa_number(tr.heads[i]) if tr.heads else "", "node": "", "depth": i + 1, "round": 1}))
     return rows
 
 

@@ -110,7 +110,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         if name == "roofline_computer":      # this computer's own busy share beside, as its measurement found it
             mine = computer_roofline(ctl)
             if mine is not None:
-                computer = (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}"), mine["lanes"])
+                computer = (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}", device=mine["device"]), mine["lanes"])
             if s.decoder == "speculative":   # the pass the chapter checks: γ + 1 positions of each sequence
                 k = derived.pass_positions(s)
                 checking = (s.lanes, k, derived.pass_busy(s.device, s.model, s.lanes, k, s.context))
@@ -143,7 +143,8 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         note = t("plot.drafters_long" if fig["source"] == "long" else "plot.drafters_short",
                  tokens=f"{fig['chars']:,}", seed=fig["seed"])
         # the speed-ups are the roofline's for the lab's device and c: on paper, and said so
-        paper = t("plot.drafters_paper", device=hardware.get_device(s.device).label, c=f"{s.c:g}")
+        paper = t("plot.drafters_paper", model=hardware.get_model(s.model).label,
+                  device=hardware.get_device(s.device).label, c=f"{s.c:g}")
         return plots.drafters_plot(t, pal, fig["points"], s.gamma, paper, note,
                                    network=ctl.session.neural, **look)
     raise KeyError(name)

@@ -23,6 +23,13 @@ import numpy as np
 from models.multi_candidate import Check
 
 
+def medusa_number(head: int) -> int:
+    """The number a class reads for a head, as Medusa's paper and the exhibit count them: the target's own output
+    layer guesses the next token, the k-th extra head the k-th token after that. Inside, head k is the table for the
+    k-th token after the position (head 1 = the target), so the extra heads are 2..K+1 there and 1..K on screen."""
+    return int(head) - 1
+
+
 @dataclass
 class TreeNode:
     """One guess in a guess tree."""

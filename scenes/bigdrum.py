@@ -152,7 +152,7 @@ class BigDrum:
                 glow.append(2.0 if lit >= 1.0 else 0.0)   # glowing while proposing; amber, unlit, once it has
             else:
                 dark.append(lamp)
-            # The head's number on its face: head k guesses k - 1 tokens after the target's own last one.
+            # The head's number on its face: head k guesses the k-th token after the target's own next one.
             fb.text(str(head), c + np.array([0.0, 0.0, HEAD_R + 0.03]), right, up, 0.3, pal.readout,
                     anchor="center", valign="middle")
         fb.add("cyl", np.stack(bodies), pal.brass)
@@ -161,7 +161,7 @@ class BigDrum:
             fb.add("bead", np.stack(lamps), pal.lane_on, emissive=np.array(glow))
         if dark:
             fb.add("bead", np.stack(dark), pal.lane_off)
-        # Head 1 is not on the rail: it is the target's own output layer (the big drum's turn writes its guess).
+        # The next token is no head's: the target's own output layer guesses it (the big drum's turn writes it).
         first, last = state.heads[0], state.heads[-1]
         fb.text(ec.say(f"预测头 {first}–{last}（Medusa）", f"heads {first}–{last} (Medusa)"),
                 np.array([cx, rail_y + 0.3, cz + HEAD_DZ]), right, up, 0.32, pal.label, anchor="center",

@@ -77,7 +77,9 @@ def hardware_parts(state, ec: EmitContext) -> list[str]:
     parts = [p for p in ec.run.hardware_label.split(" · ") if p]
     ctx = state.extra.get("context")
     if parts and ctx is not None:
-        parts.append(ec.say(f"上下文 {ctx:,}", f"context {ctx:,}") if ec.language != "both" else f"上下文 context {ctx:,}")
+        # the context in tokens: a bare "上下文 1" read as jargon
+        zh, en = f"上下文 {ctx:,} 个词元", f"context {ctx:,} token{'' if ctx == 1 else 's'}"
+        parts.append(ec.say(zh, en) if ec.language != "both" else f"{zh} · {en}")
     return parts
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from models.drafters import HEADS, kind_of
+from models.trace import medusa_number
 from scenes.layout import TAPE_X, tree_margin, window
 from scenes.scene_state import MeterState, StepTiming, TapeCell, TreeNodeState, TreeState
 
@@ -131,13 +132,13 @@ class PartMotion:
                 "lit": lit, "back": back if st.view_back > 0 else 0.0}
 
     def _heads(self, t: float, st: StepTiming, tr):
-        """The heads on the big drum (heads 2..γ+1, a tree of heads: 2..depth+1) and their lamps: bright while a
+        """The heads on the big drum, numbered as Medusa numbers them (1..γ, a tree of heads: 1..depth) and their lamps: bright while a
         head's guesses are pencilled, dim once it has proposed, dark after the big drum's turn."""
         tree = tr.tree
         if tree is not None and kind_of(tree.base).look == HEADS:
-            heads = [d + 1 for d in range(1, len(tree.widths) + 1)]
+            heads = list(range(1, len(tree.widths) + 1))
         elif tr.heads:
-            heads = list(tr.heads)
+            heads = [medusa_number(h) for h in tr.heads]
         else:
             return None, None
         lit = []

@@ -164,7 +164,7 @@ class StageLabels:
 
     def _plate_readouts(self, f) -> tuple[dict, dict, dict | None]:
         """(readouts, shorter readouts, names) the plates carry besides the parts' names: the mill's busy
-        share, the heads' row on the big drum, EAGLE's small drum."""
+        share, the heads' row on the big drum, the bridge's key (p/q and r), EAGLE's small drum."""
         state, ec = f.state, f.ec
         readouts = {"mill": self.mill.readout_lines(state, ec, compact=f.wide)}
         if self.focus is not None and len(self.focus) > 3:
@@ -176,11 +176,17 @@ class StageLabels:
         if state.heads:
             # The heads' own words on the rail are too small to read beside the whole drum: the plate names them.
             first, last = state.heads[0], state.heads[-1]
-            # Head 1 is no head on the rail: it is the target's own output layer (issue 34: say which it is).
+            # The next token is no head's: the target's own output layer guesses it (the exhibit's numbering).
             readouts["bigdrum"] = [(ec.say(f"上面一排是预测头 {first}–{last}", f"the row on top: heads {first}–{last}"),
                                     "sub"),
-                                   (ec.say("头 1 是大模型自己的输出层", "head 1: the target's own output layer"),
+                                   (ec.say("下一个词元由大模型自己的输出层猜", "the next token: the target's own output layer"),
                                     "sub")]
+            if self.focus is None or len(self.focus) > 1:
+                # Beside other parts the drum is small: one line, so the plate does not cover the drum it names.
+                readouts["bigdrum"] = readouts["bigdrum"][:1]
+        if self.focus is not None and "bridge" in self.focus and len(self.focus) <= 3:
+            # The meters' numbers are p/q and r: the exhibit's key ("铜色的柱高 p/q，满格是 1，红线是 r") on the plate.
+            readouts["bridge"] = [(ec.say("柱高 p/q，满格是 1，红线是 r", "column: p/q, full at 1; red line: r"), "sub")]
         names = None
         if kind_of(state.drafter).fed_by_target:
             # EAGLE: the small drum is a layer on the target's features, not a second model (the cable shows it)

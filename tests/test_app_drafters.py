@@ -122,7 +122,9 @@ def test_heads_verdicts_say_which_head_proposed():
         if e["kind"] != "test":
             continue
         tr = run.traces[e["step"]]
-        assert e["head"] == tr.heads[e["test"]] == e["test"] + 2
+        # Medusa's numbering on screen (the exhibit's "第 k 个头猜再往后第 k 个"): guess i comes from head i, the
+        # target's own output layer having guessed the token before it.
+        assert e["head"] == e["test"] + 1 == tr.heads[e["test"]] - 1
         assert e["features"] == pair.decode(tr.context[:-1][-2:]).replace("\n", "↵")
         assert e["q"] == tr.q_rows[e["test"]][e["guess_id"]]
 

@@ -2,7 +2,9 @@
 walked to each page, as `spectable run --json` reports it)."""
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +13,7 @@ from app.settings import AppSettings
 from app.lesson.tour import CHAPTERS
 
 SLUG = {c.slug: i for i, c in enumerate(CHAPTERS)}
+ROOT = Path(__file__).resolve().parents[1]
 
 
 _TABLE: dict = {}
@@ -401,3 +404,20 @@ def test_the_heads_page_names_the_row_of_heads_in_its_close_up():
         _table_shown(ctl)
         heads = ctl.driver.stage.state().heads
         assert heads and any(f"{word} {heads[0]}–{heads[-1]}" in w for w in _table_words(ctl)), lang
+
+
+def test_the_residual_picture_adds_up():
+    """Chapter 5's residual picture lists p, q and the residual of the tokens that matter and, as its last row, all
+    the others together: each column adds up to 1 (the class can check the picture), the rejected guess has no
+    residual and the token drawn has some."""
+    from app.modes.tour_residual import residual_rows
+    d = json.loads((ROOT / "assets/tour/05-acceptance-rule.json").read_text(encoding="utf-8"))
+    page = next(i for i, p in enumerate(d["pages"]) if p.get("panel") == "residual")
+    ctl = _at("05-acceptance-rule", page)
+    data = residual_rows(ctl)
+    assert data is not None
+    for col in range(3):
+        total = sum(r[1 + col] for r in data["rows"]) + data["rest"][col]
+        assert total == pytest.approx(1.0, abs=1e-9), col
+    by_id = {r[4]: r for r in data["rows"]}
+    assert by_id[data["guess_id"]][3] == 0.0 and by_id[data["token_id"]][3] > 0

@@ -12,6 +12,7 @@ from app.cli.options import (add_drafter_args, add_model_args, add_pair_args, ad
                              encode_prefix, load_pair, make_drafter, sampler_settings, speculative, top_entries)
 from app.i18n import Strings
 from models.drafters import COPY, HEADS, TREE, kind_of
+from models.trace import medusa_number
 
 
 def register(sub) -> None:
@@ -96,7 +97,7 @@ def _cmd_step(args) -> int:
         elif look == HEADS or kind_of(t.drafter).fed_by_target:
             y = pair.display(t.context[-1]) if t.context else "↵"
             print(words("cli.step.pass_heads" if look == HEADS else "cli.step.pass_eagle", k=t.step_index + 1,
-                        h=t.gamma + 1, y=y, g=t.gamma, l=t.lanes_lit))
+                        h=t.gamma, y=y, g=t.gamma, l=t.lanes_lit))
         else:
             print(words("cli.step.pass", k=t.step_index + 1, g=t.gamma, l=t.lanes_lit))
         print(words("cli.step.ctx", ctx="".join(pair.display(i) for i in t.context[-20:])))
@@ -122,7 +123,7 @@ def _cmd_step(args) -> int:
                 verdict = words("cli.step.rej")
             print(words("cli.step.test", i=i + 1, x=pair.display(x), p=p, q=q, ratio=t.ratios[i], r=t.r[i],
                         verdict=verdict)
-                  + (words("cli.step.head_of", h=t.heads[i]) if t.heads else ""))
+                  + (words("cli.step.head_of", h=medusa_number(t.heads[i])) if t.heads else ""))
         if t.final_kind == "replacement":
             print(words("cli.step.repl", x=pair.display(t.final_token), top=fmt_top(t.final_row)))
             if t.residual_fallback:

@@ -160,6 +160,8 @@ def facts(ctl) -> Facts:
         put("ms_per_token", lambda: f"{roof.ms_per_token:.2f} ms")
         put("tokens_per_s", lambda: f"{roof.tokens_per_s:,.0f}")
         put("busy", lambda: f"{100 * roof.arithmetic_busy:.1f}%")
+        # one lane's share, finer: nine lanes' 3.0 % is 9 × 0.34 %, not 9 × the rounded 0.3 %
+        put("busy_per_lane", lambda: f"{100 * roof.arithmetic_busy / max(s.lanes, 1):.2f}%")
         put("lanes_to_saturate", lambda: f"{roof.lanes_to_saturate:.0f}")
         put("weights_gb", lambda: f"{roof.weight_bytes / 1e9:.2f} GB")
         put("bandwidth", lambda: fmt_bandwidth(roof.bandwidth_Bps))
@@ -351,8 +353,13 @@ def neural_facts(ctl, f: Facts) -> None:
         m = section(d, "machine")
         if not m.get("ridge_ops_per_byte") or not m.get("lanes_to_saturate"):
             return ""
-        return t("tour.neural_ridge", ridge=f"{float(m['ridge_ops_per_byte']):.1f}", h100=f["device_ops_per_byte"],
-                 lanes=f"{float(m['lanes_to_saturate']):.0f}")
+        # A lane's operations per byte read: 2 a weight over the bytes a weight is stored in (the bench's own
+        # matrices), so the class can redo ridge ÷ that = lanes.
+        per_byte = float(m["matrix_ops"]) / float(m["weight_bytes"]) if m.get("matrix_ops") and m.get("weight_bytes") \
+            else float(m["ridge_ops_per_byte"]) / float(m["lanes_to_saturate"])
+        return t("tour.neural_ridge", ridge=f"{float(m['ridge_ops_per_byte']):.2f}", h100=f["device_ops_per_byte"],
+                 lanes=f"{float(m['lanes_to_saturate']):.1f}", dtype=str(d.get("dtype") or "?"),
+                 bytes=f"{2 / per_byte:g}", per_byte=f"{per_byte:g}")
 
     f.lazy.update({
         "neural_run_guesses": measured(lambda d: f"{float(d['guesses_per_pass']):.1f}"),
@@ -372,6 +379,7 @@ def neural_facts(ctl, f: Facts) -> None:
         "neural_speedup": measured(lambda d: f"×{sig(d['speedup'])}"),
         "neural_run_tpp": measured(lambda d: f"{float(d['tokens_per_pass']):.2f}"),
         "neural_run_tokens": measured(lambda d: f"{int(d['settings']['tokens']):,}"),
+        "neural_run_alpha": measured(lambda d: f"{float(d['alpha']):.3f}"),
         "neural_speedup_paper": measured(lambda d: f"×{sig(d['on_paper']['speedup'])}"),
         "neural_plain_tps": measured(lambda d: fmt_tps(d["plain_tokens_per_s"])),
         "neural_spec_tps": measured(lambda d: fmt_tps(d["speculative_tokens_per_s"])),
@@ -415,7 +423,7 @@ def drafter_facts(ctl, f: Facts, put) -> None:
     s, ses = ctl.settings, ctl.session
     run = ses.ensure()
     put("drafter", lambda: ctl.t(f"lab.drafter_{s.drafter}"))
-    put("heads_last", lambda: f"{s.gamma + 1}")                      # heads 2..γ+1 propose γ guesses
+    put("heads_last", lambda: f"{s.gamma}")                          # heads 1..γ (Medusa's numbering) propose γ guesses
     # the tree the settings describe (tree_width children per node, tree_depth deep), drafting or not
     put("tree_nodes", lambda: f"{node_count([s.tree_width] * s.tree_depth)}")
     put("tree_lanes", lambda: f"{(node_count([s.tree_width] * s.tree_depth) + 1) * s.lanes}")

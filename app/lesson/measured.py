@@ -269,9 +269,12 @@ def above_roofline_words(r: dict, t) -> str | None:
     where it did not."""
     share = section(r, "on_paper").get("fraction_of_roofline_plain")
     size = section(r, "machine").get("weight_bytes")
-    if share is None or size is None or float(share) <= 1.0:
+    copy, read = r.get("copy_bandwidth_GBps"), section(r, "machine").get("read_Bps")
+    if share is None or size is None or float(share) <= 1.0 or copy is None or read is None:
         return None
-    return t("tour.neural_above_roofline", share=f"{100 * float(share):.0f}%", size=f"{float(size) / 1e6:.1f} MB")
+    # Both rates on screen: the paper column divides by the copy rate, the weights were read at the other.
+    return t("tour.neural_above_roofline", share=f"{100 * float(share):.0f}%", size=f"{float(size) / 1e6:.1f} MB",
+             copy=f"{float(copy):.0f} GB/s", read=f"{float(read) / 1e9:.0f} GB/s")
 
 
 def tour_sbs_title(r: dict, t) -> str:

@@ -13,6 +13,7 @@ from imgui_bundle import imgui
 from app import ui
 from app.modes.base import Panel
 from models.drafters import COPY, HEADS, TREE, kind_of
+from models.trace import medusa_number
 from app.palette import u32
 
 RESIDUAL_BARS = 6
@@ -84,8 +85,8 @@ def explain(run, pair, stop: Stop) -> dict:
                verdict="accepted" if tr.accepted[i] else "rejected",
                draft_backed_off=bool(tr.draft_backed_off[i]), target_backed_off=bool(tr.target_backed_off[i]))
     if tr.heads:
-        # Head k proposes the guess k - 1 tokens after the target's own last token, from the features before it.
-        out.update(head=int(tr.heads[i]), features=pair.decode(tr.context[:-1][-2:]).replace("\n", "↵"))
+        # Extra head k (as Medusa numbers them) proposes the k-th token after the target's own last one.
+        out.update(head=medusa_number(tr.heads[i]), features=pair.decode(tr.context[:-1][-2:]).replace("\n", "↵"))
     if not tr.accepted[i]:
         out.update(final_token=pair.display(tr.final_token), final_token_id=int(tr.final_token),
                    residual=top_entries(pair, tr.final_row), residual_fallback=bool(tr.residual_fallback))
@@ -137,7 +138,7 @@ def _tree_check(pair, tr, j: int) -> dict:
                target_backed_off=bool(tree.target_backed_off[0 if nd.parent < 0 else 1 + nd.parent]),
                target=top_entries(pair, tree.target_rows[c.target_row]), target_is_residual=c.round > 1)
     if nd.head is not None:
-        out["head"] = int(nd.head)
+        out["head"] = medusa_number(nd.head)
     # i.i.d. siblings can repeat a token already rejected here: the residual holds 0 for it, a sure rejection
     earlier = [k + 1 for k, cand in enumerate(out["candidates"][:c.round - 1]) if cand["token_id"] == nd.token]
     if earlier:

@@ -6,9 +6,8 @@ import string
 from imgui_bundle import imgui
 
 from app import derived, pairs, ui
-from app.lesson import measured
 from app.lesson.facts import checkpoint, fill
-from app.modes import tour_residual
+from app.modes import tour_measured, tour_residual
 from app.modes.base import Panel
 from app.settings import DEFAULTS, FIELDS, LAB_FIELDS
 from app.lesson.tour import CHAPTERS, Action, narration
@@ -338,10 +337,11 @@ class TourPanel(Panel):
             self.draw_count_checkpoint(f, revealed=shown)
         elif action is not None and action.do == "checkpoint":
             self.draw_checkpoint(f, revealed=shown)
-        elif page.ask and not shown:                 # predict first: the question, until the action has shown it
+        elif page.ask:                 # predict first: the question, dimmed above its answer once shown
             ask = fill(page.ask[lang], f)
-            ui.wrapped(ask, colors["target"])
-            self.keep_room(fill(action.text[lang], f) if action.text.get(lang) else "", ask)
+            ui.wrapped(ask, colors["muted"] if shown else colors["target"])
+            if not shown:
+                self.keep_room(fill(action.text[lang], f) if action.text.get(lang) else "", ask)
         if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
                 (shown or not page.ask):
             ui.wrapped(fill(action.text[lang], f), colors["accent"])
@@ -378,14 +378,15 @@ class TourPanel(Panel):
         elif pairs.is_neural(page.pair) and page.params.get("drafter", "chain") == "chain":
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
             # formula at the lab's c would not be this pair's); a self-drafter's page shows the chapter's plot.
-            self.draw_neural_measurement(scr)
+            tour_measured.draw_neural_measurement(self.ctl, scr, kept="neural_speedup" in self.unrevealed(shown))
         elif pairs.is_neural(page.pair):
             # A self-drafter on the network pair: every drafter timed side by side on one computer (the file's),
             # not the plot's speed-ups on paper for a GPU beside a CPU's measurement.
-            self.draw_drafters_measured(scr)
+            tour_measured.draw_drafters_measured(self.ctl, scr)
         elif plot and "plot" in self.unrevealed(shown):
             imgui.spacing()
-            ui.wrapped(t("tour.plot_after_play"), colors["muted"])
+            # Kept back for this page's question, or for the next page's (the question is not here yet).
+            ui.wrapped(t("tour.plot_after_play" if page.ask else "tour.plot_after_next"), colors["muted"])
         elif plot:
             imgui.spacing()
             # Room kept under the plot for the parts in focus and the chapter menu.
@@ -451,43 +452,6 @@ class TourPanel(Panel):
             return page.facts
         return NEURAL_FACTS if pairs.is_neural(page.pair) else self.state.current.facts
 
-    def draw_neural_measurement(self, scr) -> None:
-        t, c = self.ctl.t, self.ctl.colors
-        entry = measured.shipped_pair_measurement()
-        imgui.spacing()
-        if entry is None:
-            ui.wrapped(t("hw.no_measurements"), c["muted"])
-            return
-        view = measured.pair_view(entry["data"], t, entry["file"], only=measured.TOUR_PAIR_ROWS)
-        ui.wrapped(t("tour.neural_measured", file=entry["file"]), c["muted"])
-        above = measured.above_roofline_words(entry["data"], t)
-        if above:                               # measured faster than "on paper": say why, or it reads as wrong
-            ui.wrapped(above, c["muted"])
-        if imgui.begin_table("tourneural", 3, imgui.TableFlags_.row_bg | imgui.TableFlags_.borders_inner_h):
-            for col in ("hw.col_figure", "hw.col_measured", "hw.col_paper"):
-                imgui.table_setup_column(t(col))
-            imgui.table_headers_row()
-            for label, figure, paper, _ in view["rows"]:
-                imgui.table_next_row()
-                for value, wrap in ((label, True), (figure, False), (paper, True)):
-                    imgui.table_next_column()
-                    ui.cell(scr, value, wrap=wrap)
-            imgui.end_table()
-
-    def draw_drafters_measured(self, scr) -> None:
-        t, c = self.ctl.t, self.ctl.colors
-        entry = measured.shipped_pair_measurement()
-        view = measured.side_by_side_view(entry["data"], t) if entry is not None else None
-        imgui.spacing()
-        if view is None:
-            ui.wrapped(t("hw.no_measurements"), c["muted"])
-            return
-        ui.side_by_side_table(scr, dict(view, title=measured.tour_sbs_title(entry["data"], t)), "toursbs",
-                              columns=(0, 2, 3))       # α and the formula: the hardware panel (names wrap less)
-        why = measured.tour_sbs_why(entry["data"], t)
-        if why:                                  # why the measured order is not the plot's on paper
-            ui.wrapped(why, c["muted"])
-
     # ---- what a class sees: spectable run --json `beat` and `facts` ------------------------------
     def beat(self, scr) -> dict:
         """The beat's parts, the share of each part's projected box the class sees (inside the table's frame,
@@ -524,7 +488,7 @@ class TourPanel(Panel):
         elif action is not None and action.do == "checkpoint":
             names += ["check_pass", "check_index", "check_guess", "check_p", "check_q", "check_ratio"]
             names += ["check_r", "check_verdict"] if shown else []
-        elif page.ask and not shown:
+        elif page.ask:
             fields(page.ask[lang])
         if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
                 (shown or not page.ask):

@@ -42,9 +42,17 @@ def residual_rows(ctl, n: int = 6) -> dict | None:
     # Tokens that show something (a bar of p, q or the residual a row's height can see), each once.
     ids = [j for j in dict.fromkeys(int(j) for j in ids) if j in (g, x) or max(p[j], q[j], res[j]) >= 0.01][:n]
     ids.sort(key=lambda j: (-res[j], -p[j]))
+    rest = np.ones(len(p), dtype=bool)
+    rest[ids] = False
     return {"pass": k + 1, "guess": pair.display(g), "guess_id": g, "token": pair.display(x), "token_id": x,
             "p": float(p[g]), "q": float(q[g]),
-            "rows": [(pair.display(j), float(p[j]), float(q[j]), float(res[j]), j) for j in ids]}
+            "rows": [(pair.display(j), float(p[j]), float(q[j]), float(res[j]), j) for j in ids],
+            # every other token together, so each column adds up to 1 on screen
+            "rest": (float(p[rest].sum()), float(q[rest].sum()), float(res[rest].sum()))}
+
+
+def _val(v: float) -> str:
+    return "1" if v >= 0.995 else f"{v:.2f}".lstrip("0")
 
 
 def draw_residual(ctl, scr) -> None:
@@ -64,9 +72,10 @@ def draw_residual(ctl, scr) -> None:
     fs = scr.font_size
     label_w, gap = fs * 1.8, fs * 0.6
     col_w = (w - label_w - 2 * gap) / 2           # left: p and q; right: the residual
-    row = fs * 1.6
-    rows = data["rows"]
+    row = fs * 2.2                               # p's and q's bars each a line high, their values beside
+    rows = data["rows"] + [(t("tour.residual_rest"), *data["rest"], None)]
     top = max(max(pp, qq) for _, pp, qq, _, _ in rows) or 1.0
+    bar_w = col_w - fs * 2.4                     # room after each bar for its value
     txt, muted = u32(c["text"]), u32(c["muted"])
     dl.add_text((x0 + label_w, y0), u32(c["target"]), "p")
     dl.add_text((x0 + label_w + fs * 1.2, y0), u32(c["draft"]), "q")
@@ -74,15 +83,17 @@ def draw_residual(ctl, scr) -> None:
     y = y0 + fs * 1.4
     for label, pp, qq, rr, j in rows:
         mark = j == data["token_id"]
-        dl.add_text((x0, y + (row - fs) / 2), u32(c["reject"]) if j == data["guess_id"] else txt, label)
+        dl.add_text((x0, y + (row - fs) / 2), u32(c["reject"]) if j == data["guess_id"] else muted if j is None
+                    else txt, label)
         bx = x0 + label_w
-        dl.add_rect_filled((bx, y + row * 0.1), (bx + col_w * pp / top, y + row * 0.45), u32(c["target"]))
-        dl.add_rect_filled((bx, y + row * 0.55), (bx + col_w * qq / top, y + row * 0.9), u32(c["draft"]))
+        for v, lo, hi, col in ((pp, 0.02, 0.48, "target"), (qq, 0.52, 0.98, "draft")):
+            dl.add_rect_filled((bx, y + row * (lo + 0.06)), (bx + bar_w * v / top, y + row * (hi - 0.06)), u32(c[col]))
+            dl.add_text((bx + bar_w * v / top + 3, y + row * (lo + hi) / 2 - fs / 2), u32(c[col]), _val(v))
         rx = bx + col_w + gap
         rw = (col_w - fs * 2.6) * rr
         dl.add_rect_filled((rx, y + row * 0.15), (rx + rw, y + row * 0.85),
                            u32(c["reject"] if mark else c["accent"]))
-        dl.add_text((rx + rw + 4, y + (row - fs) / 2), txt if rr > 0 else muted, f"{rr:.2f}".lstrip("0") if rr < 1 else "1")
+        dl.add_text((rx + rw + 4, y + (row - fs) / 2), txt if rr > 0 else muted, _val(rr))
         y += row
     imgui.dummy((w, y - y0))
     ui.wrapped(t("tour.residual_foot", token=data["token"]), c["muted"])
