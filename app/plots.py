@@ -167,9 +167,10 @@ def speedup_plot(t, pal, curves: dict, toy_alpha: float, toy_curve, gammas, best
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.speedup"))
     _title(ax, t("plot.speedup_title", c=f"{c:g}"))
-    # Under the axes, where no curve runs (inside, it covered the α = 0.9 curve's rise); inside where too short.
+    # Under the axes, where no curve runs (inside, it covered the α = 0.9 curve's rise); inside where too short,
+    # the pair's own lines only (a third line would run over the axis' numbers in the lab's short strip).
     if not _legend_below(fig, pal, mine + marked):
-        _legend(ax, pal, handles=mine + marked, loc="upper left")
+        _legend(ax, pal, handles=mine, loc="upper left")
         _tight(fig)
     _end_labels(ax, gammas[-1], ends)       # after the layout: the gaps are in the final pixels
     return fig
@@ -325,6 +326,13 @@ def _legend_below(fig, pal, handles) -> bool:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         fig.tight_layout(rect=(0.0, foot + 0.01, 1.0, 1.0))
+    # Where the layout could not make the room (a small figure), the axes' numbers would sit under it.
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    if any(ax.get_tightbbox(renderer).y0 < leg.get_window_extent(renderer).y1 - 2 for ax in fig.axes):
+        leg.remove()
+        _tight(fig)
+        return False
     return True
 
 

@@ -251,7 +251,10 @@ class StageLabels:
             if bounds is None:
                 continue
             lo, hi = bounds
-            x, y, depth = project(vp, np.array([(lo[0] + hi[0]) / 2, hi[1], (lo[2] + hi[2]) / 2]), width, height)
+            # the rider's own point where it has one (the pencil's rail runs on to the small drum)
+            point = by_name[name].anchor(f.state) + sub.offset if hasattr(by_name[name], "anchor") else \
+                np.array([(lo[0] + hi[0]) / 2, hi[1], (lo[2] + hi[2]) / 2])
+            x, y, depth = project(vp, point, width, height)
             box = projected_rect(vp, lo, hi, width, height)
             if box is None or not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
                 continue

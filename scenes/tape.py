@@ -297,8 +297,9 @@ class TypingHead:
     # The state emit() reads: Stage.render replays the last emission while these hold.
     reads = ('gamma', 'typing_cell', 'typing_down')
 
-    def emit(self, fb, state, ec: EmitContext) -> None:
-        pal = ec.palette
+    @staticmethod
+    def anchor(state) -> np.ndarray:
+        """The hammer block's centre: where a name plate's leader points."""
         # At rest the head waits below the tape's front edge, so it never hides a character or a meter;
         # it rises onto the cell only while striking.
         if state.typing_cell >= 0:
@@ -307,8 +308,12 @@ class TypingHead:
             down = state.typing_down
         else:
             x, down = TAPE_X[1] - 0.6, 0.0
+        return tape_point(x, GLYPH_V - (1 - down) * 1.05, 0.0) + tape_normal() * (0.2 + 0.15 * (1 - down))
+
+    def emit(self, fb, state, ec: EmitContext) -> None:
+        pal = ec.palette
         n = tape_normal()
-        p = tape_point(x, GLYPH_V - (1 - down) * 1.05, 0.0) + n * (0.2 + 0.15 * (1 - down))
+        p = self.anchor(state)
         fb.add("box", compose(translate(*p), rot_x(TAPE_SLOPE), scale(0.5, 0.2, 0.5)), pal.brass)
         arm = p + n * 0.45 - tape_up() * 0.2
         fb.add("box", compose(translate(*arm), rot_x(TAPE_SLOPE), scale(0.12, 0.75, 0.12)), pal.iron_light)

@@ -17,7 +17,7 @@ from app.lesson.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_o
                           pair_measurement, section, sig)
 from corpus.errors import InputError
 from models.tubes import DEFAULT_PREFIX, tv_noise
-from app.figures import KV_CONTEXTS, OVERLAP_CONTEXT, drafter_points, overlap_rows, tube_tv_curves
+from app.figures import KV_CONTEXTS, OVERLAP_CONTEXT, TPP_LONG_TOKENS, drafter_points, overlap_rows, tube_tv_curves
 from models import analytics
 from models.drafter_analytics import count_traces, speedup_model
 from models.drafters import node_count
@@ -223,6 +223,7 @@ def facts(ctl) -> Facts:
     f.lazy["long_run_words"] = long(long_words)
     f.lazy["tpp_formula"] = long(lambda pf: f"{pf.tokens_per_pass_formula:.2f}")
     f.lazy["tpp_counted"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
+    f.lazy["tpp_plot_tokens"] = lambda: f"{TPP_LONG_TOKENS:,}"      # the plot's bars: a shorter run at every γ
     f.lazy["best_gamma"] = long(lambda pf: f"{pf.best(s.c)[0]}")
     f.lazy["best_speedup"] = long(lambda pf: f"{pf.best(s.c)[1]:.2f}×")
     f.lazy["speedup_now"] = long(lambda pf: f"{pf.speedup(s.c):.2f}×")

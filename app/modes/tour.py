@@ -337,11 +337,10 @@ class TourPanel(Panel):
             self.draw_count_checkpoint(f, revealed=shown)
         elif action is not None and action.do == "checkpoint":
             self.draw_checkpoint(f, revealed=shown)
-        elif page.ask:                 # predict first: the question, dimmed above its answer once shown
+        elif page.ask and not shown:                 # predict first: the question, until the action has shown it
             ask = fill(page.ask[lang], f)
-            ui.wrapped(ask, colors["muted"] if shown else colors["target"])
-            if not shown:
-                self.keep_room(fill(action.text[lang], f) if action.text.get(lang) else "", ask)
+            ui.wrapped(ask, colors["target"])
+            self.keep_room(fill(action.text[lang], f) if action.text.get(lang) else "", ask)
         if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
                 (shown or not page.ask):
             ui.wrapped(fill(action.text[lang], f), colors["accent"])
@@ -488,7 +487,7 @@ class TourPanel(Panel):
         elif action is not None and action.do == "checkpoint":
             names += ["check_pass", "check_index", "check_guess", "check_p", "check_q", "check_ratio"]
             names += ["check_r", "check_verdict"] if shown else []
-        elif page.ask:
+        elif page.ask and not shown:
             fields(page.ask[lang])
         if st.acted and action is not None and action.do == "play" and action.text.get(lang) and \
                 (shown or not page.ask):

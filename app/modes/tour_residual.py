@@ -26,7 +26,7 @@ def residual_case(ctl):
     return None
 
 
-def residual_rows(ctl, n: int = 6) -> dict | None:
+def residual_rows(ctl, n: int = 4) -> dict | None:
     """What the residual picture draws, read from the trace: the guess, p and q over the tokens that matter
     (the largest of p, of q and of the residual, the guess and the token drawn), the residual the replacement
     was drawn from (the trace's own final row) and that token."""
@@ -72,7 +72,7 @@ def draw_residual(ctl, scr) -> None:
     fs = scr.font_size
     label_w, gap = fs * 1.8, fs * 0.6
     col_w = (w - label_w - 2 * gap) / 2           # left: p and q; right: the residual
-    row = fs * 2.2                               # p's and q's bars each a line high, their values beside
+    row = fs * 2.0                               # p's and q's bars each a line high, their values beside
     rows = data["rows"] + [(t("tour.residual_rest"), *data["rest"], None)]
     top = max(max(pp, qq) for _, pp, qq, _, _ in rows) or 1.0
     bar_w = col_w - fs * 2.4                     # room after each bar for its value
