@@ -62,7 +62,8 @@ def test_step_and_generate_per_drafter(capsys):
     assert st["drafter"] == "lookup" and st["source_span"]["matched"] == "孔乙"
     assert st["source_span"]["copied"] == "".join(st["guesses"]) == "己，孔乙"
     h = run_json(capsys, "step", "--prefix", "孔乙", "--seed", "1", "--drafter", "heads", "--gamma", "3")
-    assert h["steps"][0]["heads"] == [2, 3, 4] and h["steps"][0]["lanes_lit"] == 4
+    # numbered as Medusa numbers them: the target's own output layer guesses the next token, head k the k-th after it
+    assert h["steps"][0]["heads"] == [1, 2, 3] and h["steps"][0]["lanes_lit"] == 4
     t = run_json(capsys, "step", "--prefix", "孔乙", "--seed", "3", "--drafter", "tree", "--tree-widths", "3,2",
                  "--steps", "3")
     for st in t["steps"]:

@@ -53,11 +53,11 @@ def _drafter_json(pair, t) -> dict:
             "matched": "".join(pair.display(i) for i in t.context[span["match"][0]:span["match"][1]]),
             "copied": "".join(pair.display(i) for i in t.context[span["copy"][0]:span["copy"][1]])}
     if t.heads is not None:
-        out["heads"] = list(t.heads)
+        out["heads"] = [medusa_number(h) for h in t.heads]          # as Medusa numbers them (the words say so too)
     if t.tree is not None:
         tr = t.tree
         nodes = [{"id": n.id, "parent": n.parent, "token": pair.display(n.token), "depth": n.depth,
-                  "q": float(tr.q_rows[n.q_row][n.token]), "head": n.head} for n in tr.nodes]
+                  "q": float(tr.q_rows[n.q_row][n.token]), "head": None if n.head is None else medusa_number(n.head)} for n in tr.nodes]
         checks = []
         for c in tr.checks:
             node = tr.nodes[c.node]
