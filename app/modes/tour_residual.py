@@ -73,8 +73,10 @@ def draw_residual(ctl, scr) -> None:
     label_w, gap = fs * 1.8, fs * 0.6
     col_w = (w - label_w - 2 * gap) / 2           # left: p and q; right: the residual
     row = fs * 2.0                               # p's and q's bars each a line high, their values beside
+    # The bars scale to the tokens listed (the rest, often most of p and q, would flatten them): its bar is cut at
+    # the column's width, its value beside it.
+    top = max(max(pp, qq) for _, pp, qq, _, _ in data["rows"]) or 1.0
     rows = data["rows"] + [(t("tour.residual_rest"), *data["rest"], None)]
-    top = max(max(pp, qq) for _, pp, qq, _, _ in rows) or 1.0
     bar_w = col_w - fs * 2.4                     # room after each bar for its value
     txt, muted = u32(c["text"]), u32(c["muted"])
     dl.add_text((x0 + label_w, y0), u32(c["target"]), "p")
@@ -87,8 +89,9 @@ def draw_residual(ctl, scr) -> None:
                     else txt, label)
         bx = x0 + label_w
         for v, lo, hi, col in ((pp, 0.02, 0.48, "target"), (qq, 0.52, 0.98, "draft")):
-            dl.add_rect_filled((bx, y + row * (lo + 0.06)), (bx + bar_w * v / top, y + row * (hi - 0.06)), u32(c[col]))
-            dl.add_text((bx + bar_w * v / top + 3, y + row * (lo + hi) / 2 - fs / 2), u32(c[col]), _val(v))
+            end = bx + bar_w * min(1.0, v / top)
+            dl.add_rect_filled((bx, y + row * (lo + 0.06)), (end, y + row * (hi - 0.06)), u32(c[col]))
+            dl.add_text((end + 3, y + row * (lo + hi) / 2 - fs / 2), u32(c[col]), _val(v))
         rx = bx + col_w + gap
         rw = (col_w - fs * 2.6) * rr
         dl.add_rect_filled((rx, y + row * 0.15), (rx + rw, y + row * 0.85),
