@@ -91,6 +91,9 @@ def draw_residual(ctl, scr) -> None:
         for v, lo, hi, col in ((pp, 0.02, 0.48, "target"), (qq, 0.52, 0.98, "draft")):
             end = bx + bar_w * min(1.0, v / top)
             dl.add_rect_filled((bx, y + row * (lo + 0.06)), (end, y + row * (hi - 0.06)), u32(c[col]))
+            if v > top:                          # cut: a break in the bar says it runs on
+                for dx in (fs * 0.9, fs * 0.6):
+                    dl.add_line((end - dx, y + row * lo), (end - dx + fs * 0.2, y + row * hi), u32(c["clear"]), 3.0)
             dl.add_text((end + 3, y + row * (lo + hi) / 2 - fs / 2), u32(c[col]), _val(v))
         rx = bx + col_w + gap
         rw = (col_w - fs * 2.6) * rr
