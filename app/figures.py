@@ -108,7 +108,8 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
             else None
         computer = checking = None
         if name == "roofline_computer":      # this computer's own busy share beside, as its measurement found it
-            mine = computer_roofline(ctl)
+            # (its line counts lanes at no context: beside a long context's curves it would match nothing)
+            mine = computer_roofline(ctl) if ctx == 0 else None
             if mine is not None:
                 computer = (t("plot.computer_busy", lanes=f"{mine['lanes']:.1f}", device=mine["device"]), mine["lanes"])
             if s.decoder == "speculative":   # the pass the chapter checks: γ + 1 positions of each sequence

@@ -184,8 +184,9 @@ def _end_labels(ax, x, ends) -> None:
     ys = [float(ax.transData.transform((x, y))[1]) for _, y, _ in ends]
     order = sorted(range(len(ends)), key=lambda k: ys[k])
     placed = {}
+    floor = float(ax.get_window_extent().y0) + gap / 2      # a name at the axes' foot was cut by the x axis
     for k in order:
-        want = ys[k]
+        want = max(ys[k], floor)
         below = [placed[j] for j in placed]
         if below and want < max(below) + gap:
             want = max(below) + gap

@@ -419,7 +419,7 @@ def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamm
                 lines.append((le, small, pal.label_sub))
     elif step >= 0:
         # "第 1/12 步" alone read as chapter 1 of 12: the count says whose passes it counts (this text's).
-        step_words = ec.say(f"这段第 {step + 1}/{n_steps} 步", f"this text: pass {step + 1}/{n_steps}")
+        step_words = ec.say(f"这段第 {step + 1}/{n_steps} 步", f"pass {step + 1}/{n_steps}")
         n = lanes_true
         lanes = ec.say(f"亮 {n} 条路", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
         if n > DRAWN_LANES:       # the figures count them all; the read head draws nine

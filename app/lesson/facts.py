@@ -374,6 +374,9 @@ def neural_facts(ctl, f: Facts) -> None:
         "neural_verify": measured(lambda d: f"{_in_run(d, 'verify_ratio'):.2f}"),
         # the formula fed with the timed runs' own costs, as the page writes it out (their totals, not a median)
         "neural_formula": measured(lambda d: f"×{sig(float(d['tokens_per_pass']) / run_turns(d))}"),
+        # the bench's own figure: each round's costs, then the median over rounds
+        "neural_formula_median": measured(lambda d: f"×{sig(v)}" if (v := section(d, "on_paper").get(
+            "speedup_from_measured_costs")) is not None else "—"),
         "neural_threads": measured(lambda d: fmt_threads(d["device"]["threads"], t)),
         "neural_roofline": measured(lambda d: f"{100 * d['on_paper']['fraction_of_roofline_plain']:.0f}%"),
         "neural_verify_k": measured(lambda d: f"{d['settings']['gamma'] + 1}"),

@@ -136,8 +136,8 @@ CHAPTERS: tuple[Chapter, ...] = (
     # residual page's), never listed beside the pages before it.
     Chapter("05-acceptance-rule", {"gamma": 4},
             events=("kept_and_replaced", "gamble_rejected"), hold="drafted"),
-    # Its pages draw the running example's overlap first (the proof as a picture), then the tubes; the tube page
-    # asks before it plays and keeps the distances and their plot back until then (its keep_back).
+    # Its pages draw the running example's p and q, then the tubes; the tube page asks before it plays and keeps the
+    # distances and their plot back until then (its keep_back, and the page before it); the proof comes after.
     Chapter("06-same-as-target", {"tube_rule": "exact"}, plot="tubes",
             facts=("under_char", "over_char", "tv_left", "tv_right", "tv_noise")),
     Chapter("07-alpha", {"gamma": 4}, plot="tpp",

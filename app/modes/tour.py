@@ -377,7 +377,11 @@ class TourPanel(Panel):
         elif pairs.is_neural(page.pair) and page.params.get("drafter", "chain") == "chain":
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
             # formula at the lab's c would not be this pair's); a self-drafter's page shows the chapter's plot.
-            tour_measured.draw_neural_measurement(self.ctl, scr, kept="neural_speedup" in self.unrevealed(shown))
+            # the measured table answers the chapter's question: kept until that page's reveal
+            asked_later = any("neural_speedup" in p.keep_back for p in self.state.pages()[self.state.page + 1:])
+            kept = "neural_speedup" in self.unrevealed(shown)
+            tour_measured.draw_neural_measurement(self.ctl, scr, kept="tour.table_after_play" if kept else
+                                                  "tour.table_after_next" if asked_later else None)
         elif pairs.is_neural(page.pair):
             # A self-drafter on the network pair: every drafter timed side by side on one computer (the file's),
             # not the plot's speed-ups on paper for a GPU beside a CPU's measurement.
@@ -449,7 +453,9 @@ class TourPanel(Panel):
         page = self.state.page_data()
         if page.facts:
             return page.facts
-        return NEURAL_FACTS if pairs.is_neural(page.pair) else self.state.current.facts
+        if pairs.is_neural(page.pair):      # a self-drafter's page: its table has the numbers (the pair's are the chain's)
+            return NEURAL_FACTS if page.params.get("drafter", "chain") == "chain" else ()
+        return self.state.current.facts
 
     # ---- what a class sees: spectable run --json `beat` and `facts` ------------------------------
     def beat(self, scr) -> dict:

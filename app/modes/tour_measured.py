@@ -8,14 +8,14 @@ from app import ui
 from app.lesson import measured
 
 
-def draw_neural_measurement(ctl, scr, kept: bool = False) -> None:
-    """The neural pair's measured costs beside the roofline's, from its measurement file; kept: the page's question
-    is not answered yet (the rows would answer it)."""
+def draw_neural_measurement(ctl, scr, kept: str | None = None) -> None:
+    """The neural pair's measured costs beside the roofline's, from its measurement file; kept: the words in its
+    place while a question (this page's or a later one's) is not answered yet (the rows would answer it)."""
     t, c = ctl.t, ctl.colors
     entry = measured.shipped_pair_measurement()
     imgui.spacing()
     if kept:           # its rows answer the page's question (speed-up, tokens per second): after the reveal
-        ui.wrapped(t("tour.table_after_play"), c["muted"])
+        ui.wrapped(t(kept), c["muted"])
         return
     if entry is None:
         ui.wrapped(t("hw.no_measurements"), c["muted"])

@@ -72,7 +72,7 @@ def draw_residual(ctl, scr) -> None:
     fs = scr.font_size
     label_w, gap = fs * 1.8, fs * 0.6
     col_w = (w - label_w - 2 * gap) / 2           # left: p and q; right: the residual
-    row = fs * 2.0                               # p's and q's bars each a line high, their values beside
+    row = fs * 1.8                               # p's and q's bars each a line high, their values beside
     # The bars scale to the tokens listed (the rest, often most of p and q, would flatten them): its bar is cut at
     # the column's width, its value beside it.
     top = max(max(pp, qq) for _, pp, qq, _, _ in data["rows"]) or 1.0
