@@ -142,8 +142,9 @@ def test_the_tour_passage_runs_on_the_neural_pair_and_quotes_its_measurement():
     d = entry["data"]
     f = facts(ctl)
     for lang in ("zh", "en"):
-        # the timed page and the page after it (why it was no faster), its answer included
-        last = " ".join(fill(x, f) for x in (pages[-2][lang], pages[-1][lang], pages[-1].action.text[lang]))
+        # the timed page and the page after it (why it was no faster), their answers included
+        last = " ".join(fill(x, f) for x in (pages[-2][lang], pages[-2].action.text[lang], pages[-1][lang],
+                                             pages[-1].action.text[lang]))
         assert "—" not in last and "{" not in last
         # the costs inside the measured runs, the formula they give and what held the gain back: all from the file
         run = d["in_run"]
