@@ -215,8 +215,11 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.tokens_per_pass"))
     _title(ax, t("plot.tpp_title"))
-    _legend(ax, pal)
-    _tight(fig)
+    # under the axes (inside, it hid the γ + 1 ceiling's upper half); inside where the figure is too short
+    handles = ax.get_legend_handles_labels()[0]
+    if not _legend_below(fig, pal, handles):
+        _legend(ax, pal)
+        _tight(fig)
     return fig
 
 

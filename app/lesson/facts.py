@@ -212,6 +212,9 @@ def facts(ctl) -> Facts:
     # how sure the long run's α is: the spread over its independent texts (or the shipped count's runs)
     f.lazy["alpha_ci"] = long(lambda pf: f"{pf.alpha_ci95:.3f}" if math.isfinite(pf.alpha_ci95) else None)
     f.lazy["long_text_count"] = long(lambda pf: f"{pf.runs:,}")
+    # the interval itself: a shorter run's α (0.642, say) reads as the same pair's when it lies inside
+    f.lazy["alpha_range"] = long(lambda pf: f"{pf.alpha - pf.alpha_ci95:.3f}–{pf.alpha + pf.alpha_ci95:.3f}"
+                                 if math.isfinite(pf.alpha_ci95) else None)
 
     def long_words(pf):
         """How long the long run is and how sure its α: a shipped count with its interval, else the live one's
@@ -362,10 +365,19 @@ def neural_facts(ctl, f: Facts) -> None:
                  lanes=f"{float(m['lanes_to_saturate']):.1f}", dtype=str(d.get("dtype") or "?"),
                  bytes=f"{2 / per_byte:g}", per_byte=f"{per_byte:g}")
 
+    def fixed_words(d):
+        """The fixed cost of a pass (no bytes behind it), which the paper column leaves out."""
+        m = section(d, "machine")
+        if not m.get("fixed_s") or not m.get("pass_1_s"):
+            return ""
+        return t("tour.neural_fixed", fixed=fmt_ms(1e3 * float(m["fixed_s"])), one=fmt_ms(1e3 * float(m["pass_1_s"])),
+                 share=f"{100 * float(m['fixed_s']) / float(m['pass_1_s']):.0f}%")
+
     f.lazy.update({
         "neural_run_guesses": measured(lambda d: f"{float(d['guesses_per_pass']):.1f}"),
         "neural_run_turns": measured(lambda d: f"{run_turns(d):.2f}"),
         "neural_ridge_words": measured(ridge_words),
+        "neural_fixed_words": measured(fixed_words),
         "neural_target_ms": measured(lambda d: fmt_ms(d["target_ms"])),
         "neural_draft_ms": measured(lambda d: fmt_ms(d["draft_ms"])),
         # the costs inside the measured runs (what the formula is fed with), the forwards alone in older files

@@ -69,6 +69,8 @@ class TourPanel(Panel):
                 return tl.step_moment(case[0], "write")
         if self.partial is not None and self.partial[0] < n:     # a pass stopped after its draft or its verify
             return tl.step_moment(*self.partial)
+        if st.page_data().hold == "end" and "tubes" not in st.beat()[0]:
+            return tl.step_moment(n - 1, "write")      # a page about the whole run: its end, after plays too
         if self.plays > 0:
             return tl.step_moment(min(self.plays, n) - 1, "write")
         # A page that set its own settings (a new drafter, a new prompt) shows its run from the start, unless it

@@ -52,7 +52,8 @@ def residual_rows(ctl, n: int = 4) -> dict | None:
 
 
 def _val(v: float) -> str:
-    return "1" if v >= 0.995 else f"{v:.2f}".lstrip("0")
+    # a rejected guess's p and q are often under 0.01: one more place, or its q > p would read .00 = .00
+    return "1" if v >= 0.995 else f"{v:.3f}".lstrip("0") if 0 < v < 0.01 else f"{v:.2f}".lstrip("0")
 
 
 def draw_residual(ctl, scr) -> None:
