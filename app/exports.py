@@ -18,8 +18,8 @@ import numpy as np
 from PIL import Image
 
 from corpus.atomic import atomic_path, write_bytes_atomic
-from models.trace import medusa_number
 from corpus.errors import InputError
+from models.trace import medusa_number
 from app.lesson import handout
 from app.lesson.quiz import LETTERS
 from app.lesson.tour import CHAPTERS, narration
@@ -93,7 +93,8 @@ def run_log_rows(ctl):
                     "p_over_q": f"{c.ratio:.6g}", "r": f"{c.r:.6g}", "verdict": "accepted" if c.accepted else "rejected",
                     "draft_backed_off": int(nd.backed_off),
                     "target_backed_off": int(tree.target_backed_off[0 if nd.parent < 0 else 1 + nd.parent]),
-                    "head": "" if nd.head is None else medusa_number(nd.head), "node": c.node, "depth": nd.depth, "round": c.round}))
+                    "head": "" if nd.head is None else medusa_number(nd.head), "node": c.node, "depth": nd.depth,
+                    "round": c.round}))
             continue
         for i, g in enumerate(tr.guesses):
             tested = i < tr.tested

@@ -132,8 +132,8 @@ class PartMotion:
                 "lit": lit, "back": back if st.view_back > 0 else 0.0}
 
     def _heads(self, t: float, st: StepTiming, tr):
-        """The heads on the big drum, numbered as Medusa numbers them (1..γ, a tree of heads: 1..depth) and their lamps: bright while a
-        head's guesses are pencilled, dim once it has proposed, dark after the big drum's turn."""
+        """The heads on the big drum, numbered as Medusa numbers them (1..γ, a tree of heads: 1..depth), and their
+        lamps: bright while a head's guesses are pencilled, dim once it has proposed, dark after the big drum's turn."""
         tree = tr.tree
         if tree is not None and kind_of(tree.base).look == HEADS:
             heads = list(range(1, len(tree.widths) + 1))

@@ -57,7 +57,8 @@ def _drafter_json(pair, t) -> dict:
     if t.tree is not None:
         tr = t.tree
         nodes = [{"id": n.id, "parent": n.parent, "token": pair.display(n.token), "depth": n.depth,
-                  "q": float(tr.q_rows[n.q_row][n.token]), "head": None if n.head is None else medusa_number(n.head)} for n in tr.nodes]
+                  "q": float(tr.q_rows[n.q_row][n.token]),
+                  "head": None if n.head is None else medusa_number(n.head)} for n in tr.nodes]
         checks = []
         for c in tr.checks:
             node = tr.nodes[c.node]

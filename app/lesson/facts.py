@@ -439,7 +439,7 @@ def drafter_facts(ctl, f: Facts, put) -> None:
     s, ses = ctl.settings, ctl.session
     run = ses.ensure()
     put("drafter", lambda: ctl.t(f"lab.drafter_{s.drafter}"))
-    put("heads_last", lambda: f"{s.gamma}")                          # heads 1..γ (Medusa's numbering) propose γ guesses
+    put("heads_last", lambda: f"{s.gamma}")          # heads 1..γ (Medusa's numbering) propose γ guesses
     # the tree the settings describe (tree_width children per node, tree_depth deep), drafting or not
     put("tree_nodes", lambda: f"{node_count([s.tree_width] * s.tree_depth)}")
     put("tree_lanes", lambda: f"{(node_count([s.tree_width] * s.tree_depth) + 1) * s.lanes}")

@@ -455,7 +455,7 @@ class TourPanel(Panel):
         page = self.state.page_data()
         if page.facts:
             return page.facts
-        if pairs.is_neural(page.pair):      # a self-drafter's page: its table has the numbers (the pair's are the chain's)
+        if pairs.is_neural(page.pair):      # a self-drafter's page: its table has the numbers (the pair's: the chain's)
             return NEURAL_FACTS if page.params.get("drafter", "chain") == "chain" else ()
         return self.state.current.facts
 
