@@ -211,7 +211,8 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted
         ax.axvline(gamma, color=_hex(pal["reject"]), lw=1.5, zorder=1)
     ax.plot(gammas, formula, "-o", color=_hex(pal["target"]), lw=2, label=t("plot.formula", alpha=f"{alpha:.3f}"))
     ax.bar(gammas, counted, width=0.45, color=_hex(pal["accent"]), alpha=0.85, label=counted_label)
-    ax.plot(gammas, [g + 1 for g in gammas], ":", color=pal["mpl_fg"], lw=1, label=t("plot.max_tokens"))
+    # the ceiling, dashed and as heavy as the formula's line: a dotted hairline vanished on a projector
+    ax.plot(gammas, [g + 1 for g in gammas], "--", color=pal["mpl_fg"], lw=2, label=t("plot.max_tokens"))
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.tokens_per_pass"))
     _title(ax, t("plot.tpp_title"))

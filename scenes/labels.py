@@ -249,6 +249,8 @@ def _leader(fb, point, rect, height, pal, under=()) -> None:
             show |= ~covered
         else:
             show[:] = True
+        # each dot on a dark rim, as the end dot is: a light dot alone vanishes over the paper tape or the table
+        fb.rects_screen(xs[show] - s, ys[show] - s, 2 * s, 2 * s, pal.plate)
         fb.rects_screen(xs[show] - s / 2, ys[show] - s / 2, s, s, pal.label)
     d = 2.6 * s
     fb.rect_screen(point[0] - d / 2 - s / 2, point[1] - d / 2 - s / 2, d + s, d + s, pal.plate)   # a dark rim
@@ -282,7 +284,7 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
         readouts.update({name: shorter[name] for name in failed})
         drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
                              anchors, targets=targets, short=short, renamed=names)
-    _draw_plates(fb, drawn, targets, keep_out, words, height, ec.palette)
+    _draw_plates(fb, drawn, targets, words, height, ec.palette)
     if targets is not None:
         drawn = [d for d in drawn if d[5]]
         if leaders_out is not None:
@@ -321,16 +323,16 @@ def emit_callouts(fb, items, width, height, ec: EmitContext, keep_out=()) -> lis
     return out
 
 
-def _draw_plates(fb, drawn, targets, keep_out, words, height, pal) -> None:
+def _draw_plates(fb, drawn, targets, words, height, pal) -> None:
     """The plates found a spot (all of them without `targets`), each with its leader when it has a target."""
     for name, x0, y0, w, h, ok, lines in drawn:
         if not ok and targets is not None:
             continue
         if targets is not None:
-            # under the words, and under the other parts' readouts (the racks, the meters, the cabinet's face)
+            # under the words only: under the other parts' readout regions too (whole racks, the bridge) a leader
+            # vanished for most of its length and a plate seemed to name nothing (its dots are on dark rims)
             ax, ay = targets[name][0]
-            others = [r for r in keep_out if not (r[0] <= ax <= r[0] + r[2] and r[1] <= ay <= r[1] + r[3])]
-            _leader(fb, (ax, ay), (x0, y0, w, h), height, pal, under=list(words) + others)
+            _leader(fb, (ax, ay), (x0, y0, w, h), height, pal, under=list(words))
         _plate(fb, x0, y0, lines, pal, anchor="left_centred", name=f"plate:{name}")
 
 

@@ -180,7 +180,8 @@ class ReadHead:
         ref = text_ref or height
         comfortable = max(ref / 34.0, 1.3 * min_px)   # the size of the part names: read from the back of the room
         natural = min(spacing / 0.95, comfortable)
-        if natural < max(height / 80.0, 11.0):
+        # (9 px apart: a chip column on leaders still tells them apart; closer, the leaders run together)
+        if natural < max(height / 80.0, 9.0):
             return []                    # lanes too close together on screen to tell apart: a wide view
         if natural >= comfortable:
             spots = []

@@ -184,8 +184,10 @@ class StageLabels:
             if self.focus is None or len(self.focus) > 1:
                 # Beside other parts the drum is small: one line, so the plate does not cover the drum it names.
                 readouts["bigdrum"] = readouts["bigdrum"][:1]
-        if self.focus is not None and "bridge" in self.focus and len(self.focus) <= 3:
-            # The meters' numbers are p/q and r: the exhibit's key ("铜色的柱高 p/q，满格是 1，红线是 r") on the plate.
+        reading = any(m is not None and m.fill > 0 for m in state.meters)
+        if self.focus is not None and "bridge" in self.focus and len(self.focus) <= 3 and reading:
+            # The meters' numbers are p/q and r: the exhibit's key ("铜色的柱高 p/q，满格是 1，红线是 r") on the plate,
+            # while a meter shows a column (empty meters with a key would name what is not there).
             readouts["bridge"] = [(ec.say("柱高 p/q，满格是 1，红线是 r", "column: p/q, full at 1; red line: r"), "sub")]
         names = None
         if kind_of(state.drafter).fed_by_target:
@@ -235,6 +237,15 @@ class StageLabels:
         parts' own words."""
         if f.wide and self.focus is not None and len(self.focus) >= 5:
             keep = ([hud] if hud else []) + [tuple(p[1:]) for p in self.label_plates] + [b[1:] for b in world_boxes]
+            # nor over the bridge's meters or the mill (the pencil cart rides just in front of them)
+            for part in ("bridge", "mill"):
+                box = self.fit.get("boxes", {}).get(part)
+                if box is None:
+                    continue
+                off = np.asarray(f.offsets.get(part, (0.0, 0.0, 0.0)), dtype=np.float64)
+                rect = projected_rect(f.vp, box[0] + off, box[1] + off, f.width, f.height)
+                if rect is not None:
+                    keep.append((rect[0], rect[1], rect[2] - rect[0], rect[3] - rect[1]))
             self.callouts = self.callouts + self._rider_callouts(f, keep)
 
     def _rider_callouts(self, f, keep_out) -> list[tuple]:

@@ -123,10 +123,14 @@ class TestTubes:
         beads = {"steel": [], "copper": [], "red": []}
         lines, rings = [], []
         rng = np.random.default_rng(1000 + rnd)
+        # A lesson asking where the beads will settle keeps its racks empty until it has asked: p's lines only.
+        empty = "tube_counts" in state.extra.get("kept_back", frozenset())
         # Beads drop in from the tube's mouth, below the numbers over it, so they never cover a readout.
         top = TUBE_Y0 + TUBE_H - 0.12
         for rack in (0, 1):
             now, copper, freq = self.counts(rack, rnd)
+            if empty:
+                now, copper = [0] * len(now), [0] * len(copper)
             total = sum(now)
             # The order this round's beads fall in is for show only; where each one lands is the count.
             start = rng.permutation(total) / max(total, 1) * 0.75
@@ -152,8 +156,9 @@ class TestTubes:
                 p = float(r.target_p[self.chars[j]]) if j < N_CHARS else float(1 - r.target_p[self.chars].sum())
                 lines.append(compose(translate(x, count_height(p * r.draws), z),
                                      scale(TUBE_R + 0.012, 0.045, TUBE_R + 0.012)))
-                rings.append(compose(translate(x, count_height(freq[j] * r.draws), z),
-                                     scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
+                if not empty:
+                    rings.append(compose(translate(x, count_height(freq[j] * r.draws), z),
+                                         scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
                 # Character under the tube, cumulative frequency over it.
                 label = display(self.chars[j]) if j < N_CHARS else ("rest" if ec.language == "en" else "其他")
                 size, xl = 0.42, x
@@ -165,13 +170,14 @@ class TestTubes:
                     half = fb.atlas.advance(label) * size / 2
                     xl = x - SPACING * 0.47 + half
                 fb.text(label, (xl, TUBE_Y0 + TUBE_H + 0.66, z), right, READ_UP, size, pal.label, anchor="center")
-                fb.text(freq_text(freq[j]), (x, TUBE_Y0 + TUBE_H + 0.2, z), right, READ_UP, FREQ_SIZE, pal.label,
-                        anchor="center")
+                fb.text("?" if empty else freq_text(freq[j]), (x, TUBE_Y0 + TUBE_H + 0.2, z), right, READ_UP,
+                        FREQ_SIZE, pal.label, anchor="center")
         for kind, mat in (("steel", pal.steel), ("copper", pal.bead_copper), ("red", pal.bead_red)):
             if beads[kind]:
                 fb.add("bead", boxes(np.concatenate(beads[kind]), (BEAD_R, BEAD_R, BEAD_R)), mat)
         fb.add("tube", np.stack(lines), pal.iron.with_color(pal.p_line))
-        fb.add("tube", np.stack(rings), pal.brass)
+        if rings:
+            fb.add("tube", np.stack(rings), pal.brass)
         # Distance of each rack's cumulative counts from p (total variation), and a warning for a wrong rule.
         kept = state.extra.get("kept_back", frozenset())    # a lesson asking first: '?' as its panel says
         for rack, series, fact in ((0, r.tv_left_series, "tv_left"), (1, r.tv_right_series, "tv_right")):

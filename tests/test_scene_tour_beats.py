@@ -373,6 +373,15 @@ def test_chapter_12_names_the_pencil_cart_and_the_typing_head_on_plates(lang):
         assert all(wd in shown for wd in words), shown
         named = {p[0] for p in stage.label_plates}
         assert named == set(tour.narration("12-taken-apart").pages[0].parts), named      # every part named too
+        # the riders' plates cover neither the bridge's meters nor the mill they ride in front of
+        for part in ("bridge", "mill"):
+            lo, hi = stage.fit["boxes"][part]
+            pts = np.array([stage.project(np.array((x, y, z)), w, h) for x in (lo[0], hi[0]) for y in (lo[1], hi[1])
+                            for z in (lo[2], hi[2])])
+            (x0, y0), (x1, y1) = pts.min(0), pts.max(0)
+            for key, (px, py, pw, ph), *_ in stage.callouts:
+                if key in ("pencil", "typing"):
+                    assert px + pw <= x0 or px >= x1 or py + ph <= y0 or py >= y1, (lang, key, part)
     finally:
         ctl.driver.stage.release()
         ctl.close()

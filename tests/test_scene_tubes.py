@@ -120,3 +120,30 @@ def test_the_tubes_view_shows_both_racks_whole_with_a_wrong_rules_warning(size):
     finally:
         sh.release()
         st.release()
+
+
+def test_a_lesson_asking_first_keeps_the_racks_empty(setup):
+    """A page that asks where the beads will settle ('tube_counts' kept back) shows the racks before any bead has
+    fallen: p's black lines, a '?' over each tube and no ring; the counts come back with the answer."""
+    from scenes.tubes import freq_text
+    stage, shooter = setup
+    rnd = 17
+    stage.timeline.seek((rnd + 0.9) * stage.timeline.timing.tube_round)
+    full = shooter.shoot(stage)
+    readouts = {freq_text(f) for rack in (0, 1) for f in stage.tubes.counts(rack, rnd)[2]}
+    laid = {t for t, screen in stage.frame_text if not screen}
+    assert readouts & laid
+    stage.kept_back = frozenset({"tube_counts"})
+    try:
+        empty = shooter.shoot(stage)
+        laid = {t for t, screen in stage.frame_text if not screen}
+        assert not readouts & laid and "?" in laid
+        # no copper or red bead and no brass ring in the racks: far fewer warm pixels (the bases stay brass)
+        def warm_pixels(img):
+            px = img[..., :3].astype(np.float64)
+            return int(((px[..., 0] > 110) & (px[..., 0] - px[..., 2] > 60)).sum())
+        assert warm_pixels(empty) < 0.7 * warm_pixels(full), (warm_pixels(empty), warm_pixels(full))
+    finally:
+        stage.kept_back = frozenset()
+    shooter.shoot(stage)
+    assert readouts & {t for t, screen in stage.frame_text if not screen}

@@ -18,7 +18,7 @@ from app.lesson.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_o
 from corpus.errors import InputError
 from models.tubes import DEFAULT_PREFIX, tv_noise
 from app.figures import KV_CONTEXTS, OVERLAP_CONTEXT, TPP_LONG_TOKENS, drafter_points, overlap_rows, tube_tv_curves
-from models import analytics
+from models import analytics, hardware
 from models.drafter_analytics import count_traces, speedup_model
 from models.drafters import node_count
 from models.measurements import slow_cause
@@ -192,6 +192,10 @@ def facts(ctl) -> Facts:
     put("spec_lanes", lambda: f"{s.lanes * derived.pass_positions(s)}")
     # What a pass costs in big-drum turns: γ turns of the small drum at c each, then one of the big drum.
     put("pass_cost", lambda: f"{s.gamma * s.c + 1:g}")
+    # How long a pass takes, one position of each sequence and γ + 1 of them: the same read, a little more arithmetic
+    put("pass_ms", lambda: f"{derived.roofline(s.device, s.model, s.lanes, s.context).ms_per_step:.2f} ms")
+    put("pass_ms_spec", lambda: f"{derived.roofline(s.device, s.model, s.lanes, s.context, derived.pass_positions(s)).ms_per_step:.2f} ms")  # noqa: E501
+    put("arith_ms_spec", lambda: f"{derived.roofline(s.device, s.model, s.lanes, s.context, derived.pass_positions(s)).arithmetic_ms_per_step:.3f} ms")  # noqa: E501
     put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, derived.pass_positions(s), s.context):.1f}%")
     # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
     put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
@@ -440,6 +444,17 @@ def drafter_facts(ctl, f: Facts, put) -> None:
     run = ses.ensure()
     put("drafter", lambda: ctl.t(f"lab.drafter_{s.drafter}"))
     put("heads_last", lambda: f"{s.gamma}")          # heads 1..γ (Medusa's numbering) propose γ guesses
+
+    def heads_read():
+        """What γ Medusa heads add to a pass on paper: each has its own hidden × vocabulary output layer, read once a
+        pass (models.hardware.Model.medusa_head_params) -> (GB read, the pass's extra time over the target's own)."""
+        m = hardware.get_model(s.model)
+        extra = s.gamma * m.medusa_head_params
+        base = hardware.pass_time(s.device, s.model, s.gamma + 1, s.context)["ms"]
+        more = hardware.pass_time(s.device, s.model, s.gamma + 1, s.context, extra_params=extra, extra_ops=2.0 * extra)
+        return extra * m.bytes_per_param / 1e9, more["ms"] / base - 1
+    put("heads_read_gb", lambda: f"{heads_read()[0]:.1f} GB")
+    put("heads_pass_extra", lambda: f"{100 * heads_read()[1]:.0f}%")
     # the tree the settings describe (tree_width children per node, tree_depth deep), drafting or not
     put("tree_nodes", lambda: f"{node_count([s.tree_width] * s.tree_depth)}")
     put("tree_lanes", lambda: f"{(node_count([s.tree_width] * s.tree_depth) + 1) * s.lanes}")
@@ -459,6 +474,15 @@ def drafter_facts(ctl, f: Facts, put) -> None:
         return
     f["drafters_source"] = fig["source"]
     f["drafters_chars"] = f"{fig['chars']:,}"
+
+    def short_ci():
+        """About how sure a count as short as the drafters' is: the long run's interval widened by the square
+        root of how many times fewer tokens it counts (an interval shrinks as 1/√tokens)."""
+        pf = ctl.long_run()
+        if pf is None or not math.isfinite(pf.alpha_ci95) or not fig["chars"]:
+            return None
+        return f"{pf.alpha_ci95 * math.sqrt(pf.tokens / fig['chars']):.3f}"
+    f.lazy["drafters_alpha_ci"] = short_ci
     for p in fig["points"]:
         k = p["key"]
         f[f"drafter_{k}_tpp"] = f"{p['tokens_per_pass']:.2f}"

@@ -261,15 +261,22 @@ def _controls(raw, where: str) -> tuple[str, ...]:
     return tuple(raw)
 
 
+# What a page may keep back besides fact names: its plot, and the tubes' counts (the racks stand empty, only p's
+# black lines in them, so a question about where the beads will settle is asked before any have fallen).
+KEEP_BACK_PICTURES = ("plot", "tube_counts")
+
+
 def _keep_back(raw, where: str) -> tuple[str, ...]:
-    """Fact names (or "plot") a predict-then-reveal page keeps back until its action has been shown."""
+    """Fact names (or a picture: KEEP_BACK_PICTURES) a predict-then-reveal page keeps back until its action has
+    been shown."""
     if raw is None:
         return ()
-    facts = tuple(n for n in raw if n != "plot") if isinstance(raw, list) else raw
+    facts = tuple(n for n in raw if n not in KEEP_BACK_PICTURES) if isinstance(raw, list) else raw
     if facts:
         _fact_names(list(facts), where)
     if not isinstance(raw, list) or not raw or len(set(raw)) != len(raw):
-        raise InputError(f"{where}: 'keep_back' must be a non-empty list of fact names (or \"plot\"), each once")
+        raise InputError(f"{where}: 'keep_back' must be a non-empty list of fact names (or "
+                         f"{', '.join(KEEP_BACK_PICTURES)}), each once")
     return tuple(raw)
 
 
