@@ -284,12 +284,64 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
         readouts.update({name: shorter[name] for name in failed})
         drawn = _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, readouts, keep_out,
                              anchors, targets=targets, short=short, renamed=names)
+    if targets is not None:
+        drawn = _uncross_leaders(drawn, targets)
     _draw_plates(fb, drawn, targets, words, height, ec.palette)
     if targets is not None:
         drawn = [d for d in drawn if d[5]]
         if leaders_out is not None:
             leaders_out.extend((d[0], d[1:5], targets[d[0]][0], targets[d[0]][1]) for d in drawn)
     return [d[:5] for d in drawn]
+
+
+def _segments_cross(a, b, c, d) -> bool:
+    """Whether the segments a-b and c-d cross (touching ends do not count)."""
+    def turn(p, q, r):
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+    return turn(a, b, c) * turn(a, b, d) < 0 and turn(c, d, a) * turn(c, d, b) < 0
+
+
+def _rects_meet(a, b) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def _slot_for(rect, slot, anchor):
+    """`rect`'s size put in another plate's `slot`: the edge its leader leaves by kept where the slot had it."""
+    x, y, w, h = slot
+    if anchor[0] >= x + w:
+        nx = x + w - rect[2]               # the leader leaves by the right edge: keep it
+    elif anchor[0] <= x:
+        nx = x                             # ... by the left edge
+    else:
+        nx = x + (w - rect[2]) / 2
+    return (nx, y + (h - rect[3]) / 2, rect[2], rect[3])
+
+
+def _uncross_leaders(drawn, targets):
+    """Two plates whose leaders cross read as naming each other's parts: they trade places where, traded, the
+    leaders no longer cross and neither plate meets another plate or another labelled part."""
+    drawn = list(drawn)
+    for i in range(len(drawn)):
+        for j in range(i + 1, len(drawn)):
+            a, b = drawn[i], drawn[j]
+            if not (a[5] and b[5]) or a[0] not in targets or b[0] not in targets:
+                continue
+            pa, pb = targets[a[0]][0], targets[b[0]][0]
+            ra, rb = a[1:5], b[1:5]
+            if not _segments_cross(leader_foot(pa, ra), pa, leader_foot(pb, rb), pb):
+                continue
+            na, nb = _slot_for(ra, rb, pa), _slot_for(rb, ra, pb)
+            if _rects_meet(na, nb) or _segments_cross(leader_foot(pa, na), pa, leader_foot(pb, nb), pb):
+                continue
+            others = [d[1:5] for k, d in enumerate(drawn) if k not in (i, j) and d[5]]
+            parts = {n: (x0, y0, x1 - x0, y1 - y0) for n, (_, (x0, y0, x1, y1)) in targets.items()}
+            if any(_rects_meet(n, o) for n in (na, nb) for o in others) or \
+                    any(_rects_meet(na, r) for n, r in parts.items() if n != a[0]) or \
+                    any(_rects_meet(nb, r) for n, r in parts.items() if n != b[0]):
+                continue
+            drawn[i] = (a[0], *na, *a[5:])
+            drawn[j] = (b[0], *nb, *b[5:])
+    return drawn
 
 
 def emit_callouts(fb, items, width, height, ec: EmitContext, keep_out=()) -> list[tuple]:

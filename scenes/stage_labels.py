@@ -235,7 +235,9 @@ class StageLabels:
     def _lay_rider_callouts(self, f, hud, world_boxes) -> None:
         """A frame of most of the table names the riders too (RIDER_NAMES), clear of the HUD, the plates and the
         parts' own words."""
-        if f.wide and self.focus is not None and len(self.focus) >= 5:
+        # (and a frame of the small drum over the tape: the pencil cart is what writes its guesses there)
+        pencil = self.focus is not None and {"smalldrum", "tape"} <= set(self.focus)
+        if f.wide and self.focus is not None and (len(self.focus) >= 5 or pencil):
             keep = ([hud] if hud else []) + [tuple(p[1:]) for p in self.label_plates] + [b[1:] for b in world_boxes]
             # nor over the bridge's meters or the mill (the pencil cart rides just in front of them)
             for part in ("bridge", "mill"):
@@ -253,7 +255,7 @@ class StageLabels:
         by_name = {p.name: p for p in self.parts}
         items = []
         for name, host, zh, en in self.RIDER_NAMES:
-            if host not in self.focus or name in self.hidden:
+            if host not in self.focus or name in self.hidden or (len(self.focus) < 5 and name != "pencil"):
                 continue
             sub = FrameBuilder(self.atlas)
             sub.offset = np.asarray(f.offsets.get(LIFT_WITH.get(name, name), (0.0, 0.0, 0.0)), dtype=np.float64)

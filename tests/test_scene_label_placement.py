@@ -156,3 +156,26 @@ def test_a_placement_asked_again_is_the_one_computed_and_leader_dots_are_the_rec
         one.rect_screen(float(x), float(y), 3.0, 3.0, (0.9, 0.8, 0.7, 1.0))
     many.rects_screen(xs, ys, 3.0, 3.0, (0.9, 0.8, 0.7, 1.0))
     assert np.allclose(np.concatenate(one.screen_text), np.concatenate(many.screen_text), atol=1e-4)
+
+
+def test_plates_whose_leaders_cross_trade_places():
+    """Two plates whose leaders cross read as naming each other's parts: traded, each leader runs to its own part
+    without crossing the other, and each plate keeps its own words and size."""
+    from scenes.labels import _segments_cross, _uncross_leaders, leader_foot
+    # the upper plate names the lower part, the lower plate the upper part: their leaders cross
+    drawn = [("tape", 100.0, 100.0, 80.0, 20.0, True, ["paper tape"]),
+             ("bridge", 80.0, 130.0, 100.0, 20.0, True, ["bridge of meters"])]
+    targets = {"tape": ((300.0, 160.0), (250.0, 150.0, 350.0, 170.0)),
+               "bridge": ((300.0, 105.0), (260.0, 95.0, 340.0, 115.0))}
+
+    def crossing(d):
+        (_, *ra), (_, *rb) = [(x[0], *x[1:5]) for x in d]
+        pa, pb = targets[d[0][0]][0], targets[d[1][0]][0]
+        return _segments_cross(leader_foot(pa, ra), pa, leader_foot(pb, rb), pb)
+    assert crossing(drawn)
+    out = _uncross_leaders(drawn, targets)
+    assert not crossing(out)
+    assert [(d[0], d[3], d[4], d[6]) for d in out] == [(d[0], d[3], d[4], d[6]) for d in drawn]
+    # where trading would put a plate over another labelled part, they stay as they were
+    targets["wall"] = ((0.0, 0.0), (60.0, 95.0, 190.0, 125.0))
+    assert _uncross_leaders(drawn, targets) == drawn

@@ -160,6 +160,8 @@ def facts(ctl) -> Facts:
         put("ms_per_token", lambda: f"{roof.ms_per_token:.2f} ms")
         put("tokens_per_s", lambda: f"{roof.tokens_per_s:,.0f}")
         put("busy", lambda: f"{100 * roof.arithmetic_busy:.1f}%")
+        # Lookahead decoding's ~120× the operations a pass (its authors' 7B setting) on this mill, on paper
+        put("busy_x120", lambda: f"{100 * 120 * roof.arithmetic_busy:.0f}%")
         # one lane's share, finer: nine lanes' 3.0 % is 9 × 0.34 %, not 9 × the rounded 0.3 %
         put("busy_per_lane", lambda: f"{100 * roof.arithmetic_busy / max(s.lanes, 1):.2f}%")
         put("lanes_to_saturate", lambda: f"{roof.lanes_to_saturate:.0f}")
@@ -491,6 +493,8 @@ def drafter_facts(ctl, f: Facts, put) -> None:
         f[f"drafter_{k}_speedup"] = f"{p['speedup_model']:.2f}×"
         f[f"drafter_{k}_alpha"] = f"{p['alpha']:.3f}"
         f[f"drafter_{k}_alpha_pct"] = f"{100 * p['alpha']:.0f}%"
+        if k == "chain":        # what the formula gives at this shorter count's α, beside what it counted
+            f["drafter_chain_tpp_formula"] = f"{analytics.tokens_per_pass_formula(p['alpha'], s.gamma):.2f}"
 
 
 def fill(text: str, f: Facts) -> str:
