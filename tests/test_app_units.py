@@ -159,8 +159,8 @@ def _controller(**settings):
 
 def test_alpha_chapter_draws_the_overlap_before_the_long_run():
     """Chapter 7 draws α as a picture before it gives the long run's number: p and q after 慢慢 (the running
-    example), their overlap shaded, and the shading adds up to Σ min(p, q) of the models' own rows; the page says
-    that sum. The long-run α comes on a later page."""
+    example), their overlap shaded, and the shading adds up to Σ min(p, q) of the models' own rows; the page (or its
+    reveal) says that sum. The long-run α comes on a later page."""
     import numpy as np
 
     from app import figures, plots
@@ -175,7 +175,10 @@ def test_alpha_chapter_draws_the_overlap_before_the_long_run():
     pages = narration("07-alpha").pages
     first_overlap = next(k for k, pg in enumerate(pages) if pg.plot == "overlap")
     first_alpha = next(k for k, pg in enumerate(pages) if "{alpha}" in pg["en"])
-    assert first_overlap < first_alpha and f["overlap"] in fill(pages[first_overlap]["en"], f)
+    # the sum is said on the page, or in its reveal (the page asks first)
+    page = pages[first_overlap]
+    said = fill(page["en"], f) + (fill(page.action.text["en"], f) if page.action is not None else "")
+    assert first_overlap < first_alpha and f["overlap"] in said
     labels, pp, qq, rest, tot = figures.overlap_rows(pair, "慢慢")
     assert tot == pytest.approx(total) and np.minimum(pp, qq).sum() + rest == pytest.approx(total)
     fig = figures.make(ctl, "overlap", (640, 400), 16)
