@@ -421,3 +421,20 @@ def test_the_residual_picture_adds_up():
         assert total == pytest.approx(1.0, abs=1e-9), col
     by_id = {r[4]: r for r in data["rows"]}
     assert by_id[data["guess_id"]][3] == 0.0 and by_id[data["token_id"]][3] > 0
+
+
+def test_no_panel_gives_a_later_question_s_answer_away():
+    """A question's answer (the numbers it keeps back) is not in the panel of a page before it, unless that page
+    keeps it back too: a page without facts of its own shows the chapter's panel, which may hold the answer."""
+    from app.lesson.tour import CHAPTERS, KEEP_BACK_PICTURES, narration
+    for ch in CHAPTERS:
+        pages = narration(ch.slug).pages
+        for k, page in enumerate(pages):
+            if not page.ask:
+                continue
+            answer = set(page.keep_back) - set(KEEP_BACK_PICTURES)
+            for j in range(k):
+                if pages[j].params != page.params:      # other settings: other numbers under the same names
+                    continue
+                shown = set(pages[j].facts or ch.facts) - set(pages[j].keep_back)
+                assert not shown & answer, (ch.slug, j, k, shown & answer)
