@@ -472,7 +472,7 @@ def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamm
             if ec.language in ("en", "both"):
                 lines.append((le, small, pal.label_sub))
     elif step >= 0:
-        # "第 1/12 步" alone read as chapter 1 of 12 (and "这段第" as a page's): the count says it counts the run's passes.
+        # "第 1/12 步" alone read as chapter 1 of 12 (and "这段第" as a page's): it counts the run's passes.
         step_words = ec.say(f"运行第 {step + 1}/{n_steps} 步", f"pass {step + 1}/{n_steps}")
         n = lanes_true
         lanes = ec.say(f"亮 {n} 条路", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
