@@ -321,6 +321,7 @@ def _uncross_leaders(drawn, targets):
     """Two plates whose leaders cross read as naming each other's parts: they trade places where, traded, the
     leaders no longer cross and neither plate meets another plate or another labelled part."""
     drawn = list(drawn)
+    parts = {name: (x0, y0, x1 - x0, y1 - y0) for name, (_, (x0, y0, x1, y1)) in targets.items()}
     for i in range(len(drawn)):
         for j in range(i + 1, len(drawn)):
             a, b = drawn[i], drawn[j]
@@ -334,10 +335,9 @@ def _uncross_leaders(drawn, targets):
             if _rects_meet(na, nb) or _segments_cross(leader_foot(pa, na), pa, leader_foot(pb, nb), pb):
                 continue
             others = [d[1:5] for k, d in enumerate(drawn) if k not in (i, j) and d[5]]
-            parts = {n: (x0, y0, x1 - x0, y1 - y0) for n, (_, (x0, y0, x1, y1)) in targets.items()}
-            if any(_rects_meet(n, o) for n in (na, nb) for o in others) or \
-                    any(_rects_meet(na, r) for n, r in parts.items() if n != a[0]) or \
-                    any(_rects_meet(nb, r) for n, r in parts.items() if n != b[0]):
+            if any(_rects_meet(rect, o) for rect in (na, nb) for o in others) or \
+                    any(_rects_meet(rect, box) for own, rect in ((a[0], na), (b[0], nb))
+                        for name, box in parts.items() if name != own):
                 continue
             drawn[i] = (a[0], *na, *a[5:])
             drawn[j] = (b[0], *nb, *b[5:])
