@@ -123,6 +123,16 @@ def tokens_per_pass_long(pair, settings, tokens: int) -> list[float]:
             for g in GAMMAS]
 
 
+SHORT_COUNTS = 12                   # how many short counts chapter 7 lays beside the long run
+
+
+def short_alphas(pair, settings, tokens: int, n: int = SHORT_COUNTS) -> list[float]:
+    """α counted on `n` seeded runs (seeds 0 .. n-1) of `tokens` tokens each at the settings' γ: how far a count that
+    short wanders (each cached per table by models.analytics.pair_facts: about 0.08 s each on the n-gram pair)."""
+    return [float(analytics.pair_facts(pair, settings.gamma, settings, chars=int(tokens), seed=k).alpha)
+            for k in range(int(n))]
+
+
 def pass_positions(s) -> int:
     """Positions one speculative pass computes per sequence at the settings: γ + 1, a tree's nodes + 1 (lookup: at
     most γ + 1, when it copies γ)."""

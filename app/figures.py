@@ -14,8 +14,9 @@ from models.drafters import FEATURES
 
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # Pictures a tour page draws for its own sentence (app.lesson.tour.Page.plot), beside the chapters' plots: the weights
-# alone before the KV cache is explained, Pope's crossover of the two reads, and Σ min(p, q) as an overlap.
-PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap")
+# alone before the KV cache is explained, Pope's crossover of the two reads, Σ min(p, q) as an overlap, short counts of
+# α beside the long run, and α at each place in a pass.
+PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap", "alpha_counts", "alpha_depth")
 OVERLAP_CONTEXT = DEFAULT_PREFIX      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
 KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one and a short one
 
@@ -39,6 +40,8 @@ PLOT_INPUTS = {
     "roofline_weights": ("device", "model", "lanes"),
     "kv_bytes": ("device", "model", "context", "lanes"),
     "overlap": ("pair", "tokens"),
+    "alpha_counts": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
+    "alpha_depth": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     # the tubes are run on the pair with its drafter, not part of the run
     "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }
@@ -127,6 +130,17 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
     if name == "overlap":
         labels, p, q, rest, total = overlap_rows(pair, OVERLAP_CONTEXT)
         return plots.overlap_plot(t, pal, labels, p, q, rest, total, OVERLAP_CONTEXT, **look)
+    if name == "alpha_counts":
+        if ctl.session.neural:
+            raise InputError("short counts of α are laid out on a counted pair: a network's take minutes each")
+        pf = ctl.long_run(wait=True)
+        short = derived.short_alphas(pair, ctl.session.sampler_settings(), TPP_LONG_TOKENS)
+        return plots.alpha_counts_plot(t, pal, short, TPP_LONG_TOKENS, pf.alpha, pf.alpha_ci95, pf.tokens, **look)
+    if name == "alpha_depth":
+        pf = ctl.long_run(wait=True)
+        if not pf.alpha_by_depth:
+            raise InputError("this pair's long run was not counted place by place in its passes")
+        return plots.alpha_depth_plot(t, pal, pf.alpha_by_depth, pf.alpha, **look)
     if name == "tubes":
         res = ctl.tube_worker.get()
         tv_l, tv_r = tube_tv_curves(res)
@@ -179,7 +193,8 @@ def long_alpha(ctl) -> float:
 
 
 TPP_LONG_TOKENS = 20_000            # tokens written at each γ for the counted bars (0.05 s each on the n-gram pair)
-LONG_RUN_PLOTS = ("speedup", "tpp")     # plots drawn at the long run's α (the panel waits for it to land)
+# plots drawn from the long run (the panel waits for it to land)
+LONG_RUN_PLOTS = ("speedup", "tpp", "alpha_counts", "alpha_depth")
 
 
 def tube_tv_curves(res) -> tuple[np.ndarray, np.ndarray]:

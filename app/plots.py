@@ -5,6 +5,7 @@ current strings and palette; figure_rgba() turns it into a texture, save_figure(
 """
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -216,6 +217,15 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.tokens_per_pass"))
     _title(ax, t("plot.tpp_title"))
+    if gamma in gammas:       # the gap is a few pixels at this scale: the two figures at the marked γ, in words
+        i = list(gammas).index(gamma)
+        box = dict(boxstyle="round,pad=0.2", facecolor=pal["mpl_bg"], edgecolor="none", alpha=0.85)
+        ax.annotate(t("plot.tpp_at_formula", value=f"{formula[i]:.2f}"), (gamma, formula[i]), xytext=(8, text_px),
+                    textcoords="offset points", color=_hex(pal["target"]), fontsize=_small(fig), va="bottom",
+                    bbox=box, zorder=5)
+        ax.annotate(t("plot.tpp_at_counted", value=f"{counted[i]:.2f}"), (gamma, counted[i]), xytext=(8, -text_px),
+                    textcoords="offset points", color=_hex(pal["accent"]), fontsize=_small(fig), va="top",
+                    bbox=box, zorder=5)
     # under the axes (inside, it hid the γ + 1 ceiling's upper half); inside where the figure is too short
     handles = ax.get_legend_handles_labels()[0]
     if not _legend_below(fig, pal, handles):
@@ -422,6 +432,63 @@ def overlap_plot(t, pal, labels, p, q, rest: float, total: float, context: str, 
     _tight(fig)
     return fig
 
+
+def alpha_counts_plot(t, pal, short: list[float], short_tokens: int, long_alpha: float, long_ci: float,
+                      long_tokens: int, size_px=(640, 400), text_px: float = 16.0):
+    """How sure a count is, as a picture: α from each of several short seeded runs, one dot each (stacked where their
+    third decimals agree), above the long run's α with its 95 % interval."""
+    fig, ax = _figure(pal, size_px, text_px)
+    acc, tgt = _hex(pal["accent"]), _hex(pal["target"])
+    xs = [round(a, 3) for a in short]
+    seen: dict = {}
+    for x in xs:                       # a dot histogram: equal third decimals stack upwards
+        k = seen.get(x, 0)
+        seen[x] = k + 1
+        ax.plot([x], [1.0 + 0.16 * k], "o", color=acc, ms=max(7.0, text_px * 0.55), zorder=3)
+    if math.isfinite(long_ci):
+        ax.errorbar([long_alpha], [0.0], xerr=[[long_ci], [long_ci]], fmt="o", color=tgt, ms=max(8.0, text_px * 0.6),
+                    lw=3, capsize=text_px * 0.5, capthick=3, zorder=3)
+    else:
+        ax.plot([long_alpha], [0.0], "o", color=tgt, ms=max(8.0, text_px * 0.6), zorder=3)
+    lo = min(xs + [long_alpha - (long_ci if math.isfinite(long_ci) else 0.0)])
+    hi = max(xs + [long_alpha + (long_ci if math.isfinite(long_ci) else 0.0)])
+    pad = max(0.002, 0.15 * (hi - lo))
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_ylim(-0.6, 1.0 + 0.16 * max(seen.values()) + 0.5)
+    ax.set_yticks([0.0, 1.0])
+    ax.set_yticklabels([t("plot.counts_long", tokens=f"{long_tokens:,}"),
+                        t("plot.counts_short", n=len(short), tokens=f"{short_tokens:,}")])
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.3f}"))
+    ax.locator_params(axis="x", nbins=5)
+    ax.grid(False, axis="y")
+    ax.set_xlabel(t("plot.counts_alpha"))
+    _title(ax, t("plot.counts_title"))
+    _tight(fig)
+    return fig
+
+
+def alpha_depth_plot(t, pal, rates: list[float], alpha: float, size_px=(640, 400), text_px: float = 16.0):
+    """The share of guesses kept at each place in a pass (of those reached), against α over all of them: the
+    first guess of a pass follows a token the target wrote itself, and is the hardest."""
+    fig, ax = _figure(pal, size_px, text_px)
+    x = np.arange(1, len(rates) + 1)
+    bars = ax.bar(x, rates, width=0.6, color=_hex(pal["accent"]), alpha=0.9, zorder=2)
+    ax.axhline(alpha, color=_hex(pal["target"]), lw=2.5, ls="--", zorder=3)
+    # each bar's share inside its top (above it, the first one's sat on the α line); the line named at its right
+    # end, where no bar stands (a legend covered the bars' tops)
+    for b, r in zip(bars, rates):
+        ax.annotate(f"{r:.3f}", (b.get_x() + b.get_width() / 2, r), xytext=(0, -4), textcoords="offset points",
+                    ha="center", va="top", color=pal["mpl_bg"], fontsize=_small(fig), zorder=4)
+    ax.set_xlim(0.4, len(rates) + 2.0)
+    ax.annotate(t("plot.depth_alpha", alpha=f"{alpha:.3f}"), (len(rates) + 0.45, alpha), va="center", ha="left",
+                color=_hex(pal["target"]), fontsize=_small(fig))
+    ax.set_xticks(x)
+    ax.set_ylim(0, 1.0)
+    ax.set_xlabel(t("plot.depth_x"))
+    ax.set_ylabel(t("plot.depth_y"))
+    _title(ax, t("plot.depth_title"))
+    _tight(fig)
+    return fig
 
 def tubes_plot(t, pal, draws, tv_left, tv_right, rule_label: str, size_px=(640, 400), text_px: float = 16.0):
     fig, ax = _figure(pal, size_px, text_px)

@@ -166,13 +166,18 @@ def alpha_generated(pair, settings=None, chars: int = 200_000, chains: int = 64,
         sampler = SpeculativeSampler(pair, s)
         sampler.reset(start)
         acc = tested = passes = 0
+        tested_at, acc_at = np.zeros(s.gamma, dtype=np.int64), np.zeros(s.gamma, dtype=np.int64)
         while len(sampler.written) < chars:
             v = sampler.tally_step()
             acc += v.n_accepted
             tested += v.tested
             passes += 1
+            tested_at[:v.tested] += 1
+            acc_at[:v.n_accepted] += 1
         return GeneratedRun(alpha=acc / tested, alpha_expected=float("nan"), tokens=len(sampler.written),
-                            passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="sampler")
+                            passes=passes, accepted=acc, tested=tested, gamma=s.gamma, seed=s.seed, method="sampler",
+                            tested_by_depth=tuple(int(x) for x in tested_at),
+                            accepted_by_depth=tuple(int(x) for x in acc_at))
     return _alpha_generated_vectorised(pair, s, chars, chains, start)
 
 
@@ -189,6 +194,7 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
     acc_each = np.zeros(M, dtype=np.int64)          # each text's own counts: α's interval over independent texts
     tested_each = np.zeros(M, dtype=np.int64)
     beta_sum = 0.0
+    tested_at, acc_at = np.zeros(gamma, dtype=np.int64), np.zeros(gamma, dtype=np.int64)
     steps = -(-chars // M)
 
     def draw_q(bb, u1, u2):
@@ -242,6 +248,8 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         acc += int(passed.sum())
         acc_each += passed
         tested_each += is_test
+        tested_at += np.bincount(pos[is_test], minlength=gamma)[:gamma]
+        acc_at += np.bincount(pos[passed], minlength=gamma)[:gamma]
         beta_sum += float(beta[is_test].sum())
         in_pass += 1
         ends = failed | ~is_test
@@ -252,7 +260,8 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         a, b = b, tok
     return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=tokens_done, passes=passes,
                         accepted=acc, tested=tested, gamma=gamma, seed=s.seed, method="vectorised",
-                        backed_off=backed, alpha_ci95=ratio_ci95(acc_each, tested_each), chains=M)
+                        backed_off=backed, alpha_ci95=ratio_ci95(acc_each, tested_each), chains=M,
+                        tested_by_depth=tuple(int(x) for x in tested_at), accepted_by_depth=tuple(int(x) for x in acc_at))
 
 
 def ratio_ci95(hits: np.ndarray, trials: np.ndarray) -> float:
@@ -308,6 +317,14 @@ class PairFacts:
     alpha_ci95: float = float("nan")   # half-width of α's 95 % interval: over the run's independent texts (a
                                        # vectorised run), over the shipped long run's seeded runs; NaN: not known
     runs: int = 1                # independent texts or seeded runs pooled
+    tested_by_depth: tuple = ()  # guesses tested / accepted at each place in a pass (empty: not counted)
+    accepted_by_depth: tuple = ()
+
+    @property
+    def alpha_by_depth(self) -> list[float]:
+        """The share of guesses kept at each place in a pass, of those reached: 1 + Σ_k Π_(j≤k) of them is the
+        tokens per pass counted (every pass tests its first guess; the k-th is reached when k − 1 were kept)."""
+        return [a / t for a, t in zip(self.accepted_by_depth, self.tested_by_depth) if t]
 
     @property
     def backed_off_share(self) -> float:
@@ -371,7 +388,8 @@ def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, se
                     top_p=s.top_p, alpha=run.alpha, alpha_expected=run.alpha_expected, accepted=run.accepted,
                     tested=run.tested, tokens=run.tokens, passes=run.passes,
                     tokens_per_pass_counted=run.tokens_per_pass, alpha_corpus=a_corpus, method=run.method,
-                    backed_off=run.backed_off, alpha_ci95=run.alpha_ci95, runs=run.chains)
+                    backed_off=run.backed_off, alpha_ci95=run.alpha_ci95, runs=run.chains,
+                    tested_by_depth=run.tested_by_depth, accepted_by_depth=run.accepted_by_depth)
     with _PAIR_FACTS_LOCK:
         if len(_PAIR_FACTS) >= _PAIR_FACTS_MAX:
             _PAIR_FACTS.pop(next(iter(_PAIR_FACTS)))

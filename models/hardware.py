@@ -194,6 +194,13 @@ def get_model(model) -> LlamaShape:
     return MODELS[model]
 
 
+def busy_text(share: float) -> str:
+    """A busy share as the table and the panels print it: one decimal of a percent, two under 1 % (one token a pass
+    keeps an H100 0.34 % busy: "0.3 %" lost the figure a class multiplies, 120 × 0.34 % ≈ 41 %)."""
+    pct = 100.0 * share
+    return f"{pct:.2f}%" if pct < 1.0 else f"{pct:.1f}%"
+
+
 def busy_fraction(device, model, lanes: int) -> float:
     """Share of time the arithmetic units work when `lanes` tokens are computed per weight read (weights only)."""
     d, m = get_device(device), get_model(model)

@@ -154,6 +154,10 @@ class GeneratedRun:
     # own text: the ratio estimator's spread over them); NaN where the run is one text
     alpha_ci95: float = float("nan")
     chains: int = 1
+    # guesses tested and accepted at each place in a pass (1st guess, 2nd, ...): a pass's first guess follows a
+    # replaced or bonus token, its later ones follow accepted guesses, and they are not equally easy
+    tested_by_depth: tuple = ()
+    accepted_by_depth: tuple = ()
 
     @property
     def tokens_per_pass(self) -> float:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from models.hardware import busy_text
 from scenes.geometry import box_matrix, compose, rot_z, scale, translate
 from scenes.layout import MILL_CENTRE, EmitContext
 
@@ -87,10 +88,13 @@ def busy_words(state) -> tuple[str, str]:
     """(zh, en) of the arithmetic busy fraction of the current pass (from the hardware model); '?' while the
     lesson keeps it back (Stage.kept_back)."""
     busy = state.extra["pass_busy"] if "pass_busy" in state.extra else state.mill_busy
-    # One decimal, as the app's facts panel prints roofline().arithmetic_busy.
+    # As the app's facts panel prints it (models.hardware.busy_text).
     kept = {"busy", "busy_spec"} & state.extra.get("kept_back", frozenset())
-    txt = "?" if kept else f"{busy * 100:.1f}%"
-    return "算术忙 " + txt, "busy " + txt
+    txt = "?" if kept else busy_text(busy)
+    if state.extra.get("target_only", True) or state.step < 0:
+        return "算术忙 " + txt, "busy " + txt
+    # A speculative pass's figure is its check's: said so, or beside "the draft guesses" it read as the draft's
+    return "核对时算术忙 " + txt, "busy checking " + txt
 
 
 def gear_angle(mill_angle: float, index: int) -> float:

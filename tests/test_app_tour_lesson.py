@@ -257,7 +257,7 @@ def test_chapter_2s_plot_agrees_with_its_sentence():
 def test_the_one_lane_state_comes_before_the_nine():
     """Ch. 11 draws the exhibit's "只亮一条路时它几乎不动": one lane lit first (one counter turns, the mill at one
     lane's share), then nine (nine counters, nine times the share), in turn on the cut-away."""
-    from models.hardware import pass_busy
+    from models.hardware import busy_text, pass_busy
     from app.lesson.tour import narration
     pages = narration("11-inside-read-head").pages
     lanes = []
@@ -268,7 +268,7 @@ def test_the_one_lane_state_comes_before_the_nine():
         lanes.append(s.lanes)
         assert page.view == "cutaway" and page.action is not None and page.action.do == "play"
         assert tr.lanes_lit == 1 and tr.extra.get("sampler") == "target"      # one token per sequence per turn
-        assert ctl.facts()["busy"] == f"{100 * pass_busy(s.device, s.model, s.lanes, 1, s.context):.1f}%"
+        assert ctl.facts()["busy"] == busy_text(pass_busy(s.device, s.model, s.lanes, 1, s.context))
     assert lanes == [1, 9]
     assert "一条路" in pages[0]["zh"] and "暗的计数轮不动" in pages[0]["zh"]
 

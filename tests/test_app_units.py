@@ -190,6 +190,75 @@ def test_alpha_chapter_draws_the_overlap_before_the_long_run():
     assert not any("{backed_off_pct}" in pg["en"] or "{alpha_t0}" in pg["en"] for pg in pages)
 
 
+def test_alpha_chapter_draws_short_counts_and_the_first_guess_apart():
+    """Chapter 7's later pictures: the short counts it names are the dots it draws, beside the long run; the gap
+    between the formula and the count is drawn place by place in a pass, and the page names the first guess's share,
+    the bar the plot draws first."""
+    from app import derived, figures, plots
+    from app.lesson.facts import facts, fill
+    ctl = _controller(mode="lab")
+    f = facts(ctl)
+    pages = narration("07-alpha").pages
+    counts = next(pg for pg in pages if pg.plot == "alpha_counts")
+    depth = next(pg for pg in pages if pg.plot == "alpha_depth")
+    shorts = derived.short_alphas(ctl.session.pair(), ctl.session.sampler_settings(), figures.TPP_LONG_TOKENS)
+    assert len(shorts) == derived.SHORT_COUNTS and len(set(shorts)) > 1          # seeded apart: they wander
+    said = fill(counts["en"], f)
+    assert f"{min(shorts):.3f}" in said and f"{max(shorts):.3f}" in said and f["alpha"] in said
+    fig = figures.make(ctl, "alpha_counts", (640, 400), 16)
+    plots.figure_rgba(fig)
+    dots = [(ln.get_xdata()[0], ln.get_ydata()[0]) for ln in fig.axes[0].lines if len(ln.get_xdata()) == 1]
+    plots.close(fig)
+    assert sorted(round(x, 3) for x, y in dots if y >= 1) == sorted(round(a, 3) for a in shorts)     # the upper row
+    long_alpha = round(ctl.long_run(wait=True).alpha, 3)
+    assert any(round(x, 3) == long_alpha and y == 0 for x, y in dots)                          # the long run below
+    pf = ctl.long_run(wait=True)
+    rates = pf.alpha_by_depth
+    assert len(rates) == pf.gamma and rates[0] < min(rates[1:])
+    # 1 + Σ_k Π_(j≤k) rate_j is the tokens a pass counted (the last passes of the run's texts left unfinished)
+    assert 1 + sum(np.prod(rates[:k + 1]) for k in range(len(rates))) == pytest.approx(pf.tokens_per_pass_counted,
+                                                                                      abs=0.01)
+    reveal = fill(depth.action.text["en"], f)
+    assert f"{rates[0]:.3f}" in reveal and "plot" in depth.keep_back
+    fig = figures.make(ctl, "alpha_depth", (640, 400), 16)
+    plots.figure_rgba(fig)
+    heights = [r.get_height() for r in fig.axes[0].patches]
+    plots.close(fig)
+    assert heights == pytest.approx(rates)
+
+
+def test_busy_under_one_percent_keeps_two_decimals_on_the_mill_and_the_panel():
+    """One token a pass keeps an H100 0.34 % busy: the panel and the mill print 0.34 % (a page multiplies it by
+    120), 1.7 % with one decimal; a speculative pass's figure on the mill says it is the check's."""
+    from types import SimpleNamespace
+
+    from models.hardware import busy_text
+    from scenes.mill import busy_words
+    assert busy_text(0.0034) == "0.34%" and busy_text(0.0172) == "1.7%" and busy_text(0.217) == "21.7%"
+    alone = SimpleNamespace(extra={"pass_busy": 0.0034, "target_only": True}, mill_busy=0.0034, step=0)
+    checking = SimpleNamespace(extra={"pass_busy": 0.0172, "target_only": False}, mill_busy=0.0172, step=0)
+    assert busy_words(alone) == ("算术忙 0.34%", "busy 0.34%")
+    assert busy_words(checking)[0] == "核对时算术忙 1.7%" and busy_words(checking)[1].endswith(" 1.7%")
+
+
+def test_the_measured_drafters_table_shows_only_the_drafters_met():
+    """The side-by-side table on a self-drafter's page keeps to the drafters the lesson has introduced: on the heads'
+    page no EAGLE row (the EAGLE page asks about it), and no word about trees without a tree's row."""
+    from app.i18n import Strings
+    from app.lesson import measured
+    entry = measured.shipped_pair_measurement()
+    if entry is None:
+        pytest.skip("no shipped measurement of the neural pair")
+    t = Strings("en")
+    everything = measured.side_by_side_view(entry["data"], t)
+    heads = measured.side_by_side_view(entry["data"], t, {"chain", "heads"})
+    later = measured.side_by_side_view(entry["data"], t, {"chain", "heads", "tree", "eagle"})
+    names = lambda v: [r[0] for r in v["rows"]]  # noqa: E731
+    assert len(names(heads)) == 2 and not heads["trees"]
+    assert not any("EAGLE" in n for n in names(heads)) and any("EAGLE" in n for n in names(later))
+    assert later["trees"] and len(names(everything)) > len(names(later))      # lookup not met in the lesson
+
+
 def test_extra_arithmetic_fact_is_the_extra_not_the_ratio():
     """extra_arithmetic is a ratio to the target alone (2.0 = 100% more): the fact shows the extra, at the pair's
     long-run α (not the short run's)."""

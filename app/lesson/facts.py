@@ -159,7 +159,7 @@ def facts(ctl) -> Facts:
         put("bytes_per_step", lambda: f"{roof.bytes_per_step / 1e9:.2f} GB")
         put("ms_per_token", lambda: f"{roof.ms_per_token:.2f} ms")
         put("tokens_per_s", lambda: f"{roof.tokens_per_s:,.0f}")
-        put("busy", lambda: f"{100 * roof.arithmetic_busy:.1f}%")
+        put("busy", lambda: hardware.busy_text(roof.arithmetic_busy))
         # Lookahead decoding's ~120× the operations a pass (its authors' 7B setting) on this mill, on paper
         put("busy_x120", lambda: f"{100 * 120 * roof.arithmetic_busy:.0f}%")
         # one lane's share, finer: nine lanes' 3.0 % is 9 × 0.34 %, not 9 × the rounded 0.3 %
@@ -186,7 +186,7 @@ def facts(ctl) -> Facts:
     # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
     weights_only = lambda lanes=s.lanes: derived.roofline(s.device, s.model, lanes, 0)  # noqa: E731
     put("tps_weights", lambda: f"{weights_only().tokens_per_s:,.0f}")
-    put("busy_weights", lambda: f"{100 * weights_only().arithmetic_busy:.1f}%")
+    put("busy_weights", lambda: hardware.busy_text(weights_only().arithmetic_busy))
     gain = lambda: weights_only().tokens_per_s / weights_only(1).tokens_per_s  # noqa: E731
     put("batch_gain", lambda: f"{gain():.0f} 倍" if s.language == "zh" else f"{gain():.0f}×")
     # A speculative pass computes γ + 1 positions of each sequence at once (a tree: its nodes + 1); they read its KV
@@ -199,7 +199,7 @@ def facts(ctl) -> Facts:
     put("pass_ms", lambda: f"{derived.roofline(s.device, s.model, s.lanes, s.context).ms_per_step:.2f} ms")
     put("pass_ms_spec", lambda: f"{checking().ms_per_step:.2f} ms")
     put("arith_ms_spec", lambda: f"{checking().arithmetic_ms_per_step:.3f} ms")
-    put("busy_spec", lambda: f"{100 * derived.pass_busy(s.device, s.model, s.lanes, derived.pass_positions(s), s.context):.1f}%")
+    put("busy_spec", lambda: hardware.busy_text(derived.pass_busy(s.device, s.model, s.lanes, derived.pass_positions(s), s.context)))
     # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
     put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
     put("lev_faster", lambda: f"{100 * (analytics.speedup(0.6, 2, 0.0) - 1):.0f}%")
@@ -234,6 +234,27 @@ def facts(ctl) -> Facts:
     f.lazy["tpp_formula"] = long(lambda pf: f"{pf.tokens_per_pass_formula:.2f}")
     f.lazy["tpp_counted"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
     f.lazy["tpp_plot_tokens"] = lambda: f"{TPP_LONG_TOKENS:,}"      # the plot's bars: a shorter run at every γ
+    # The plot's bar at the γ in force (its own count, not the long run's) and short counts beside the long run
+    # (chapter 7's picture of how sure a count is): counted pairs only, a network's cannot count so much while a
+    # class waits.
+    def counted(fn):
+        return lambda: None if ctl.session.neural else fn(ctl.session.pair(), ctl.session.sampler_settings())
+
+    def bar_now(pair, settings):
+        if s.gamma not in derived.GAMMAS:
+            return None
+        return f"{derived.tokens_per_pass_long(pair, settings, TPP_LONG_TOKENS)[derived.GAMMAS.index(s.gamma)]:.2f}"
+    f.lazy["tpp_bar"] = counted(bar_now)
+    f.lazy["short_counts"] = lambda: f"{derived.SHORT_COUNTS}"
+    f.lazy["short_alpha_lo"] = counted(lambda pair, st: f"{min(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
+    f.lazy["short_alpha_hi"] = counted(lambda pair, st: f"{max(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
+
+    # α place by place in a pass: the first guess (after a token the target wrote itself) and the later ones pooled
+    def by_depth(fmt):
+        return long(lambda pf: fmt(pf) if pf.alpha_by_depth else None)
+    f.lazy["alpha_first"] = by_depth(lambda pf: f"{pf.alpha_by_depth[0]:.3f}")
+    f.lazy["alpha_later"] = by_depth(lambda pf: f"{sum(pf.accepted_by_depth[1:]) / sum(pf.tested_by_depth[1:]):.3f}"
+                                     if sum(pf.tested_by_depth[1:]) else None)
     f.lazy["best_gamma"] = long(lambda pf: f"{pf.best(s.c)[0]}")
     f.lazy["best_speedup"] = long(lambda pf: f"{pf.best(s.c)[1]:.2f}×")
     f.lazy["speedup_now"] = long(lambda pf: f"{pf.speedup(s.c):.2f}×")

@@ -19,7 +19,7 @@ from app.lesson import quiz
 from app.i18n import Strings
 from app.lesson.measured import fmt_threads, shipped_pair_measurement
 from app.lesson.tour import CHAPTERS, chapter_index
-from models import analytics
+from models import analytics, hardware
 
 A4_PX = (1240, 1754)         # 210 x 297 mm at 150 dpi
 DPI = 150
@@ -55,8 +55,8 @@ def facts(snap) -> dict:
             "tpp": f"{float(analytics.tokens_per_pass_formula(alpha, g)):.2f}",
             "best": best, "best_speedup": f"{best_sp:.2f}×", "device": r1.device_label, "model": r1.model_label,
             "gb": f"{r1.weight_bytes / 1e9:.2f}", "ms": f"{r1.ms_per_token:.2f}",
-            "tps1": f"{r1.tokens_per_s:,.0f}", "busy1": f"{100 * r1.arithmetic_busy:.1f}%",
-            "tps64": f"{r64.tokens_per_s:,.0f}", "busy64": f"{100 * r64.arithmetic_busy:.1f}%",
+            "tps1": f"{r1.tokens_per_s:,.0f}", "busy1": hardware.busy_text(r1.arithmetic_busy),
+            "tps64": f"{r64.tokens_per_s:,.0f}", "busy64": hardware.busy_text(r64.arithmetic_busy),
             "context": f"{BATCH_CONTEXT:,}", "kv_gb": f"{r64kv.kv_bytes_per_step / 1e9:.1f} GB",
             "tps64kv": f"{r64kv.tokens_per_s:,.0f}",
             "overlap": f"{float(np.minimum(p, q).sum()):.3f}"}

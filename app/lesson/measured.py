@@ -294,9 +294,10 @@ def tour_sbs_why(r: dict, t) -> str | None:
     return t("tour.sbs_why", lanes=f"{float(lanes):.0f}", tree=f"{max(trees):.0f}")
 
 
-def side_by_side_view(r: dict, t) -> dict | None:
+def side_by_side_view(r: dict, t, met=None) -> dict | None:
     """Every drafter measured side by side (models.llm.drafter_bench): a title line and one row per drafter,
-    (name, α, tokens a pass, speed-up measured, the formula with its own costs)."""
+    (name, α, tokens a pass, speed-up measured, the formula with its own costs); `met`: only the drafters named
+    (a tree's row needs "tree" and its base), None: all. 'trees': whether a tree's row is among them."""
     sbs = section(r, "side_by_side")
     drafters = section(sbs, "drafters")
     if not drafters:
@@ -314,14 +315,16 @@ def side_by_side_view(r: dict, t) -> dict | None:
             return t("hw.sbs_tree", base=t(word))
         # (a network pair: its chain is the draft network, named as the lesson names it)
         return t("drafter.chain_network") if key == "chain" else t(f"lab.drafter_{key}")
-    rows = []
+    rows, trees = [], False
     for key in sbs.get("order") or list(drafters):
         d = section(drafters, key)
-        if not d:
+        needs = {"tree", key.split("-", 1)[1]} if key.startswith("tree-") else {key}
+        if not d or (met is not None and not needs <= set(met) | {"chain"}):
             continue
+        trees = trees or key.startswith("tree-")
         rows.append((name(key), f"{float(d['alpha']):.3f}", f"{float(d['tokens_per_pass']):.2f}",
                      f"×{float(d['speedup']):.2f}", f"×{float(d['speedup_formula']):.2f}"))
-    return {"title": title, "rows": rows,
+    return {"title": title, "rows": rows, "trees": trees,
             "columns": [t(f"hw.sbs_col_{c}") for c in ("drafter", "alpha", "tpp", "speedup", "formula")]}
 
 

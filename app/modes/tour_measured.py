@@ -37,17 +37,19 @@ def draw_neural_measurement(ctl, scr, kept: str | None = None) -> None:
         imgui.end_table()
 
 
-def draw_drafters_measured(ctl, scr) -> None:
-    """Every drafter timed side by side on one computer (the file's), titled with where and from which prompt."""
+def draw_drafters_measured(ctl, scr, met=None) -> None:
+    """Every drafter timed side by side on one computer (the file's), titled with where and from which prompt;
+    met: the drafters the lesson has introduced so far (None: all), the only rows shown (a row for EAGLE on the
+    heads' page answered the question the EAGLE page asks)."""
     t, c = ctl.t, ctl.colors
     entry = measured.shipped_pair_measurement()
-    view = measured.side_by_side_view(entry["data"], t) if entry is not None else None
+    view = measured.side_by_side_view(entry["data"], t, met) if entry is not None else None
     imgui.spacing()
     if view is None:
         ui.wrapped(t("hw.no_measurements"), c["muted"])
         return
     ui.side_by_side_table(scr, dict(view, title=measured.tour_sbs_title(entry["data"], t)), "toursbs",
                           columns=(0, 2, 3))       # α and the formula: the hardware panel (names wrap less)
-    why = measured.tour_sbs_why(entry["data"], t)
+    why = measured.tour_sbs_why(entry["data"], t) if view["trees"] else None
     if why:                                  # why the measured order is not the plot's on paper
         ui.wrapped(why, c["muted"])
