@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -55,6 +56,10 @@ def test_alpha_tubes_roofline_corpus_json(capsys, tmp_path):
         assert k in a
     assert list(a["speedup"]) == [str(g) for g in range(1, 9)]
     assert a["best_speedup"] >= max(a["speedup"].values()) - 1e-12
+    # the share kept at each place in a pass multiplies out to the tokens a pass counted (1 + Σ_k Π_(j≤k))
+    d = a["alpha_by_depth"]
+    assert len(d) == a["gamma"] and all(0 < r < 1 for r in d)
+    assert 1 + sum(math.prod(d[:k + 1]) for k in range(len(d))) == pytest.approx(a["tokens_per_pass_counted"], abs=0.02)
     t = run_json(capsys, "tubes", "--prefix", "慢慢", "--rounds", "20", "--draws", "50", "--seed", "1")
     for k in ("target_p", "left_counts", "right_counts", "right_accepted", "right_replaced", "tv_left", "tv_right",
               "chi2_p_left", "chi2_p_right"):

@@ -196,6 +196,7 @@ def _cmd_alpha(args) -> int:
         n_tokens, passes, acc, tested, method = run.tokens, run.passes, run.accepted, run.tested, run.method
         per_position, proposing = a, 1.0
         ci, units = run.alpha_ci95, run.runs
+        by_depth = run.alpha_by_depth
     else:
         from models.drafter_analytics import drafter_generated  # lazy: not loaded at `spectable` start
         # Σ min(p, q) over the corpus is the bigram draft's overlap: it says nothing about other drafters.
@@ -205,6 +206,7 @@ def _cmd_alpha(args) -> int:
         n_tokens, passes, acc, tested, method = dr.tokens, dr.passes, dr.accepted, dr.tested, dr.method
         per_position, proposing = dr.alpha_per_position, dr.proposing_share
         ci, units = float("nan"), 1
+        by_depth = []
     from models.drafter_analytics import speedup_model  # lazy: not loaded at `spectable` start
     model_fig = speedup_model(tpp, lanes, drafter.cost(s.gamma), args.device, args.model, args.context, args.c)
     # The formulas (tokens per pass, speedup vs γ, best γ, extra arithmetic) are the chain's: null for the others.
@@ -214,7 +216,7 @@ def _cmd_alpha(args) -> int:
            "alpha_generated_ci95": ci, "alpha_generated_texts": units,
            "gamma": args.gamma, "c": args.c, "chars": n_tokens, "passes": passes, "seed": args.seed,
            "tokens_per_pass_formula": an.tokens_per_pass_formula(a, args.gamma) if fast_chain else None,
-           "tokens_per_pass_counted": tpp,
+           "tokens_per_pass_counted": tpp, "alpha_by_depth": by_depth,
            "speedup": {str(g): v for g, v in table.items()} if fast_chain else None, "best_gamma": best,
            "best_speedup": an.speedup(a, best, args.c) if fast_chain else None, "method": method,
            "extra_arithmetic": an.extra_arithmetic(a, args.gamma) if fast_chain else None,
@@ -242,6 +244,10 @@ def _cmd_alpha(args) -> int:
     if fast_chain:
         print(f"tokens per target pass at γ = {args.gamma}:  formula (1 - α^(γ+1))/(1 - α) = "
               f"{out['tokens_per_pass_formula']:.3f}   counted = {tpp:.3f}")
+        if by_depth:        # why the two differ: the first guess of a pass is not as easy as the rest
+            print("  share kept by place in a pass (of the guesses reached): "
+                  + ", ".join(f"{k + 1}: {r:.3f}" for k, r in enumerate(by_depth))
+                  + f"   (1 + Σ products = {1 + sum(math.prod(by_depth[:k + 1]) for k in range(len(by_depth))):.3f})")
         print(f"speedup with c = {args.c}:  (1 - α^(γ+1)) / ((1 - α)(γc + 1))")
         for g, v in table.items():
             print(f"  γ = {g}:  {v:.3f}×{'   <- best' if g == best else ''}")
