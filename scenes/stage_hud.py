@@ -81,9 +81,16 @@ class StageHud:
                     return (f"{part.zh}（上面一排：预测头 {heads[0]}–{heads[-1]}）",
                             f"{part.en} (the row on top: heads {heads[0]}–{heads[-1]})")
                 return part.zh, part.en
-            return None
+            return self._pair_title()
         part = VIEW_PART.get(self.view)
         return (PARTS[part].zh, PARTS[part].en) if part else None
+
+    def _pair_title(self):
+        """A network pair's run names its pair over a framed beat of several parts: beside a table counted on the
+        n-gram pair, or one measured elsewhere, the class should know whose text the tape writes."""
+        if getattr(self.run.pair, "kind", "") == "neural":
+            return "台上：神经网络那对", "on the table: the neural pair"
+        return None
 
     def _lay_hud(self, f):
         """Lay the HUD in the frame being laid (f: scenes.stage.FramePlan); returns its rectangle (x, y, w, h), or

@@ -302,10 +302,14 @@ def test_chapter_ten_runs_heads_lookup_a_tree_and_typical_acceptance_live():
             from models.demo import EVENTS
             assert all(EVENTS[e](first) for e in page.events), (k, page.events)
     # the counted pair's heads, then Medusa-1's trained heads on the neural pair; the tubes (asked, then after every
-    # round); the counted tree, then EAGLE on the neural pair; Lookahead's page; lookup
-    assert [v[0] for v in seen.values()] == ["heads", "heads", "chain", "chain", "tree", "eagle", "chain", "lookup"]
+    # round); the counted tree, then EAGLE on the neural pair; Lookahead's page; lookup; the recap beside the tubes
+    assert [v[0] for v in seen.values()] == ["heads", "heads", "chain", "chain", "tree", "eagle", "chain", "lookup",
+                                             "chain"]
     assert [k for k, v in seen.items() if v[2] == "neural"] == [1, 5]
-    assert seen[2][1] == seen[3][1] == "typical"
+    assert seen[2][1] == seen[3][1] == seen[8][1] == "typical"
+    # EAGLE on the network is asked about before the measured table (its rows would answer) is shown
+    pages = ctl.tour.pages()
+    assert pages[5].ask is not None and "plot" in pages[5].keep_back
     ctl.tour.page = 2
     ctl.panel.apply_page()
     assert ctl.tubes().tv_right > 0.05
