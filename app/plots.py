@@ -474,14 +474,14 @@ def alpha_depth_plot(t, pal, rates: list[float], alpha: float, size_px=(640, 400
     x = np.arange(1, len(rates) + 1)
     bars = ax.bar(x, rates, width=0.6, color=_hex(pal["accent"]), alpha=0.9, zorder=2)
     ax.axhline(alpha, color=_hex(pal["target"]), lw=2.5, ls="--", zorder=3)
-    # each bar's share inside its top (above it, the first one's sat on the α line); the line named at its right
-    # end, where no bar stands (a legend covered the bars' tops)
+    # each bar's share half-way up it (at its top it sat on the α line); the line named at its right end, above it,
+    # where no bar stands (a legend covered the bars' tops)
     for b, r in zip(bars, rates):
-        ax.annotate(f"{r:.3f}", (b.get_x() + b.get_width() / 2, r), xytext=(0, -4), textcoords="offset points",
-                    ha="center", va="top", color=pal["mpl_bg"], fontsize=_small(fig), zorder=4)
+        ax.annotate(f"{r:.3f}", (b.get_x() + b.get_width() / 2, r / 2), ha="center", va="center",
+                    color=pal["mpl_bg"], fontsize=_small(fig), zorder=4)
     ax.set_xlim(0.4, len(rates) + 2.0)
-    ax.annotate(t("plot.depth_alpha", alpha=f"{alpha:.3f}"), (len(rates) + 0.45, alpha), va="center", ha="left",
-                color=_hex(pal["target"]), fontsize=_small(fig))
+    ax.annotate(t("plot.depth_alpha", alpha=f"{alpha:.3f}"), (len(rates) + 0.45, alpha), xytext=(0, 4),
+                textcoords="offset points", va="bottom", ha="left", color=_hex(pal["target"]), fontsize=_small(fig))
     ax.set_xticks(x)
     ax.set_ylim(0, 1.0)
     ax.set_xlabel(t("plot.depth_x"))
