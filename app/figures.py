@@ -72,7 +72,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
     """A matplotlib Figure for plot `name`, in the controller's language, size_px pixels with text_px text;
     theme 'screen' (the palette on screen) or 'print' (dark ink on white)."""
     # lazy: pulls in matplotlib
-    from app import plots      # matplotlib loads with the first plot, not with the window (0.5 s)
+    from app import alpha_plots, plots      # matplotlib loads with the first plot, not with the window (0.5 s)
     t, s = ctl.t, ctl.settings
     pal = ctl.colors if theme == "screen" else dict(ctl.colors, **plots.PRINT_COLORS)
     look = {"size_px": tuple(int(v) for v in size_px), "text_px": float(text_px)}
@@ -129,18 +129,18 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
                                    dev.memory_bytes / 1e9, dev.label, m.label, **look)
     if name == "overlap":
         labels, p, q, rest, total = overlap_rows(pair, OVERLAP_CONTEXT)
-        return plots.overlap_plot(t, pal, labels, p, q, rest, total, OVERLAP_CONTEXT, **look)
+        return alpha_plots.overlap_plot(t, pal, labels, p, q, rest, total, OVERLAP_CONTEXT, **look)
     if name == "alpha_counts":
         if ctl.session.neural:
             raise InputError("short counts of α are laid out on a counted pair: a network's take minutes each")
         pf = ctl.long_run(wait=True)
         short = derived.short_alphas(pair, ctl.session.sampler_settings(), TPP_LONG_TOKENS)
-        return plots.alpha_counts_plot(t, pal, short, TPP_LONG_TOKENS, pf.alpha, pf.alpha_ci95, pf.tokens, **look)
+        return alpha_plots.alpha_counts_plot(t, pal, short, TPP_LONG_TOKENS, pf.alpha, pf.alpha_ci95, pf.tokens, **look)
     if name == "alpha_depth":
         pf = ctl.long_run(wait=True)
         if not pf.alpha_by_depth:
             raise InputError("this pair's long run was not counted place by place in its passes")
-        return plots.alpha_depth_plot(t, pal, pf.alpha_by_depth, pf.alpha, **look)
+        return alpha_plots.alpha_depth_plot(t, pal, pf.alpha_by_depth, pf.alpha, **look)
     if name == "tubes":
         res = ctl.tube_worker.get()
         tv_l, tv_r = tube_tv_curves(res)

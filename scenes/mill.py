@@ -91,7 +91,7 @@ def busy_words(state) -> tuple[str, str]:
     # As the app's facts panel prints it (models.hardware.busy_text).
     kept = {"busy", "busy_spec"} & state.extra.get("kept_back", frozenset())
     txt = "?" if kept else busy_text(busy)
-    if state.extra.get("target_only", True) or state.step < 0:
+    if state.extra.get("target_only", True):
         return "算术忙 " + txt, "busy " + txt
     # A speculative pass's figure is its check's: said so, or beside "the draft guesses" it read as the draft's
     return "核对时算术忙 " + txt, "busy checking " + txt
