@@ -5,10 +5,13 @@ token the target wrote itself, replacement or bonus (a diamond under it); reject
 and then erased (SCIENCE.md section 4). The tape scrolls so the current step always sits under the bridge.
 
 A lookup pass lights the text it copies (an amber band) and underlines, in green, the earlier occurrence and
-the text's last tokens that match it. A tree pass pencils its candidates over the writing window, one column per
-position, each node on a branch from its parent (the first from the last token written): the node the bridge
-tests glows, a rejected one is struck red, a kept one inked; then all but the kept branch is erased and the kept
-branch comes down onto the line.
+the text's last tokens that match it; from the pass's start until the tape scrolls on the span stays marked so (a
+little paler outside the look), so the class sees where the pencilled copies came from while the bridge checks
+them. A tree pass pencils its candidates over the writing window, one column per position, each node on a branch
+from its parent (the first from the last token written): the node the bridge tests glows, a rejected one is struck
+with a thick red bar, a kept one inked; then all but the kept branch is erased and the kept branch comes down onto
+the line. A tree small enough for the margin right of the pass's cells is pencilled there on a card as deep as the
+board (the tape alone is too narrow for four rows of candidates a classroom can read), in a bolder pencil.
 """
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.drafters import TREE, kind_of
 from scenes.geometry import box_matrix, compose, rot_x, scale, translate
 from scenes.layout import (CELL, GLYPH, TAPE_CENTRE, TAPE_DEPTH, TAPE_SLOPE, TAPE_X, EmitContext, tape_normal,
                            tape_point, tape_up, tree_margin, window)
@@ -26,6 +30,12 @@ GLYPH_V = 0.14       # character centre, along the slope from the tape's centre 
 MARK_V = -0.5        # marks under the characters
 TREE_V = (0.66, -0.66)   # a tree's rows span the paper, first child on top
 TREE_MIN_GLYPH = 0.16    # below this a tree node is drawn as a knot without its character (too small to read)
+CARD_V = 0.92            # a margin tree's card: half its depth along the slope (the board's edge is at 0.95)
+CARD_ROWS = 0.76         # ... and its rows span this much each side of the tape's centre line
+INK_DROP = 0.05          # a Chinese character's ink sits this many ems below its em box's centre
+STRIKE_H = 0.12          # a struck guess's red bar on the line, as a share of its cell
+COPY_HELD = 0.7          # the copied-from span's band once the look is over, as a share of the look's
+BOLD = 0.035             # a card's candidate is laid twice this many ems apart: a bolder pencil
 
 
 @dataclass
@@ -47,7 +57,7 @@ class CellView:
 class PaperTape:
     name = "tape"
     # The state emit() reads: Stage.render replays the last emission while these hold.
-    reads = ('gamma', 'source', 'tape', 'tape_view', 'tree')
+    reads = ('gamma', 'source', 'tape', 'tape_view', 'tree', 'drafter', 'extra')
 
     def __init__(self):
         self.right = np.array([1.0, 0.0, 0.0])
@@ -81,8 +91,13 @@ class PaperTape:
         board = compose(translate(xm, c[1], c[2]) @ translate(*(-n * 0.07)), rot_x(TAPE_SLOPE),
                         scale(width + 0.8, 0.12, TAPE_DEPTH + 0.45))
         fb.add("box", board, pal.iron_light)
-        paper = compose(translate(xm, c[1], c[2]), rot_x(TAPE_SLOPE), scale(width, 0.02, TAPE_DEPTH))
-        fb.add("box", paper, pal.paper)
+        paper = [compose(translate(xm, c[1], c[2]), rot_x(TAPE_SLOPE), scale(width, 0.02, TAPE_DEPTH))]
+        card = self.card(state)
+        if card is not None:
+            # flush with the tape: the same sheet, deeper where the tree is pencilled
+            paper.append(compose(translate(*tape_point((card[0] + card[1]) / 2, 0.0)), rot_x(TAPE_SLOPE),
+                                 scale(card[1] - card[0], 0.02, 2 * CARD_V)))
+        fb.add("box", np.stack(paper), pal.paper)
         # Spools at both ends, their axes up the slope.
         spools = [compose(translate(*(np.array([x, c[1], c[2]]) + n * 0.12)), rot_x(TAPE_SLOPE - math.pi / 2),
                           scale(0.2, TAPE_DEPTH + 0.2, 0.2)) for x in (TAPE_X[0] - 0.15, TAPE_X[1] + 0.15)]
@@ -111,8 +126,9 @@ class PaperTape:
         display = ec.run.display
         prefix = ec.run.prefix
         cells = self.cells(state, prefix, display)
-        if state.source is not None:
-            self._emit_source(fb, state.source, cells, pal)
+        held = state.extra.get("copied_from")
+        if state.source is not None or held is not None:
+            self._emit_source(fb, state.source, held, cells, pal)
         for cv in cells:
             alpha = 1.0 - cv.erased
             if alpha <= 0.01:
@@ -129,9 +145,9 @@ class PaperTape:
                         reveal=reveal)
             if cv.struck > 0:
                 sc = (pal.fail_mark[0], pal.fail_mark[1], pal.fail_mark[2], alpha)
-                w = cv.cell * 0.86 * cv.struck
-                fb.shape(SOLID, cv.centre + self.right * (w / 2 - cv.cell * 0.43) + self.normal * 0.004, self.right,
-                         self.up, w, 0.07, sc)
+                w = cv.cell * 0.9 * cv.struck
+                fb.shape(SOLID, cv.centre + self.right * (w / 2 - cv.cell * 0.45) + self.normal * 0.004, self.right,
+                         self.up, w, STRIKE_H * cv.cell, sc)
             if cv.mark and cv.ink > 0.5:
                 if cv.mark == "dot":
                     fb.shape(DISC, cv.mark_centre, self.right, self.up, 0.17, 0.17, pal.ink)
@@ -144,13 +160,17 @@ class PaperTape:
             self._emit_tree(fb, state, display, pal)
 
     # ---- lookup: where the guesses are copied from
-    def _emit_source(self, fb, src: dict, cells, pal) -> None:
+    def _emit_source(self, fb, src: dict | None, held: dict | None, cells, pal) -> None:
         """The copied span lit (amber band behind each cell), the earlier occurrence and the text's last n tokens
-        underlined in green: they are the same tokens, so what followed then is the guess now."""
-        lit = float(src["lit"])
-        band = (pal.lane_on.color[0], pal.lane_on.color[1], pal.lane_on.color[2], 0.55 * lit)
-        line = (pal.pass_mark[0], pal.pass_mark[1], pal.pass_mark[2], lit)
-        (c0, c1), spans = src["copy"], (src["match"], src["tail"])
+        underlined in green: they are the same tokens, so what followed then is the guess now. `src`: the look's
+        light (state.source); `held`: the pass keeping the span marked (Timeline._copied_from), paler."""
+        lit = float(src["lit"]) if src is not None else 0.0
+        keep = float(held["held"]) if held is not None else 0.0
+        span = src if src is not None else held
+        amber = pal.lane_on.color[:3]
+        band = tuple(amber) + (0.55 * max(lit, COPY_HELD * keep),)
+        line = (pal.pass_mark[0], pal.pass_mark[1], pal.pass_mark[2], max(lit, keep))
+        (c0, c1), spans = span["copy"], (span["match"], span["tail"])
         for cv in cells:
             if c0 <= cv.position < c1:
                 fb.shape(SOLID, tape_point(cv.x, GLYPH_V, 0.0115), self.right, self.up, cv.cell * 0.94,
@@ -159,12 +179,26 @@ class PaperTape:
                 fb.shape(SOLID, tape_point(cv.x, GLYPH_V - 0.5 * cv.size - 0.06, 0.011), self.right, self.up,
                          cv.cell * 0.9, 0.07, line)
 
+    # ---- tree: the card a margin tree is pencilled on
+    @staticmethod
+    def card(state) -> tuple[float, float] | None:
+        """(x from, x to) of the card under a tree in the margin (layout.tree_margin), as deep as the board, for
+        as long as the run's passes are trees (it stays between passes); None otherwise."""
+        depth = len(state.tree.widths) if state.tree is not None else (
+            state.gamma if kind_of(state.drafter).look == TREE else 0)
+        margin = tree_margin(depth, depth) if depth > 0 else None
+        if margin is None or (state.tree is not None and not state.tree.margin):
+            return None
+        return margin[0] - 0.2, TAPE_X[1]
+
     # ---- tree: the candidates and their branches
     def tree_layout(self, state, home: bool = False) -> dict[int, tuple[float, float, float]]:
-        """node id -> (x, v, size) on the tape now: depth d in its column (in the margin right of the pass's cells
-        when layout.tree_margin finds room, else over the writing window's cell d), each leaf a row of its own
-        (first child on top), a parent midway between its children, the kept branch sliding onto the line
-        (`home`: where each node was pencilled, before it slides)."""
+        """node id -> (x, v, size) of each candidate's character on the tape now (v: its em box's centre): depth d
+        in its column (in the margin right of the pass's cells, on the card, when layout.tree_margin finds room,
+        else over the writing window's cell d), each leaf a row of its own (first child on top), a parent midway
+        between its children, the kept branch sliding onto the line (`home`: where each node was pencilled, before
+        it slides). On the card the rows are the characters' ink, centred, and a crowded column staggers its nodes
+        left and right so each is nearly as large as the line's."""
         tree = state.tree
         x0, cell = window(state.gamma)
         depth = len(tree.widths)
@@ -181,8 +215,9 @@ class PaperTape:
             for c in ch:
                 walk(c)
         walk(-1)
-        slot = (TREE_V[0] - TREE_V[1]) / max(len(order), 1)
-        v = {n: TREE_V[0] - (i + 0.5) * slot for i, n in enumerate(order)}
+        top, bottom = (CARD_ROWS, -CARD_ROWS) if margin else TREE_V
+        slot = (top - bottom) / max(len(order), 1)
+        v = {n: top - (i + 0.5) * slot for i, n in enumerate(order)}
         for nd in sorted(tree.nodes, key=lambda nd: -nd.depth):
             if nd.id not in v:
                 ch = kids.get(nd.id, [])
@@ -193,36 +228,49 @@ class PaperTape:
             rows.setdefault(nd.id, max(1, sum(rows.get(c, 1) for c in kids.get(nd.id, []))))
         full = GLYPH * cell / CELL
         col_w = margin[1] if margin else cell
+        # the card's columns are wide and its rows hold the ink alone: rows may nearly touch, glyphs be full size
+        fill, cap, apart = (0.96, full, 0.95) if margin else (0.85, full * 0.8, 0.85)
         # A crowded column staggers its nodes left and right, so each can be drawn larger than its row is tall.
         column: dict[int, list] = {}
         for nd in tree.nodes:
             column.setdefault(nd.depth, []).append(nd.id)
         stagger = {}
         for d, ids in column.items():
-            tight = slot * min(rows[i] for i in ids) * 0.85 < 0.4 * full
+            least = min(rows[i] for i in ids)
+            if margin:      # where staggering draws them clearly larger
+                flat = slot * least * fill
+                tight = flat < cap and min(2 * flat, 0.6 * col_w * apart) > 1.15 * flat
+            else:
+                tight = slot * least * 0.85 < 0.4 * full
             for j, i in enumerate(sorted(ids, key=lambda i: -v[i])):
                 stagger[i] = ((0.3 if margin else 0.24) * col_w * (1 if j % 2 else -1)) if tight else 0.0
         out = {}
         for nd in tree.nodes:
             # staggered: neighbours on one side are two rows apart, across they are two staggers apart
-            fill = 0.95 if margin else 0.85    # the margin's columns are wide: rows may nearly touch
-            room = (min(2 * slot * rows[nd.id] * fill, 2 * abs(stagger[nd.id]) * 0.85) if stagger[nd.id]
+            room = (min(2 * slot * rows[nd.id] * fill, 2 * abs(stagger[nd.id]) * apart) if stagger[nd.id]
                     else slot * rows[nd.id] * fill)
-            size = min(full * 0.8, room)
+            size = min(cap, room)
             cx = (margin[0] + (nd.depth - 0.5) * col_w) if margin else (x0 + (nd.depth - 0.5) * cell)
             k = 0.0 if home else _ease(nd.down)
             line_x = x0 + (nd.depth - 0.5) * cell
             hx = cx + stagger[nd.id]
-            out[nd.id] = (hx + (line_x - hx) * k, v[nd.id] + (GLYPH_V - v[nd.id]) * k, size + (full - size) * k)
+            hv = v[nd.id] + (INK_DROP * size if margin else 0.0)
+            out[nd.id] = (hx + (line_x - hx) * k, hv + (GLYPH_V - hv) * k, size + (full - size) * k)
         return out
+
+    @staticmethod
+    def _ink_v(v: float, size: float, margin: bool) -> float:
+        """Where a tree node's knot and branch meet it: its ink's middle (on the card), else its em box's."""
+        return v - INK_DROP * size if margin else v
 
     def tree_marks(self, state) -> list[tuple[int, np.ndarray]]:
         """(node id, world point) of each node's knot: where its branch ends, left of its character."""
         if state.tree is None:
             return []
-        lay = self.tree_layout(state, home=state.tree.margin)
-        return [(nd.id, tape_point(lay[nd.id][0] - 0.5 * lay[nd.id][2] - 0.05, lay[nd.id][1], 0.016))
-                for nd in state.tree.nodes if nd.pencil > 0 and nd.erased < 1]
+        margin = state.tree.margin
+        lay = self.tree_layout(state, home=margin)
+        return [(nd.id, tape_point(x - 0.5 * size - 0.05, self._ink_v(v, size, margin), 0.016))
+                for nd in state.tree.nodes if nd.pencil > 0 and nd.erased < 1 for x, v, size in [lay[nd.id]]]
 
     def tree_glyphs(self, state) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """(node id, bottom, top) world points of each candidate's character drawn now (its em box's height along
@@ -234,6 +282,16 @@ class PaperTape:
                 for nd in state.tree.nodes if nd.pencil > 0 and nd.erased < 1
                 for x, v, size in [lay[nd.id]] if size >= TREE_MIN_GLYPH]
 
+    def _branch(self, fb, a, b, width: float, color) -> None:
+        """A straight pencil line on the tape from (x, v) a to b."""
+        d = np.array([b[0] - a[0], b[1] - a[1]])
+        n = float(np.linalg.norm(d))
+        if n > 1e-6:
+            u = d / n
+            mid = tape_point((a[0] + b[0]) / 2, (a[1] + b[1]) / 2, 0.012)
+            fb.shape(SOLID, mid, self.right * u[0] + self.up * u[1], self.up * u[0] - self.right * u[1], n, width,
+                     color)
+
     def _emit_tree(self, fb, state, display, pal) -> None:
         margin = state.tree.margin
         lay = self.tree_layout(state, home=margin)
@@ -244,37 +302,51 @@ class PaperTape:
         if margin:      # the tree's stem: the text written so far, which every branch continues
             fb.shape(DISC, tape_point(*root, 0.016), self.right, self.up, 0.12, 0.12,
                      tuple(pal.ink[:3]) + (min(1.0, max(nd.pencil for nd in state.tree.nodes)),))
+        # On the card every branch runs from its parent to a bend just left of its column, then along its node's row:
+        # one to a node staggered right so passes between the rows of those staggered left, never across one.
+        left_of = {}
+        if margin:
+            for nd in state.tree.nodes:
+                x, v, size = lay[nd.id]
+                left_of.setdefault(nd.depth, []).append(x - 0.5 * size - 0.16)
         for nd in state.tree.nodes:
             alpha = min(nd.pencil, 1.0 - nd.erased)
             if alpha <= 0.01:
                 continue
             x, v, size = lay[nd.id]
-            px, pv = (root if nd.parent < 0 else (lay[nd.parent][0] + 0.5 * lay[nd.parent][2], lay[nd.parent][1]))
-            knot = (x - 0.5 * size - 0.05, v)
+            iv = self._ink_v(v, size, margin)
+            if nd.parent < 0:
+                px, pv = root
+            else:
+                ppx, ppv, psize = lay[nd.parent]
+                px, pv = ppx + 0.5 * psize, self._ink_v(ppv, psize, margin)
+            knot = (x - 0.5 * size - 0.05, iv)
             col = tuple(float(a + (b - a) * nd.ink) for a, b in zip(pal.pencil, pal.ink))[:3]
             # The branch from the parent: pencil, inked (thicker) when this node was kept.
-            d = np.array([knot[0] - px, knot[1] - pv])
-            n = float(np.linalg.norm(d))
-            if n > 1e-6:
-                u = d / n
-                axis = self.right * u[0] + self.up * u[1]
-                perp = self.up * u[0] - self.right * u[1]
-                mid = tape_point((px + knot[0]) / 2, (pv + knot[1]) / 2, 0.012)
-                fb.shape(SOLID, mid, axis, perp, n, 0.025 + 0.03 * nd.ink, col + (alpha * (0.6 + 0.4 * nd.ink),))
+            bc = col + (alpha * (0.6 + 0.4 * nd.ink),)
+            bw = 0.025 + 0.03 * nd.ink
+            bend = min(left_of.get(nd.depth, [knot[0]]))
+            if margin and px + 0.02 < bend < knot[0] - 0.1:
+                self._branch(fb, (px, pv), (bend, iv), bw, bc)
+                self._branch(fb, (bend, iv), knot, bw, bc)
+            else:
+                self._branch(fb, (px, pv), knot, bw, bc)
             if nd.checking > 0:
-                fb.shape(DISC, tape_point(x, v, 0.013), self.right, self.up, size * 1.3, size * 1.3,
+                fb.shape(DISC, tape_point(x, iv, 0.013), self.right, self.up, size * 1.3, size * 1.3,
                          (glow[0], glow[1], glow[2], 0.5 * alpha))
             if nd.round > 1:
                 # Tested after a rejection at its position: it met the residual, not p. A ring says so.
-                fb.shape(RING, tape_point(x, v, 0.015), self.right, self.up, size * 1.45, size * 1.45,
-                         (glow[0], glow[1], glow[2], alpha))
+                # (on the card, an oval that keeps off the candidates above and below)
+                fb.shape(RING, tape_point(x, iv, 0.015), self.right, self.up, size * (1.4 if margin else 1.45),
+                         size * (1.15 if margin else 1.45), (glow[0], glow[1], glow[2], alpha))
             fb.shape(DISC, tape_point(*knot, 0.016), self.right, self.up, 0.09, 0.09, col + (alpha,))
             if size >= TREE_MIN_GLYPH or nd.down > 0:
-                fb.glyph_cell(display(nd.token), tape_point(x, v, 0.014), self.right, self.up, size, col + (alpha,))
+                self._candidate(fb, display(nd.token), tape_point(x, v, 0.014), size, col + (alpha,), margin)
             if nd.struck > 0:
-                w = size * 1.05 * nd.struck
-                fb.shape(SOLID, tape_point(x - 0.525 * size + w / 2, v, 0.018), self.right, self.up, w,
-                         max(0.035, size * 0.1), (pal.fail_mark[0], pal.fail_mark[1], pal.fail_mark[2], alpha))
+                # struck: a thick red bar right across the character, over its pencil
+                w = size * 1.2 * nd.struck
+                fb.shape(SOLID, tape_point(x - 0.6 * size + w / 2, iv, 0.018), self.right, self.up, w,
+                         max(0.06, size * 0.18), (pal.fail_mark[0], pal.fail_mark[1], pal.fail_mark[2], alpha))
         if margin:
             # The kept branch stays inked in the margin; a copy of each of its nodes travels down onto its cell on
             # the line, where the typing head inks it.
@@ -284,6 +356,17 @@ class PaperTape:
                     x, v, size = moving[nd.id]
                     fb.glyph_cell(display(nd.token), tape_point(x, v, 0.02), self.right, self.up, size,
                                   tuple(pal.ink[:3]) + (1.0 - 0.5 * nd.down,))
+
+    def _candidate(self, fb, ch: str, centre, size: float, color, bold: bool) -> None:
+        """A tree candidate's character; on the card in a bolder pencil (the glyph laid twice, a little apart, as
+        one line of text: the legibility measure leaves both out where it is too small to read)."""
+        laid = len(fb.text_items)
+        fb.glyph_cell(ch, centre, self.right, self.up, size, color)
+        if bold and len(fb.text_items) == laid + 1:
+            row = fb.world_text[-1]
+            twin = row.copy()
+            twin[:, 0:3] += (self.right * BOLD * size).astype(np.float32)
+            fb.world_text[-1] = np.concatenate([row, twin])
 
 
 def _ease(x: float) -> float:
@@ -307,7 +390,7 @@ class TypingHead:
             x = wx + (state.typing_cell + 0.5) * cell
             down = state.typing_down
         else:
-            x, down = TAPE_X[1] - 0.6, 0.0
+            x, down = TAPE_X[1] - 0.25, 0.0      # right of a margin tree's last column
         return tape_point(x, GLYPH_V - (1 - down) * 1.05, 0.0) + tape_normal() * (0.2 + 0.15 * (1 - down))
 
     def emit(self, fb, state, ec: EmitContext) -> None:

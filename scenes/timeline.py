@@ -269,7 +269,7 @@ class Timeline(PartMotion):
             tube_round=tube_round, tube_progress=tube_progress,
             # The mill's readout: the busy share of the pass on the table (its gears turn only while it computes).
             extra={"pass_busy": st.busy, "target_only": st.target_only,
-                   "context": self.pass_context(tr), **self._drafter_extra(tr)},
+                   "context": self.pass_context(tr), **self._drafter_extra(tr), **self._copied_from(t, st, tr)},
             drafter=tr.drafter, source=self._source(t, st, tr), heads=heads, head_lit=head_lit,
             tree=self._tree(t, st, tr),
         )
@@ -284,3 +284,20 @@ class Timeline(PartMotion):
             return {"copied": len(tr.guesses),
                     "matched": list(tr.context[span["match"][0]:span["match"][1]]) if span else []}
         return {}
+
+    def _copied_from(self, t: float, st: StepTiming, tr) -> dict:
+        """Lookup: where this pass's guesses were copied from, which the tape keeps marked from the pass's start
+        until it scrolls on (the light of the look is brighter and briefer: PartMotion._source). {"copied_from":
+        {"match": (a, b), "tail": (c, d), "copy": (e, f), "held": 0..1}}: positions in the text of the earlier
+        occurrence, the text's last n tokens and the tokens copied; held fades out over the scroll's first part.
+        {} for another drafter or nothing to copy."""
+        span = tr.source_span
+        if st.look is None or not span or t >= st.end:
+            return {}
+        a, b = st.scroll
+        held = 1.0 - self._progress(t, (a, a + 0.4 * (b - a)))
+        if held <= 0:
+            return {}
+        L = len(tr.context)
+        return {"copied_from": {"match": tuple(span["match"]), "tail": (L - span["ngram"], L),
+                                "copy": tuple(span["copy"]), "held": held}}

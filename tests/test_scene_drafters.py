@@ -157,6 +157,54 @@ def test_a_lookup_pass_with_nothing_to_copy_is_the_target_alone():
         st.release()
 
 
+def _source_marks(st, img, cells, pos):
+    """(red less blue beside the glyph, green less red under it) of the cell at `pos`: the copied span's amber band
+    and the matching tokens' green underline (as in the test above)."""
+    c = cells[pos]
+    x, y = st.project(tape_point(c.x - 0.4 * c.cell, GLYPH_V + 0.45 * c.size, 0.02), W, H)
+    band = patch(img, x, y, 1).reshape(-1, 3).mean(0)
+    x, y = st.project(tape_point(c.x, GLYPH_V - 0.5 * c.size - 0.06, 0.02), W, H)
+    line = patch(img, x, y, 1).reshape(-1, 3).mean(0)
+    return band[0] - band[2], line[1] - line[0]
+
+
+def test_lookup_keeps_the_copied_from_span_marked_while_the_bridge_checks_the_copies(shooter):
+    """The look's light is brief; the class must still see where the guesses came from while the bridge checks them
+    and the typing head writes: from the pass's start until the tape scrolls on, the copied span keeps its amber
+    band and the earlier occurrence and the text's end their green underline; the copies themselves are pencil."""
+    trs = run("lookup", "我们一同走出去，一同")
+    span = trs[0].source_span
+    assert span["match"] == [2, 4] and span["copy"] == [4, 8]
+    st = stage_for(trs, "tape")
+    try:
+        tl = st.timeline
+        s0 = tl.steps[0]
+        for t in (0.0, tl.step_moment(0, "mid-check"), tl.step_moment(0, "write")):
+            tl.seek(t)
+            state = st.state()
+            assert state.source is None                   # the look's light is off
+            img = shooter.shoot(st)
+            cells = {c.position: c for c in st.tape_cells()}
+            for pos in range(3, 10):              # 同 走出去， 一同 (the first 一 is at the frame's edge)
+                band, green = _source_marks(st, img, cells, pos)
+                assert (band > 50) == (4 <= pos < 8), (t, pos, band)
+                assert (green > 40) == (pos in (3, 8, 9)), (t, pos, green)
+            # the copies in the writing window: pencil on bare paper
+            for c in cells.values():
+                if c.position >= s0.position and c.pencil >= 1 and c.ink == 0 and c.erased == 0:
+                    band, green = _source_marks(st, img, cells, c.position)
+                    assert band < 30 and green < 20, (t, c.position, band, green)
+        tl.seek(sum(s0.scroll) / 2)                       # the tape scrolls on: the marks are gone
+        assert "copied_from" not in st.state().extra
+        img = shooter.shoot(st)
+        cells = {c.position: c for c in st.tape_cells()}
+        for pos in range(4, 10):
+            band, green = _source_marks(st, img, cells, pos)
+            assert band < 30 and green < 20, (pos, band, green)
+    finally:
+        st.release()
+
+
 # ------------------------------------------------------------------ heads
 def test_heads_are_drawn_on_the_big_drum_only_in_a_heads_run_and_light_in_turn(shooter):
     shots = {}
@@ -318,6 +366,63 @@ def test_the_bridge_checks_a_tree_one_round_at_a_time_and_inks_the_kept_branch(s
         assert rounds_seen >= 1
     finally:
         st.release()
+
+
+def _red_run(img, x, y, reach=30) -> int:
+    """Red pixels in the column through (x, y), within `reach` of it: how thick a strike-through is drawn."""
+    col = img[:, int(round(x))]
+    return sum(1 for yy in range(int(y) - reach, int(y) + reach) if 0 <= yy < len(col) and red(col[yy]))
+
+
+def test_a_margin_tree_is_pencilled_on_a_card_nearly_as_large_as_the_line_and_struck_thick(shooter):
+    """A 2 x 2 tree in the margin is drawn on a card as deep as the board (the tape alone is too narrow for four
+    rows of candidates a classroom can read): every candidate's character is at least 0.88 of the line's, the card
+    is there (paper above the tape's edge, where a chain run shows the board) and a rejected candidate is struck
+    with a thick red bar, as a rejected guess on the line is."""
+    from scenes.layout import TAPE_DEPTH, tree_margin
+    margin = tree_margin(2, 2)
+    above = (margin[0] + 1.0, TAPE_DEPTH / 2 + 0.12)
+
+    def em(st, lo, hi):
+        return float(np.linalg.norm(np.subtract(st.project(hi, W, H), st.project(lo, W, H))))
+    trs = run("tree", **TREE)
+    st = stage_for(trs, "tape")
+    try:
+        tl = st.timeline
+        tl.seek(tl.step_moment(0, "write"))               # decided: struck, ringed, inked, not yet scrolled on
+        state = st.state()
+        img = shooter.shoot(st)
+        line = [c for c in st.tape_cells() if c.ink >= 1][-1]
+        line_em = em(st, line.centre - st.tape.up * line.size / 2, line.centre + st.tape.up * line.size / 2)
+        sizes = [em(st, lo, hi) for _, lo, hi in st.tape.tree_glyphs(state)]
+        assert len(sizes) == len(trs[0].tree.nodes) and min(sizes) >= 0.88 * line_em, (sizes, line_em)
+        assert patch(img, *st.project(tape_point(*above, 0.02), W, H), 1).mean() > 200     # the card
+        lay = st.tape.tree_layout(state, home=True)
+        struck = [nd for nd in state.tree.nodes if nd.struck >= 1]
+        assert struck
+        for nd in struck:
+            x, v, size = lay[nd.id]
+            assert _red_run(img, *st.project(tape_point(x, v, 0.02), W, H)) >= 8, nd
+        # the card is the tree's: a chain run shows the board there
+        chain = stage_for(run("chain"), "tape")
+        try:
+            chain.timeline.seek(chain.timeline.step_moment(0, "write"))
+            assert patch(shooter.shoot(chain), *chain.project(tape_point(*above, 0.02), W, H), 1).mean() < 150
+        finally:
+            chain.release()
+    finally:
+        st.release()
+    # a guess struck on the line: as thick
+    look = stage_for(run("lookup", "我们一同走出去，一同"), "tape")
+    try:
+        look.timeline.seek(look.timeline.steps[0].strike[1])
+        img = shooter.shoot(look)
+        struck = [c for c in look.tape_cells() if c.struck >= 1 and c.erased == 0]
+        assert struck
+        for c in struck:
+            assert _red_run(img, *look.project(c.centre, W, H)) >= 7, c
+    finally:
+        look.release()
 
 
 # ------------------------------------------------------------------ cost
