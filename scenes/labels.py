@@ -5,7 +5,6 @@ they stay legible from the back of a classroom whatever the camera does.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +12,7 @@ import numpy as np
 from models.drafters import COPY, HEADS, TREE, kind_of
 from scenes.camera import project
 from scenes.layout import PARTS, EmitContext
+from scenes.placement import _place, _readout_spot, _uncross_leaders, leader_foot
 
 PHASES = {
     "idle": ("准备", "ready"),
@@ -141,94 +141,6 @@ def _plate(fb, x, y, lines, pal, anchor="center", name: str = "plate") -> tuple[
     return w, h
 
 
-# Every move within 60 steps (two thirds of the picture's height), nearest first (ties: up before down, then
-# sideways): a plate stays as close to its part as the free space allows.
-_MOVES = sorted(((dx, dy) for dx in range(-60, 61) for dy in range(-60, 61)),
-                key=lambda m: (m[0] * m[0] + m[1] * m[1], m[1] > 0, abs(m[0])))
-
-
-_MOVES_ARRAY = np.asarray(_MOVES, dtype=np.float64)      # (made once: converting the list costs ~5 ms a call)
-
-
-def place_plates(wanted, width, height, keep_out=(), pad: float = 4.0) -> list[tuple[float, float]]:
-    """Top-left corners for plates wanted at [(x, y, w, h)] (in priority order) so that no two overlap and
-    none covers a keep-out rectangle (the HUD): each plate takes the nearest free spot, trying small moves
-    up, down and sideways before larger ones, and stays on screen."""
-    return _place(wanted, width, height, keep_out, pad)[0]
-
-
-_PLACED: OrderedDict = OrderedDict()     # recent placements by their inputs: a still camera asks the same again
-
-
-def _place(wanted, width, height, keep_out=(), pad: float = 4.0, avoid=None, leaders=None):
-    """place_plates, and for each plate whether it found a free spot (else it sits where it was wanted).
-    avoid[i]: rectangles (x, y, w, h) plate i must not cover besides the shared ones (the other labelled parts);
-    leaders[i]: the point its leader runs to, which must cross no plate placed before it.
-    A pure function of its inputs, so the answer for the same inputs is kept (a still frame is placed once)."""
-    rects = lambda rs: tuple(tuple(float(v) for v in r[:4]) for r in rs)  # noqa: E731
-    key = (rects(wanted), float(width), float(height), rects(keep_out), float(pad),
-           None if avoid is None else tuple(rects(a) for a in avoid),
-           None if leaders is None else rects(leaders))
-    hit = _PLACED.get(key)
-    if hit is not None:
-        _PLACED.move_to_end(key)
-        return list(hit[0]), list(hit[1])
-    out, ok = _place_now(wanted, width, height, keep_out, pad, avoid, leaders)
-    _PLACED[key] = (tuple(out), tuple(ok))
-    if len(_PLACED) > 32:
-        _PLACED.popitem(last=False)
-    return out, ok
-
-
-def _place_now(wanted, width, height, keep_out, pad, avoid, leaders):
-    ok = []
-    placed = [tuple(map(float, r[:4])) for r in keep_out]
-    plates: list[tuple] = []          # the plates placed so far (a leader may cross a keep-out, not a plate)
-    out = []
-    step = height / 90.0
-    moves = _MOVES_ARRAY
-    for i, (x, y, w, h) in enumerate(wanted):
-        cx = np.clip(x + moves[:, 0] * step, 2.0, max(width - w - 2.0, 2.0))
-        cy = np.clip(y + moves[:, 1] * step, 2.0, max(height - h - 2.0, 2.0))
-        rects = placed + list(avoid[i] if avoid else ())
-        if rects:
-            # every rectangle against every candidate at once (one array pass, not one per rectangle)
-            r = np.asarray(rects, dtype=np.float64)
-            rx, ry, rw, rh = (r[:, m:m + 1] for m in range(4))
-            free = ~np.any((cx < rx + rw + pad) & (rx < cx + w + pad) & (cy < ry + rh + pad) & (ry < cy + h + pad),
-                           axis=0)
-        else:
-            free = np.ones(len(moves), dtype=bool)
-        k = None
-        point = leaders[i] if leaders else None
-        for j in np.flatnonzero(free)[:400]:
-            if point is None or not _leader_crosses(point, (cx[j], cy[j], w, h), plates):
-                k = int(j)
-                break
-        best = (float(cx[k]), float(cy[k])) if k is not None else (min(max(x, 2.0), width - w),
-                                                                    min(max(y, 2.0), height - h))
-        if k is not None or leaders is None:    # a plate left out takes no room
-            placed.append((best[0], best[1], w, h))
-            plates.append((best[0], best[1], w, h))
-        out.append(best)
-        ok.append(k is not None)
-    return out, ok
-
-
-def leader_foot(point, rect) -> tuple[float, float]:
-    """Where a plate's leader leaves it: the point of the plate (x, y, w, h) nearest the anchor."""
-    x, y, w, h = rect
-    return min(max(point[0], x), x + w), min(max(point[1], y), y + h)
-
-
-def _leader_crosses(point, rect, plates, samples: int = 16) -> bool:
-    """Whether the leader from the plate `rect` to `point` runs over any of `plates`."""
-    fx, fy = leader_foot(point, rect)
-    t = np.linspace(0.0, 1.0, samples)
-    xs, ys = fx + (point[0] - fx) * t, fy + (point[1] - fy) * t
-    return any(bool(np.any((xs > rx) & (xs < rx + rw) & (ys > ry) & (ys < ry + rh))) for rx, ry, rw, rh in plates)
-
-
 def _leader(fb, point, rect, height, pal, under=()) -> None:
     """A dotted leader from the plate to its part, ending in a dot on the part: which part a name belongs to is
     drawn, not left to where the plate happens to sit. It passes under `under` (x, y, w, h: the readouts and
@@ -294,61 +206,14 @@ def emit_part_labels(fb, viewproj, width, height, ec: EmitContext, offsets: dict
     return [d[:5] for d in drawn]
 
 
-def _segments_cross(a, b, c, d) -> bool:
-    """Whether the segments a-b and c-d cross (touching ends do not count)."""
-    def turn(p, q, r):
-        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
-    return turn(a, b, c) * turn(a, b, d) < 0 and turn(c, d, a) * turn(c, d, b) < 0
-
-
-def _rects_meet(a, b) -> bool:
-    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
-
-
-def _slot_for(rect, slot, anchor):
-    """`rect`'s size put in another plate's `slot`: the edge its leader leaves by kept where the slot had it."""
-    x, y, w, h = slot
-    if anchor[0] >= x + w:
-        nx = x + w - rect[2]               # the leader leaves by the right edge: keep it
-    elif anchor[0] <= x:
-        nx = x                             # ... by the left edge
-    else:
-        nx = x + (w - rect[2]) / 2
-    return (nx, y + (h - rect[3]) / 2, rect[2], rect[3])
-
-
-def _uncross_leaders(drawn, targets):
-    """Two plates whose leaders cross read as naming each other's parts: they trade places where, traded, the
-    leaders no longer cross and neither plate meets another plate or another labelled part."""
-    drawn = list(drawn)
-    parts = {name: (x0, y0, x1 - x0, y1 - y0) for name, (_, (x0, y0, x1, y1)) in targets.items()}
-    for i in range(len(drawn)):
-        for j in range(i + 1, len(drawn)):
-            a, b = drawn[i], drawn[j]
-            if not (a[5] and b[5]) or a[0] not in targets or b[0] not in targets:
-                continue
-            pa, pb = targets[a[0]][0], targets[b[0]][0]
-            ra, rb = a[1:5], b[1:5]
-            if not _segments_cross(leader_foot(pa, ra), pa, leader_foot(pb, rb), pb):
-                continue
-            na, nb = _slot_for(ra, rb, pa), _slot_for(rb, ra, pb)
-            if _rects_meet(na, nb) or _segments_cross(leader_foot(pa, na), pa, leader_foot(pb, nb), pb):
-                continue
-            others = [d[1:5] for k, d in enumerate(drawn) if k not in (i, j) and d[5]]
-            if any(_rects_meet(rect, o) for rect in (na, nb) for o in others) or \
-                    any(_rects_meet(rect, box) for own, rect in ((a[0], na), (b[0], nb))
-                        for name, box in parts.items() if name != own):
-                continue
-            drawn[i] = (a[0], *na, *a[5:])
-            drawn[j] = (b[0], *nb, *b[5:])
-    return drawn
-
-
-def emit_callouts(fb, items, width, height, ec: EmitContext, keep_out=()) -> list[tuple]:
+def emit_callouts(fb, items, width, height, ec: EmitContext, keep_out=(), plates_before=(), leaders_before=(),
+                  gap: float = 0.0) -> list[tuple]:
     """Name plates for the pieces of one part seen up close (the cut-away's teeth, push rods, lane axles and
     counters): items [(key, zh, en, (ax, ay), (x0, y0, x1, y1))] are each piece's anchor on its body and its
     screen box, in pixels. Each plate is wanted above its anchor, covers no other piece and no `keep_out`
-    rectangle, its leader crosses no other plate; one that finds no such spot is left out. Returns
+    rectangle, its leader crosses no other plate (nor any of `plates_before`, laid before them) and it covers
+    no leader (nor any of `leaders_before`, those plates' leaders: ((x0, y0), (x1, y1))); one that finds no
+    such spot is left out; `gap`: the room kept between these plates besides the usual. Returns
     (key, (x, y, w, h), (ax, ay), box) for each plate drawn."""
     pal = ec.palette
     big, small = label_sizes(ec, height)
@@ -364,7 +229,8 @@ def emit_callouts(fb, items, width, height, ec: EmitContext, keep_out=()) -> lis
         lines_of.append(lines)
     boxes = [(b[0], b[1], b[2] - b[0], b[3] - b[1]) for *_, b in items]
     avoid = [[b for j, b in enumerate(boxes) if j != i] for i in range(len(items))]
-    placed, ok = _place(wanted, width, height, keep_out, avoid=avoid, leaders=[it[3] for it in items])
+    placed, ok = _place(wanted, width, height, keep_out, avoid=avoid, leaders=[it[3] for it in items],
+                        plates=plates_before, lines=leaders_before, gap=gap)
     out = []
     for (key, _, _, point, box), (x0, y0), (_, _, w, h), lines, good in zip(items, placed, wanted, lines_of, ok):
         if not good:
@@ -396,9 +262,11 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
                  targets=None, short=frozenset(), renamed=None):
     pal = ec.palette
     big, small = label_sizes(ec, height)
-    wanted, names, all_lines = [], [], []
+    wanted, names, all_lines, ghost = [], [], [], []
     for name, info in PARTS.items():
-        if name in hidden:
+        # A part the user hid is not named, but with `targets` its plate is still laid out of sight (a ghost):
+        # where the others go must not depend on it, or a plate would move when a part is hidden.
+        if name in hidden and (targets is None or name not in targets):
             continue
         off = offsets.get(name, (0, 0, 0))
         base = info.exploded_anchor if exploded and info.exploded_anchor else info.anchor
@@ -429,9 +297,11 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
         wanted.append((x - w / 2, top, w, h))
         names.append(name)
         all_lines.append(lines)
+        ghost.append(name in hidden)
     # Plates that carry a readout are placed first: what they show must not move when another part is
     # hidden or shown (the mill's readout stays put whether the bridge is there or not).
     order = sorted(range(len(names)), key=lambda k: names[k] not in readouts)
+    wanted_o = [wanted[k] for k in order]
     avoid = leaders = None
     if targets is not None:
         # A plate covers no other labelled part; its leader runs to the anchor on its own.
@@ -439,13 +309,22 @@ def _part_labels(fb, viewproj, width, height, ec, offsets, hidden, exploded, rea
         boxes = {n: t[1] for n, t in targets.items()}
         avoid = [[(b[0], b[1], b[2] - b[0], b[3] - b[1]) for m, b in boxes.items() if m != names[k]] for k in order]
         leaders = [targets[names[k]][0] for k in order]
-    placed, free = _place([wanted[k] for k in order], width, height, keep_out, avoid=avoid, leaders=leaders)
-    spots, oks = [None] * len(names), [True] * len(names)
-    for k, spot, ok in zip(order, placed, free):
-        spots[k], oks[k] = spot, ok
+    laid = None
+    if targets is not None and len(order) > 1 and names[order[0]] in readouts:
+        wanted_o[0], *laid = _readout_spot(wanted_o, width, height, keep_out, avoid, leaders)
+    real = [j for j, k in enumerate(order) if not ghost[k]]
+    if laid is not None and len(real) == len(order):
+        placed, free = laid                       # no part hidden: the placement the readout's spot was chosen by
+    else:
+        pick = lambda items: None if items is None else [items[j] for j in real]  # noqa: E731
+        placed, free = _place(pick(wanted_o), width, height, keep_out, avoid=pick(avoid), leaders=pick(leaders))
+    spots, oks = {}, {}
+    for j, spot, ok in zip(real, placed, free):
+        spots[order[j]], oks[order[j]] = spot, ok
     drawn = []
-    for name, lines, (x0, y0), (_, _, w, h), ok in zip(names, all_lines, spots, wanted, oks):
-        drawn.append((name, x0, y0, w, h, ok, lines))
+    for k, (name, lines, (_, _, w, h)) in enumerate(zip(names, all_lines, wanted)):
+        if k in spots:
+            drawn.append((name, spots[k][0], spots[k][1], w, h, oks[k], lines))
     return drawn
 
 

@@ -45,7 +45,7 @@ class Mill:
         if ec.labelled:
             return
         right, up = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
-        fb.text(ec.say(*busy_words(state)), (cx + 0.35, 0.3, cz + 0.36), right, up, 0.3,
+        fb.text(ec.say(*busy_words(state, checking=False)), (cx + 0.35, 0.3, cz + 0.36), right, up, 0.3,
                 pal.label, anchor="center", valign="middle")
         hw = " · ".join(hardware_parts(state, ec))
         if hw:
@@ -84,14 +84,16 @@ def hardware_parts(state, ec: EmitContext) -> list[str]:
     return parts
 
 
-def busy_words(state) -> tuple[str, str]:
+def busy_words(state, checking: bool = True) -> tuple[str, str]:
     """(zh, en) of the arithmetic busy fraction of the current pass (from the hardware model); '?' while the
-    lesson keeps it back (Stage.kept_back)."""
+    lesson keeps it back (Stage.kept_back). checking: a speculative pass's figure says it is the check's (on the
+    plates, read beside the HUD's phase; the base's own words, in the mill's close-up, stay short: wider, the mill
+    met the cabinet in the exploded view)."""
     busy = state.extra["pass_busy"] if "pass_busy" in state.extra else state.mill_busy
     # As the app's facts panel prints it (models.hardware.busy_text).
     kept = {"busy", "busy_spec"} & state.extra.get("kept_back", frozenset())
     txt = "?" if kept else busy_text(busy)
-    if state.extra.get("target_only", True):
+    if not checking or state.extra.get("target_only", True):
         return "算术忙 " + txt, "busy " + txt
     # A speculative pass's figure is its check's: said so, or beside "the draft guesses" it read as the draft's
     return "核对时算术忙 " + txt, "busy checking " + txt

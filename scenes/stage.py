@@ -38,7 +38,7 @@ from scenes.tape import PaperTape, TypingHead
 from scenes.text_atlas import GlyphAtlas
 from scenes.timeline import Timeline, Timing
 from scenes.tubes import TestTubes
-from scenes.views import LIFT_WITH
+from scenes.views import EXPLODED_HUD, LIFT_WITH
 from models.hardware import get_device, get_model, pass_busy
 
 
@@ -138,8 +138,8 @@ class Stage(StageFocus, StageOcclusion, StageHud, StageLabels):
         # Last frame's legibility: smallest text drawn (px), lines left out as too small, overlapping boxes.
         self.legibility: dict = {"min_text_px": None, "hidden": [], "overlaps": [], "boxes": []}
         # What the HUD's first lines say instead of the pass counter (a mode's own activity: the tube
-        # experiment's round, a step-through stop): [(zh, en)]; None = the pass and its phase.
-        self.hud_lines: list[tuple[str, str]] | None = None
+        # experiment's round, a step-through stop): [(zh, en)]; None = the pass and its phase (hud_lines).
+        self._hud_lines: list[tuple[str, str]] | None = None
         self.hud_lanes = True       # the HUD counts lit lanes (the tour's first chapter, before lanes: no)
         # The lesson's numbers kept back for the class to predict (fact names: busy, busy_spec, tv_left, tv_right):
         # the table's own readouts of them (the mill's busy share, the tubes' TV) say '?' as the panel does.
@@ -178,6 +178,8 @@ class Stage(StageFocus, StageOcclusion, StageHud, StageLabels):
         self._still_seen = None         # the last frame's still-layer key (render: a layer is used when it repeats)
         self._label_replay = None       # the last name plates: (what they were laid from, emission, plates, leaders)
         self._readout_rects = None      # (what they were measured from, the rectangles): readout_rects
+        self._riders: list[tuple] = []  # this frame's riders to name (StageLabels._rider_items)
+        self._part_rects: list[tuple] = []  # this frame's named parts' boxes (x, y, w, h): the riders' plates keep off
         # Draw what did not change once, into a layer each frame starts from (Renderer.begin_still); off: every
         # frame draws everything (the two give the same picture: tests/test_scene_replay.py).
         self.still_layer = True
@@ -262,6 +264,21 @@ class Stage(StageFocus, StageOcclusion, StageHud, StageLabels):
     def reduced_motion(self, value: bool) -> None:
         self._reduced_motion = bool(value)
         self.timeline.reduced_motion = self._reduced_motion
+
+    @property
+    def hud_lines(self) -> list[tuple[str, str]] | None:
+        """What the HUD says instead of the pass and its phase: the lines a mode set, else over a framed beat of
+        the table taken apart what that beat shows (views.EXPLODED_HUD: the parts lifted apart, not a pass the
+        class cannot follow on parts that small), else None."""
+        if self._hud_lines is not None:
+            return self._hud_lines
+        if self.focus is not None and self.view == "exploded":
+            return list(EXPLODED_HUD)
+        return None
+
+    @hud_lines.setter
+    def hud_lines(self, lines: list[tuple[str, str]] | None) -> None:
+        self._hud_lines = None if lines is None else list(lines)
 
     # ---------------------------------------------------------------- queries (tests, the app's overlays)
     def viewproj(self, width: int, height: int) -> np.ndarray:

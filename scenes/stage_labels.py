@@ -12,11 +12,14 @@ from scenes.bridge import VALUE_V, meter_point
 from scenes.camera import project
 from scenes.frame import FrameBuilder, same_key
 from scenes.framing import builder_bounds, projected_rect
-from scenes.labels import emit_callouts, emit_part_labels
+from scenes.labels import emit_callouts, emit_part_labels, label_sizes, leader_foot
 from scenes.layout import CABINET_BOX, PARTS, TAPE_DEPTH, TAPE_X, tape_point
 from scenes.readhead import CUTAWAY_PIECES
 from scenes.tubes import N_CHARS, TUBE_H, TUBE_Y0
 from scenes.views import LIFT_WITH
+
+
+TAPE_PIECES = 4       # the tape's writing strip is kept clear as this many boxes along it (readout_rects)
 
 
 class StageLabels:
@@ -87,9 +90,12 @@ class StageLabels:
             (cx0, cx1), (cy0, cy1), (cz0, cz1) = CABINET_BOX
             boxes.append(("cabinet", (cx0, cy0, cz0), (cx1, cy1, cz1)))
         if seen("tape"):
-            # The paper's writing strip (the text the class reads), not the board or the spools.
-            corners = np.array([tape_point(x, v) for x in TAPE_X for v in (-TAPE_DEPTH / 2, TAPE_DEPTH / 2)])
-            boxes.append(("tape", tuple(corners.min(0)), tuple(corners.max(0))))
+            # The paper's writing strip (the text the class reads), not the board or the spools: in pieces along
+            # it, so that a strip seen slanting keeps plates off the paper, not off the whole box around it.
+            ends = np.linspace(TAPE_X[0], TAPE_X[1], TAPE_PIECES + 1)
+            for a, b in zip(ends, ends[1:]):
+                corners = np.array([tape_point(x, v) for x in (a, b) for v in (-TAPE_DEPTH / 2, TAPE_DEPTH / 2)])
+                boxes.append(("tape", tuple(corners.min(0)), tuple(corners.max(0))))
         rects = []
         for part, lo, hi in boxes:
             off = np.asarray(offsets.get(part, (0.0, 0.0, 0.0)))
@@ -154,12 +160,17 @@ class StageLabels:
         anchors = None
         if self.focus is not None and self.view != "exploded":
             hidden, not_named, anchors, hud = self._framed_plates(f, hidden, not_named, hud)
+        # The riders named after the plates (_lay_rider_callouts): no plate covers them, or a rider's own plate
+        # found no leader to it (the small drum's plate over the typing head in the table taken apart).
+        self._riders = self._rider_items(f) if self._names_riders(f) else []
+        riders = [(b[0], b[1], b[2] - b[0], b[3] - b[1]) for *_, b in self._riders]
         args = dict(exploded=self._explode > 0.5, readouts=readouts,
-                    keep_out=([hud] if hud else []) + self.label_keep_out + [b[1:] for b in world_boxes],
+                    keep_out=([hud] if hud else []) + self.label_keep_out + [b[1:] for b in world_boxes] + riders,
                     anchors=anchors, shorter=shorter, names=names,
                     targets=self.label_targets(f.vp, f.width, f.height, not_named, f.offsets, f.state),
                     words=([hud] if hud else []) + [b[1:] for b in world_boxes])
         self._emit_plates(f, hidden, args)
+        self._part_rects = [(b[0], b[1], b[2] - b[0], b[3] - b[1]) for _, b in args["targets"].values()]
         return hud
 
     def _plate_readouts(self, f) -> tuple[dict, dict, dict | None]:
@@ -232,25 +243,38 @@ class StageLabels:
     # parts (chapter 12 says "the small drum and the pencil cart", "the paper tape, the typing head").
     RIDER_NAMES = (("pencil", "smalldrum", "铅笔小车", "pencil cart"), ("typing", "tape", "打字头", "typing head"))
 
-    def _lay_rider_callouts(self, f, hud, world_boxes) -> None:
-        """A frame of most of the table names the riders too (RIDER_NAMES), clear of the HUD, the plates and the
-        parts' own words."""
-        # (and a frame of the small drum over the tape: the pencil cart is what writes its guesses there)
+    def _names_riders(self, f) -> bool:
+        """A frame of most of the table names the riders too (RIDER_NAMES), and a frame of the small drum over
+        the tape the pencil cart (it is what writes the guesses there)."""
         pencil = self.focus is not None and {"smalldrum", "tape"} <= set(self.focus)
-        if f.wide and self.focus is not None and (len(self.focus) >= 5 or pencil):
-            keep = ([hud] if hud else []) + [tuple(p[1:]) for p in self.label_plates] + [b[1:] for b in world_boxes]
-            # nor over the bridge's meters or the mill (the pencil cart rides just in front of them)
-            for part in ("bridge", "mill"):
-                box = self.fit.get("boxes", {}).get(part)
-                if box is None:
-                    continue
-                off = np.asarray(f.offsets.get(part, (0.0, 0.0, 0.0)), dtype=np.float64)
-                rect = projected_rect(f.vp, box[0] + off, box[1] + off, f.width, f.height)
-                if rect is not None:
-                    keep.append((rect[0], rect[1], rect[2] - rect[0], rect[3] - rect[1]))
-            self.callouts = self.callouts + self._rider_callouts(f, keep)
+        return f.wide and self.focus is not None and (len(self.focus) >= 5 or pencil)
 
-    def _rider_callouts(self, f, keep_out) -> list[tuple]:
+    def _lay_rider_callouts(self, f, hud, world_boxes) -> None:
+        """The riders' plates (_names_riders), clear of the HUD, the plates, the parts named on them (a rider's
+        plate over the big drum read as naming it), their readouts (the tape's paper the riders ride on) and
+        own words."""
+        if not self._names_riders(f):
+            return
+        # (a clear gap of half a name's height from the parts' plates and each other: two plates a few pixels
+        # apart read as one plate of two lines)
+        gap = 0.5 * label_sizes(f.ec, f.height)[0]
+        keep = ([hud] if hud else []) + [(x - gap, y - gap, w + 2 * gap, h + 2 * gap)
+                                         for _, x, y, w, h in self.label_plates]
+        keep += self.label_keep_out + [b[1:] for b in world_boxes] + self._part_rects
+        # nor over the bridge's meters or the mill (the pencil cart rides just in front of them)
+        for part in ("bridge", "mill"):
+            box = self.fit.get("boxes", {}).get(part)
+            if box is None:
+                continue
+            off = np.asarray(f.offsets.get(part, (0.0, 0.0, 0.0)), dtype=np.float64)
+            rect = projected_rect(f.vp, box[0] + off, box[1] + off, f.width, f.height)
+            if rect is not None:
+                keep.append((rect[0], rect[1], rect[2] - rect[0], rect[3] - rect[1]))
+        self.callouts = self.callouts + self._rider_callouts(f, keep, gap)
+
+    def _rider_items(self, f) -> list[tuple]:
+        """[(rider, zh, en, its anchor (x, y), its box (x0, y0, x1, y1))] in pixels, for the riders this frame
+        names (RIDER_NAMES) that are in it."""
         vp, width, height = f.vp, f.width, f.height
         by_name = {p.name: p for p in self.parts}
         items = []
@@ -272,4 +296,14 @@ class StageLabels:
             if box is None or not (-1 < depth < 1) or not (0 <= x <= width and 0 <= y <= height):
                 continue
             items.append((name, zh, en, (float(x), float(y)), tuple(float(v) for v in box)))
-        return emit_callouts(f.fb, items, width, height, f.ec, keep_out=keep_out) if items else []
+        return items
+
+    def _rider_callouts(self, f, keep_out, gap: float) -> list[tuple]:
+        """The riders' plates with their leaders: `gap` apart, no leader over a part's plate and no rider's plate
+        over a part's leader."""
+        items = self._riders
+        if not items:
+            return []
+        leaders = [(leader_foot(a, r), a) for _, r, a, _ in self.label_leaders]
+        return emit_callouts(f.fb, items, f.width, f.height, f.ec, keep_out=keep_out, gap=gap,
+                             plates_before=[p[1:] for p in self.label_plates], leaders_before=leaders)

@@ -26,3 +26,7 @@ RIDERS = {"smalldrum": ("pencil",), "tape": ("typing",)}
 # A framed beat (set_focus) draws the parts it names, what rides with them, and what they work with.
 FOCUS_WITH = {"bigdrum": ("readhead",), "readhead": ("bigdrum",)}
 FOCUS_VIEWS = ("table", "cutaway", "exploded")     # how the table stands while parts are framed
+# What the HUD says over a framed beat of the table taken apart (Stage.hud_lines), instead of the pass and its
+# phase: the beat is about the parts lifted out, and with the parts apart (the tape's characters may be too small
+# to draw) a phase line ("one turn of the big drum checks every guess") would describe what the class cannot follow.
+EXPLODED_HUD = (("拆开来看 · 每一件单独托出", "taken apart · each part lifted out"),)

@@ -385,3 +385,132 @@ def test_chapter_12_names_the_pencil_cart_and_the_typing_head_on_plates(lang):
     finally:
         ctl.driver.stage.release()
         ctl.close()
+
+
+def _chapter_12(lang, size=(W, H), palette="default"):
+    """Yield (acted, stage) for each beat of chapter 12 (the whole table, page 2, page 2 taken apart), drawn in
+    the frame the tour gives the table of a size[0] x size[1] window, text sized for the window."""
+    from app.controller import Controller
+    from app.lesson import tour
+    from app.settings import AppSettings
+    from app.ui import screen_for
+    from scenes.stage import Stage
+    from tests.scene_helpers import Shooter
+    ctl = Controller(AppSettings(language=lang, mode="tour", chapter=0, palette=palette), persist=False,
+                     scripted=True)
+    ctl.driver.attach(Stage(gl_context()))
+    ctl.start()
+    scr = screen_for(ctl, *size)
+    try:
+        ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("12-taken-apart"))
+        ctl.panel.apply_chapter()
+        for beat in range(3):
+            w, h = _settle(ctl, scr, 60)
+            stage = ctl.driver.stage
+            stage.text_height = size[1]
+            sh = Shooter(w, h)
+            try:
+                sh.shoot(stage)
+            finally:
+                sh.release()
+            yield ctl.tour.acted, stage, ctl
+            if beat < 2:
+                ctl.do("next")
+    finally:
+        ctl.driver.stage.release()
+        ctl.close()
+
+
+def _runs_over(a, b, rect) -> bool:
+    """Whether the segment a-b passes through the inside of the rectangle (x, y, w, h) (sampled finely)."""
+    t = np.linspace(0.0, 1.0, 400)
+    xs, ys = a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t
+    x, y, w, h = rect
+    return bool(np.any((xs > x) & (xs < x + w) & (ys > y) & (ys < y + h)))
+
+
+def _named(stage):
+    """Every plate the frame draws with its leader: (name, plate (x, y, w, h), anchor (x, y)), the parts' and the
+    riders'."""
+    return [(n, tuple(r), tuple(a)) for n, r, a, _ in stage.label_leaders] + \
+        [(n, tuple(r), tuple(a)) for n, r, a, _ in stage.callouts]
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_chapter_12_plates_read_clearly_in_every_beat(lang):
+    """Chapter 12 names every part and the two riders in all three beats, and each plate reads as its own:
+    no leader runs over another plate (the mill's leader crossed the big drum's plate, the bridge's the mill's),
+    the pencil cart's and the typing head's plates keep a clear gap (half a name's height) from each other and
+    from every other plate (stacked a few pixels apart they read as one plate of two lines), and a part is called
+    the same in every beat (the read head was '读头 · 九条路' in one beat and '读头' in the next)."""
+    from scenes.labels import leader_foot
+    from scenes.layout import PARTS
+    beats = 0
+    for acted, stage, _ in _chapter_12(lang):
+        beats += 1
+        where = (lang, beats, acted)
+        named = _named(stage)
+        assert {n for n, *_ in named} == {"bigdrum", "readhead", "smalldrum", "tape", "bridge", "mill", "cabinet",
+                                          "tubes", "pencil", "typing"}, (where, named)
+        for name, rect, anchor in named:
+            foot = leader_foot(anchor, rect)
+            for other, orect, _ in named:
+                if other != name:
+                    assert not _runs_over(foot, anchor, orect), (where, name, "leader over", other)
+        gap = 0.45 * H / 34
+        for name, rect, _ in named:
+            if name in ("pencil", "typing"):
+                for other, orect, _ in named:
+                    if other != name:
+                        apart = max(orect[0] - rect[0] - rect[2], rect[0] - orect[0] - orect[2],
+                                    orect[1] - rect[1] - rect[3], rect[1] - orect[1] - orect[3])
+                        assert apart >= gap, (where, name, other, apart)
+        shown = [t for t, screen in stage.frame_text if screen]
+        full = [PARTS[p].zh if lang == "zh" else PARTS[p].en for p in ("bigdrum", "readhead", "smalldrum")]
+        assert all(name in shown for name in full), (where, full, shown)
+    assert beats == 3
+
+
+def test_chapter_12_names_the_read_head_alike_on_a_projector():
+    """On a 1080p projector the whole table's beats shortened the read head's plate to '读头' (its full name found
+    no spot) while the taken-apart beat said '读头 · 九条路': every beat says the same."""
+    from scenes.layout import PARTS
+    for acted, stage, _ in _chapter_12("zh", (1920, 1080), "projector"):
+        shown = [t for t, screen in stage.frame_text if screen]
+        assert PARTS["readhead"].zh in shown and "读头" not in shown, (acted, shown)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_taken_apart_beat_says_what_it_shows(lang):
+    """Chapter 12's last beat lifts every part apart while a pass plays: the HUD says the table is taken apart,
+    each part lifted out, not the pass and its phase ('大滚筒转一圈，一起核对所有猜测' over a tape whose characters
+    were too small to draw); the beats before it still count the run's passes, and the page's facts report no pass
+    the HUD does not show."""
+    from scenes.labels import PHASES
+    words = ("拆开来看 · 每一件单独托出", "taken apart · each part lifted out")
+    for acted, stage, ctl in _chapter_12(lang):
+        hud = list(stage.hud_text)
+        if not acted:
+            assert any(t.startswith("运行第" if lang == "zh" else "pass ") for t in hud), hud
+            continue
+        assert stage.view == "exploded"
+        assert hud == [words[0 if lang == "zh" else 1]], hud
+        phases = {w for pair in PHASES.values() for w in pair}
+        assert not any(w in t for t in hud for w in phases) and not any(t.startswith(("运行第", "pass ")) for t in hud)
+        assert "hud_pass" not in ctl.panel.facts_shown()
+    # The lines are the framed exploded beat's own: the lab's table, or a mode's own lines, are left as they were.
+    from scenes.views import EXPLODED_HUD
+    from tests.scene_helpers import make_stage
+    assert EXPLODED_HUD == (words,)
+    st = make_stage()
+    try:
+        assert st.hud_lines is None
+        st.set_focus(["bigdrum", "tape"], "exploded")
+        assert st.hud_lines == list(EXPLODED_HUD)
+        st.hud_lines = [("第 3 轮", "round 3")]
+        assert st.hud_lines == [("第 3 轮", "round 3")]
+        st.hud_lines = None
+        st.set_view("table")
+        assert st.hud_lines is None
+    finally:
+        st.release()

@@ -70,7 +70,7 @@ class TourPanel(Panel):
         if self.partial is not None and self.partial[0] < n:     # a pass stopped after its draft or its verify
             return tl.step_moment(*self.partial)
         if st.page_data().hold == "end" and "tubes" not in st.beat()[0]:
-            return tl.step_moment(n - 1, "write")      # a page about the whole run: its end, after plays too
+            return tl.steps_end      # a page about the whole run: its end ("finished"), after plays too
         if self.plays > 0:
             return tl.step_moment(min(self.plays, n) - 1, "write")
         # A page that set its own settings (a new drafter, a new prompt) shows its run from the start, unless it
@@ -387,7 +387,12 @@ class TourPanel(Panel):
         elif pairs.is_neural(page.pair):
             # A self-drafter on the network pair: every drafter timed side by side on one computer (the file's),
             # not the plot's speed-ups on paper for a GPU beside a CPU's measurement.
-            tour_measured.draw_drafters_measured(self.ctl, scr)
+            if "plot" in self.unrevealed(shown):        # the page's question: its rows would answer it
+                imgui.spacing()
+                ui.wrapped(t("tour.table_after_play"), colors["muted"])
+            else:
+                met = {q.params.get("drafter", "chain") for q in self.state.pages()[:self.state.page + 1]}
+                tour_measured.draw_drafters_measured(self.ctl, scr, met)
         elif plot and "plot" in self.unrevealed(shown):
             imgui.spacing()
             # Kept back for this page's question, or for the next page's (the question is not here yet).
@@ -508,7 +513,7 @@ class TourPanel(Panel):
         stage = self.driver.stage
         if stage is not None and stage.timeline.steps:
             s = stage.state()
-            if s.step >= 0 and stage.show_hud and stage.hud_passes():
+            if s.step >= 0 and stage.show_hud and stage.hud_passes() and stage.hud_lines is None:
                 out["hud_pass"] = f"{s.step + 1}/{len(stage.traces)}"
                 if s.lanes_true and stage.hud_lanes:
                     out["hud_lanes_lit"] = f"{s.lanes_true}"
