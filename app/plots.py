@@ -217,14 +217,10 @@ def tokens_per_pass_plot(t, pal, gammas, formula, counted, alpha: float, counted
     ax.set_xlabel(t("plot.gamma"))
     ax.set_ylabel(t("plot.tokens_per_pass"))
     _title(ax, t("plot.tpp_title"))
-    if gamma in gammas:       # the gap is a pixel or two at this scale: the two figures at the marked γ, in words, in
-        i = list(gammas).index(gamma)      # the upper left, where nothing is drawn (beside the bars, ticks were hit)
-        for k, (key, value, col) in enumerate((("plot.tpp_at_formula", formula[i], pal["target"]),
-                                               ("plot.tpp_at_counted", counted[i], pal["accent"]))):
-            # a line apart in points, not in axes fractions: the layout below shrinks the axes afterwards
-            ax.annotate(t(key, gamma=gamma, value=f"{value:.2f}"), (0.03, 0.96), xycoords="axes fraction",
-                        xytext=(0, -k * points(1.5 * text_px)), textcoords="offset points", color=_hex(col),
-                        fontsize=_small(fig), va="top", ha="left")
+    if gamma in gammas:       # the formula's figure at the marked γ, in words, in the upper left where nothing is drawn
+        i = list(gammas).index(gamma)
+        ax.annotate(t("plot.tpp_at_formula", gamma=gamma, value=f"{formula[i]:.2f}"), (0.03, 0.96),
+                    xycoords="axes fraction", color=_hex(pal["target"]), fontsize=_small(fig), va="top", ha="left")
     # under the axes (inside, it hid the γ + 1 ceiling's upper half); inside where the figure is too short
     handles = ax.get_legend_handles_labels()[0]
     if not _legend_below(fig, pal, handles):

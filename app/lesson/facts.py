@@ -234,17 +234,11 @@ def facts(ctl) -> Facts:
     f.lazy["tpp_formula"] = long(lambda pf: f"{pf.tokens_per_pass_formula:.2f}")
     f.lazy["tpp_counted"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
     f.lazy["tpp_plot_tokens"] = lambda: f"{TPP_LONG_TOKENS:,}"      # the plot's bars: a shorter run at every γ
-    # The plot's bar at the γ in force (its own count, not the long run's) and short counts beside the long run
-    # (chapter 7's picture of how sure a count is): counted pairs only, a network's cannot count so much while a
-    # class waits.
+    # Short counts beside the long run (chapter 7's picture of how sure a count is): counted pairs only, a
+    # network's cannot count so much while a class waits.
     def counted(fn):
         return lambda: None if ctl.session.neural else fn(ctl.session.pair(), ctl.session.sampler_settings())
 
-    def bar_now(pair, settings):
-        if s.gamma not in derived.GAMMAS:
-            return None
-        return f"{derived.tokens_per_pass_long(pair, settings, TPP_LONG_TOKENS)[derived.GAMMAS.index(s.gamma)]:.2f}"
-    f.lazy["tpp_bar"] = counted(bar_now)
     f.lazy["short_counts"] = lambda: f"{derived.SHORT_COUNTS}"
     f.lazy["short_alpha_lo"] = counted(lambda pair, st: f"{min(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
     f.lazy["short_alpha_hi"] = counted(lambda pair, st: f"{max(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
