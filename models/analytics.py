@@ -194,7 +194,11 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
     acc_each = np.zeros(M, dtype=np.int64)          # each text's own counts: α's interval over independent texts
     tested_each = np.zeros(M, dtype=np.int64)
     beta_sum = 0.0
+    # per place in a pass, over completed passes only (as tokens and passes are): 1 + Σ_k Π_(j≤k) of the shares
+    # is then exactly the tokens a pass counted
     tested_at, acc_at = np.zeros(gamma, dtype=np.int64), np.zeros(gamma, dtype=np.int64)
+    cur_tested, cur_acc = np.zeros((M, max(gamma, 1)), dtype=np.int64), np.zeros((M, max(gamma, 1)), dtype=np.int64)
+    rows = np.arange(M)
     steps = -(-chars // M)
 
     def draw_q(bb, u1, u2):
@@ -248,12 +252,17 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         acc += int(passed.sum())
         acc_each += passed
         tested_each += is_test
-        tested_at += np.bincount(pos[is_test], minlength=gamma)[:gamma]
-        acc_at += np.bincount(pos[passed], minlength=gamma)[:gamma]
+        cur_tested[rows[is_test], pos[is_test]] = 1
+        cur_acc[rows[passed], pos[passed]] = 1
         beta_sum += float(beta[is_test].sum())
         in_pass += 1
         ends = failed | ~is_test
         passes += int(ends.sum())
+        if gamma:
+            tested_at += cur_tested[ends].sum(axis=0)
+            acc_at += cur_acc[ends].sum(axis=0)
+            cur_tested[ends] = 0
+            cur_acc[ends] = 0
         tokens_done += int(in_pass[ends].sum())
         in_pass[ends] = 0
         pos = np.where(ends, 0, pos + 1)
