@@ -148,7 +148,9 @@ class PaperTape:
                 w = cv.cell * 0.9 * cv.struck
                 fb.shape(SOLID, cv.centre + self.right * (w / 2 - cv.cell * 0.45) + self.normal * 0.004, self.right,
                          self.up, w, STRIKE_H * cv.cell, sc)
-            if cv.mark and cv.ink > 0.5:
+            # taken apart, the tape is too far for its verdicts (its characters may be left out as too small, and a
+            # mark under an empty cell reads as a verdict on nothing)
+            if cv.mark and cv.ink > 0.5 and ec.view != "exploded":
                 if cv.mark == "dot":
                     fb.shape(DISC, cv.mark_centre, self.right, self.up, 0.17, 0.17, pal.ink)
                 else:

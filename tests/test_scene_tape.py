@@ -133,3 +133,31 @@ def test_rejected_guesses_are_struck_out(stage, shooter):
         assert red >= 3, cell.text
     # Accepted guesses of the same step are not struck.
     assert all(c.struck == 0 for c in stage.tape_cells() if c.mark == "dot")
+
+
+def test_taken_apart_the_tape_draws_no_verdict_marks(stage):
+    """In the exploded view the tape is too far for its verdicts: its characters may be left out as too small, and
+    a dot or diamond under an empty cell reads as a verdict on nothing; on the table the same moment has them."""
+    import dataclasses
+
+    from scenes.layout import EmitContext
+    from scenes.text_atlas import DISC
+
+    class Recorder:
+        """Stands in for the frame builder: keeps every call, draws nothing."""
+        def __init__(self):
+            self.calls = []
+            self.offset = np.zeros(3)
+
+        def __getattr__(self, name):
+            return lambda *a, **k: self.calls.append((name, a))
+
+    stage.timeline.seek(stage.timeline.step_end(3) - TICK)
+    state = stage.state()
+    ec = EmitContext(stage.palette, np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), "zh", "table", stage.run)
+    counts = {}
+    for view in ("table", "exploded"):
+        fb = Recorder()
+        stage.tape.emit(fb, state, dataclasses.replace(ec, view=view))
+        counts[view] = sum(1 for name, a in fb.calls if name == "shape" and a and a[0] == DISC)
+    assert counts["table"] >= 1 and counts["exploded"] == 0, counts
