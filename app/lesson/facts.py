@@ -199,7 +199,8 @@ def facts(ctl) -> Facts:
     put("pass_ms", lambda: f"{derived.roofline(s.device, s.model, s.lanes, s.context).ms_per_step:.2f} ms")
     put("pass_ms_spec", lambda: f"{checking().ms_per_step:.2f} ms")
     put("arith_ms_spec", lambda: f"{checking().arithmetic_ms_per_step:.3f} ms")
-    put("busy_spec", lambda: hardware.busy_text(derived.pass_busy(s.device, s.model, s.lanes, derived.pass_positions(s), s.context)))
+    put("busy_spec", lambda: hardware.busy_text(derived.pass_busy(s.device, s.model, s.lanes, derived.pass_positions(s),
+                                                                  s.context)))
     # Leviathan et al.'s own example (α = 0.6, γ = 2, the draft's cost left out), from the same formulas.
     put("lev_extra", lambda: f"{100 * (analytics.extra_arithmetic(0.6, 2) - 1):.0f}%")
     put("lev_faster", lambda: f"{100 * (analytics.speedup(0.6, 2, 0.0) - 1):.0f}%")
@@ -236,12 +237,12 @@ def facts(ctl) -> Facts:
     f.lazy["tpp_plot_tokens"] = lambda: f"{TPP_LONG_TOKENS:,}"      # the plot's bars: a shorter run at every γ
     # Short counts beside the long run (chapter 7's picture of how sure a count is): counted pairs only, a
     # network's cannot count so much while a class waits.
-    def counted(fn):
+    def on_counted_pair(fn):
         return lambda: None if ctl.session.neural else fn(ctl.session.pair(), ctl.session.sampler_settings())
 
     f.lazy["short_counts"] = lambda: f"{derived.SHORT_COUNTS}"
-    f.lazy["short_alpha_lo"] = counted(lambda pair, st: f"{min(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
-    f.lazy["short_alpha_hi"] = counted(lambda pair, st: f"{max(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
+    f.lazy["short_alpha_lo"] = on_counted_pair(lambda pair, st: f"{min(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
+    f.lazy["short_alpha_hi"] = on_counted_pair(lambda pair, st: f"{max(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
 
     # α place by place in a pass: the first guess (after a token the target wrote itself) and the later ones pooled
     def by_depth(fmt):
