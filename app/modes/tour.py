@@ -15,6 +15,7 @@ from corpus.errors import InputError
 from app.figures import tube_tv_curves
 from models.drafters import choice
 from scenes.mill import busy_words
+from scenes.timeline import TICK
 
 
 class _Over(dict):
@@ -70,7 +71,9 @@ class TourPanel(Panel):
         if self.partial is not None and self.partial[0] < n:     # a pass stopped after its draft or its verify
             return tl.step_moment(*self.partial)
         if st.page_data().hold == "end" and "tubes" not in st.beat()[0]:
-            return tl.steps_end      # a page about the whole run: its end ("finished"), after plays too
+            # a page about the whole run: its end ("finished"), after plays too; a tick past it, as the clock keeps
+            # to ticks (at the end itself it could land in the last scroll)
+            return min(tl.duration, tl.steps_end + TICK)
         if self.plays > 0:
             return tl.step_moment(min(self.plays, n) - 1, "write")
         # A page that set its own settings (a new drafter, a new prompt) shows its run from the start, unless it
