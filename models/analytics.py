@@ -194,6 +194,10 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
     acc_each = np.zeros(M, dtype=np.int64)          # each text's own counts: α's interval over independent texts
     tested_each = np.zeros(M, dtype=np.int64)
     beta_sum = 0.0
+    # Σ min(p, q) at every position of the text written (each chain's own sum, over its completed passes as the
+    # tokens are): α as its definition averages it, over the text, not where a guess happened to be tested
+    beta_text_each, beta_pending = np.zeros(M), np.zeros(M)
+    text_each = np.zeros(M, dtype=np.int64)
     # per place in a pass, over completed passes only (as tokens and passes are): 1 + Σ_k Π_(j≤k) of the shares
     # is then exactly the tokens a pass counted
     tested_at, acc_at = np.zeros(gamma, dtype=np.int64), np.zeros(gamma, dtype=np.int64)
@@ -255,6 +259,7 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
         cur_tested[rows[is_test], pos[is_test]] = 1
         cur_acc[rows[passed], pos[passed]] = 1
         beta_sum += float(beta[is_test].sum())
+        beta_pending += beta
         in_pass += 1
         ends = failed | ~is_test
         passes += int(ends.sum())
@@ -264,13 +269,18 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
             cur_tested[ends] = 0
             cur_acc[ends] = 0
         tokens_done += int(in_pass[ends].sum())
+        beta_text_each[ends] += beta_pending[ends]
+        beta_pending[ends] = 0.0
+        text_each[ends] += in_pass[ends]
         in_pass[ends] = 0
         pos = np.where(ends, 0, pos + 1)
         a, b = b, tok
     return GeneratedRun(alpha=acc / tested, alpha_expected=beta_sum / tested, tokens=tokens_done, passes=passes,
                         accepted=acc, tested=tested, gamma=gamma, seed=s.seed, method="vectorised",
                         backed_off=backed, alpha_ci95=ratio_ci95(acc_each, tested_each), chains=M,
-                        tested_by_depth=tuple(int(x) for x in tested_at), accepted_by_depth=tuple(int(x) for x in acc_at))
+                        tested_by_depth=tuple(int(x) for x in tested_at), accepted_by_depth=tuple(int(x) for x in acc_at),
+                        alpha_text=float(beta_text_each.sum() / tokens_done) if tokens_done else float("nan"),
+                        alpha_text_ci95=ratio_ci95(beta_text_each, text_each))
 
 
 def ratio_ci95(hits: np.ndarray, trials: np.ndarray) -> float:
@@ -313,7 +323,11 @@ class PairFacts:
     temperature: float
     top_k: int
     top_p: float
-    alpha: float                 # accepted / tested guesses in the long run
+    # α, E[Σ min(p, q)]: Σ min(p, q) averaged over every position of the long run's text where the run computed it
+    # (the vectorised run: alpha_measure "text"); else the share of guesses kept, its estimate ("kept"). The two
+    # differ: guesses are tested at positions that are not typical of the text (a pass's 1st follows a token the
+    # target wrote itself, and is harder)
+    alpha: float
     alpha_expected: float        # mean β over the tested positions (vectorised run only; else NaN)
     accepted: int
     tested: int
@@ -328,6 +342,13 @@ class PairFacts:
     runs: int = 1                # independent texts or seeded runs pooled
     tested_by_depth: tuple = ()  # guesses tested / accepted at each place in a pass (empty: not counted)
     accepted_by_depth: tuple = ()
+    alpha_measure: str = "kept"  # "text": alpha averages Σ min(p, q) over the text; "kept": the share of guesses kept
+    kept_ci95: float = float("nan")    # half-width of the kept share's 95 % interval (as alpha_ci95)
+
+    @property
+    def kept_share(self) -> float:
+        """Accepted / tested guesses: what counting the verdicts gives (at γ = 4, a little under α)."""
+        return self.accepted / self.tested if self.tested else float("nan")
 
     @property
     def alpha_by_depth(self) -> list[float]:
@@ -384,7 +405,8 @@ def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, se
                              top_k=s.top_k, top_p=s.top_p, alpha=lr.alpha, alpha_expected=float("nan"),
                              accepted=lr.accepted, tested=lr.tested, tokens=lr.tokens, passes=lr.passes,
                              tokens_per_pass_counted=lr.tokens_per_pass, alpha_corpus=float("nan"),
-                             method="shipped long run", alpha_ci95=lr.alpha_ci95, runs=lr.runs)
+                             method="shipped long run", alpha_ci95=lr.alpha_ci95, runs=lr.runs,
+                             kept_ci95=lr.alpha_ci95)
         chars = pair.long_run_tokens(s)
     key = (table_key(pair), s.gamma, s.temperature, s.top_k, s.top_p, s.lenience, s.seed, int(chars))
     with _PAIR_FACTS_LOCK:
@@ -392,13 +414,15 @@ def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, se
     if hit is not None:
         return hit
     run = pair.generated_run(s, int(chars))
+    by_text = math.isfinite(run.alpha_text)
     a_corpus = pair.alpha_corpus(s)        # NaN for a network: no count table to average Σ min(p, q) over
     out = PairFacts(table=key[0], gamma=s.gamma, seed=s.seed, temperature=s.temperature, top_k=s.top_k,
-                    top_p=s.top_p, alpha=run.alpha, alpha_expected=run.alpha_expected, accepted=run.accepted,
+                    top_p=s.top_p, alpha=run.alpha_text if by_text else run.alpha, alpha_expected=run.alpha_expected, accepted=run.accepted,
                     tested=run.tested, tokens=run.tokens, passes=run.passes,
                     tokens_per_pass_counted=run.tokens_per_pass, alpha_corpus=a_corpus, method=run.method,
-                    backed_off=run.backed_off, alpha_ci95=run.alpha_ci95, runs=run.chains,
-                    tested_by_depth=run.tested_by_depth, accepted_by_depth=run.accepted_by_depth)
+                    backed_off=run.backed_off, alpha_ci95=run.alpha_text_ci95 if by_text else run.alpha_ci95,
+                    runs=run.chains, tested_by_depth=run.tested_by_depth, accepted_by_depth=run.accepted_by_depth,
+                    alpha_measure="text" if by_text else "kept", kept_ci95=run.alpha_ci95)
     with _PAIR_FACTS_LOCK:
         if len(_PAIR_FACTS) >= _PAIR_FACTS_MAX:
             _PAIR_FACTS.pop(next(iter(_PAIR_FACTS)))

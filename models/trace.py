@@ -158,6 +158,11 @@ class GeneratedRun:
     # replaced or bonus token, its later ones follow accepted guesses, and they are not equally easy
     tested_by_depth: tuple = ()
     accepted_by_depth: tuple = ()
+    # α as defined, E[Σ min(p, q)]: Σ min(p, q) averaged over every position of the text written (the `tokens`
+    # of completed passes), with its 95 % half-width over the independent texts; NaN where the run did not
+    # compute the overlap at every position (the sampler loop computes it where a guess was tested only)
+    alpha_text: float = float("nan")
+    alpha_text_ci95: float = float("nan")
 
     @property
     def tokens_per_pass(self) -> float:

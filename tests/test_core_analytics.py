@@ -72,6 +72,34 @@ def test_alpha_generated_vectorised_agrees_with_the_sampler(pair):
     assert 1 <= fast.tokens_per_pass <= 5
 
 
+def test_alpha_over_the_text_is_the_overlap_averaged_where_the_sampler_wrote(pair):
+    """α over the written text, computed inside the vectorised run, against an independent count: the real
+    sampler writes a text and Σ min(p, q) is averaged over every one of its positions, row by row."""
+    fast = an.alpha_generated(pair, SamplerSettings(gamma=4, seed=5), chars=60_000)
+    sampler = SpeculativeSampler(pair, SamplerSettings(gamma=4, seed=5))
+    sampler.reset(pair.encode("\n"))
+    while len(sampler.written) < 6_000:
+        sampler.step()
+    ctx = sampler.tokens
+    betas = [an.overlap(pair.target_row(ctx[:i])[0], pair.draft_row(ctx[:i])[0])
+             for i in range(sampler.prefix_len, len(ctx))]
+    slow = float(np.mean(betas))
+    # one text of 6,000 tokens: its own spread from blocks of 500 (neighbours are correlated; be generous)
+    blocks = np.array(betas[:6_000]).reshape(12, 500).mean(axis=1)
+    se = blocks.std(ddof=1) / np.sqrt(len(blocks))
+    assert abs(fast.alpha_text - slow) < 4 * se + 2 * fast.alpha_text_ci95
+    assert fast.alpha_text_ci95 < 0.005
+
+
+def test_alpha_over_the_text_does_not_depend_on_gamma_where_the_kept_share_does(pair):
+    """The text is p's whatever γ is, so its average overlap is too; the share of guesses kept is not: a pass's
+    first guess is the hardest, and with fewer guesses a pass, more of them are first."""
+    one, eight = (an.alpha_generated(pair, SamplerSettings(gamma=g, seed=0)) for g in (1, 8))
+    assert abs(one.alpha_text - eight.alpha_text) < 2 * (one.alpha_text_ci95 + eight.alpha_text_ci95)
+    assert eight.alpha - one.alpha > 2 * (one.alpha_ci95 + eight.alpha_ci95)
+    assert one.alpha < one.alpha_text - 2 * one.alpha_ci95     # counted at γ = 1 it reads low
+
+
 def test_real_pair_first_token_matches_p_chi_square(pair):
     """The real SpeculativeSampler from 慢慢, 3000 seeded runs: first written token vs p (and vs shaped p)."""
     ids = pair.encode("慢慢")

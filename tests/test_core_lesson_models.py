@@ -26,8 +26,10 @@ def test_pair_facts_are_the_long_run_and_the_cli_reports_the_same(pair, capsys):
     from app.cli import main
     pf = an.pair_facts(pair)
     run = an.alpha_generated(pair, SamplerSettings(gamma=4), chars=an.LONG_RUN_TOKENS)
-    assert (pf.alpha, pf.accepted, pf.tested, pf.tokens, pf.passes) == \
-        (run.alpha, run.accepted, run.tested, run.tokens, run.passes)
+    # α is Σ min(p, q) averaged over the run's text; the kept share is its count of verdicts
+    assert (pf.alpha, pf.kept_share, pf.accepted, pf.tested, pf.tokens, pf.passes) == \
+        (run.alpha_text, run.alpha, run.accepted, run.tested, run.tokens, run.passes)
+    assert pf.alpha_measure == "text" and pf.alpha_ci95 == run.alpha_text_ci95 and pf.kept_ci95 == run.alpha_ci95
     assert pf.tokens > 190_000 and pf.tokens_per_pass_counted == run.tokens_per_pass
     assert pf.alpha_corpus == an.alpha_corpus(pair)
     assert pf.tokens_per_pass_formula == an.tokens_per_pass_formula(pf.alpha, 4)
@@ -35,7 +37,8 @@ def test_pair_facts_are_the_long_run_and_the_cli_reports_the_same(pair, capsys):
     assert sp == max(an.speedup(pf.alpha, k, 0.1) for k in range(1, 65)) and g == an.best_gamma(pf.alpha, 0.1)
     assert main(["alpha", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
-    assert cli["alpha_generated"] == pf.alpha and cli["tokens_per_pass_counted"] == pf.tokens_per_pass_counted
+    assert cli["alpha"] == pf.alpha and cli["alpha_generated"] == pf.kept_share
+    assert cli["tokens_per_pass_counted"] == pf.tokens_per_pass_counted
     assert cli["best_gamma"] == g and cli["best_speedup"] == sp
 
 

@@ -194,7 +194,8 @@ def _cmd_alpha(args) -> int:
         a_corpus = None if math.isnan(run.alpha_corpus) else run.alpha_corpus   # a network has no count table
         a, tpp, lanes, expected = run.alpha, run.tokens_per_pass_counted, float(s.gamma + 1), run.alpha_expected
         n_tokens, passes, acc, tested, method = run.tokens, run.passes, run.accepted, run.tested, run.method
-        per_position, proposing = a, 1.0
+        kept, kept_ci, measure = run.kept_share, run.kept_ci95, run.alpha_measure
+        per_position, proposing = kept, 1.0
         ci, units = run.alpha_ci95, run.runs
         by_depth = run.alpha_by_depth
     else:
@@ -204,6 +205,7 @@ def _cmd_alpha(args) -> int:
         dr = drafter_generated(pair, s, drafter, chars=chars)
         a, tpp, lanes = dr.alpha, dr.tokens_per_pass, dr.lanes_per_pass
         n_tokens, passes, acc, tested, method = dr.tokens, dr.passes, dr.accepted, dr.tested, dr.method
+        kept, kept_ci, measure = a, float("nan"), "kept"
         per_position, proposing = dr.alpha_per_position, dr.proposing_share
         ci, units = float("nan"), 1
         by_depth = []
@@ -212,8 +214,11 @@ def _cmd_alpha(args) -> int:
     # The formulas (tokens per pass, speedup vs γ, best γ, extra arithmetic) are the chain's: null for the others.
     table = an.speedup_table(a, args.c, range(1, 9)) if fast_chain else None
     best = an.best_gamma(a, args.c) if fast_chain else None
-    out = {"alpha_corpus": a_corpus, "alpha_generated": a, "alpha_generated_expected": expected,
-           "alpha_generated_ci95": ci, "alpha_generated_texts": units,
+    # alpha: the pair's α (Σ min(p, q) over the written text where counted, alpha_measure "text"; else the share
+    # kept); alpha_generated: the share of guesses kept (accepted / tested), as before
+    out = {"alpha_corpus": a_corpus, "alpha": a, "alpha_ci95": ci, "alpha_measure": measure,
+           "alpha_generated": kept, "alpha_generated_expected": expected,
+           "alpha_generated_ci95": kept_ci, "alpha_generated_texts": units,
            "gamma": args.gamma, "c": args.c, "chars": n_tokens, "passes": passes, "seed": args.seed,
            "tokens_per_pass_formula": an.tokens_per_pass_formula(a, args.gamma) if fast_chain else None,
            "tokens_per_pass_counted": tpp, "alpha_by_depth": by_depth,
@@ -227,8 +232,10 @@ def _cmd_alpha(args) -> int:
         | drafter.describe() | {"pair": pair.kind}
     if args.json:
         out["alpha_generated_expected"] = _finite(expected)
-        out["alpha_generated"] = _finite(a)
-        out["alpha_generated_ci95"] = _finite(ci)
+        out["alpha"] = _finite(a)
+        out["alpha_ci95"] = _finite(ci)
+        out["alpha_generated"] = _finite(kept)
+        out["alpha_generated_ci95"] = _finite(kept_ci)
         out["alpha_per_position"] = _finite(per_position)
         emit_json(out)
         return 0
@@ -237,10 +244,19 @@ def _cmd_alpha(args) -> int:
         print(f"α over the corpus's own positions   {a_corpus:.4f}   (mean Σ min(p, q); held-in text)")
     elif fast_chain:           # a network pair: no corpus average
         print(f"{pair.name}: α on held-out text: spectable eval --pair neural")
-    print(f"α over generated text ({drafter.name})  {a:.4f}   ({acc}/{tested} guesses accepted in "
-          f"{n_tokens} tokens, seed {args.seed})")
-    if math.isfinite(ci):
-        print(f"  95% interval: ± {ci:.4f} (the spread over its {units} independent texts)")
+    if measure == "text":
+        # α as defined, over every position of the text written; the verdicts' count sits a little under it
+        print(f"{'α over the written text (' + drafter.name + ')':<36}{a:.4f}   (mean Σ min(p, q) over all {n_tokens:,} "
+              f"positions written, seed {args.seed})")
+        if math.isfinite(ci):
+            print(f"  95% interval: ± {ci:.4f} (the spread over its {units} independent texts)")
+        print(f"{'share of guesses kept':<36}{kept:.4f}   ({acc}/{tested} guesses accepted in {n_tokens} "
+              f"tokens; ± {kept_ci:.4f})")
+    else:
+        print(f"α over generated text ({drafter.name})  {a:.4f}   ({acc}/{tested} guesses accepted in "
+              f"{n_tokens} tokens, seed {args.seed})")
+        if math.isfinite(ci):
+            print(f"  95% interval: ± {ci:.4f} (the spread over its {units} independent texts)")
     if fast_chain:
         print(f"tokens per target pass at γ = {args.gamma}:  formula (1 - α^(γ+1))/(1 - α) = "
               f"{out['tokens_per_pass_formula']:.3f}   counted = {tpp:.3f}")

@@ -217,10 +217,12 @@ def facts(ctl) -> Facts:
     f.lazy["neural_pair_tpp"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
     f.lazy["long_tokens"] = long(lambda pf: f"{pf.tokens:,}")
     f.lazy["long_count"] = long(lambda pf: f"{pf.accepted:,} / {pf.tested:,}")
+    # what counting the verdicts gives: a little under α, guesses sit where the text is harder than on average
+    f.lazy["alpha_kept"] = long(lambda pf: f"{pf.kept_share:.3f}")
     # how sure the long run's α is: the spread over its independent texts (or the shipped count's runs)
     f.lazy["alpha_ci"] = long(lambda pf: f"{pf.alpha_ci95:.3f}" if math.isfinite(pf.alpha_ci95) else None)
     f.lazy["long_text_count"] = long(lambda pf: f"{pf.runs:,}")
-    # the interval itself: a shorter run's α (0.642, say) reads as the same pair's when it lies inside
+    # the interval itself: a shorter run's α reads as the same pair's when it lies inside
     f.lazy["alpha_range"] = long(lambda pf: f"{pf.alpha - pf.alpha_ci95:.3f}–{pf.alpha + pf.alpha_ci95:.3f}"
                                  if math.isfinite(pf.alpha_ci95) else None)
 
@@ -228,7 +230,8 @@ def facts(ctl) -> Facts:
         """How long the long run is and how sure its α: a shipped count with its interval, else the live one's
         length (a network's live count is short: it says so)."""
         if math.isfinite(pf.alpha_ci95):
-            key = "fact.long_shipped" if pf.method == "shipped long run" else "fact.long_texts"
+            key = ("fact.long_shipped" if pf.method == "shipped long run" else
+                   "fact.long_texts_mean" if pf.alpha_measure == "text" else "fact.long_texts")
             return t(key, tokens=f"{pf.tokens:,}", runs=pf.runs, ci=f"{pf.alpha_ci95:.3f}")
         return t("fact.long_live", tokens=f"{pf.tokens:,}")
     f.lazy["long_run_words"] = long(long_words)
