@@ -1,5 +1,6 @@
 """Chapter 7's pictures of the acceptance rate α (matplotlib, as app.plots draws the chapters' plots): Σ min(p, q)
-as the overlap of two bar charts, short counts of α beside the long run, and α at each place in a pass."""
+as the overlap of two bar charts, short counts of α beside the long run, α at each place in a pass, and the
+pair's α among the published ones."""
 from __future__ import annotations
 
 import math
@@ -89,5 +90,41 @@ def alpha_depth_plot(t, pal, rates: list[float], alpha: float, size_px=(640, 400
     ax.set_xlabel(t("plot.depth_x"))
     ax.set_ylabel(t("plot.depth_y"))
     _title(ax, t("plot.depth_title"))
+    _tight(fig)
+    return fig
+
+
+# Leviathan et al. (2023), section 3 and table 3: drafts about two orders of magnitude smaller than their target
+# mostly reach α between 0.5 and 0.9; a bigram draft for T5-XXL on English-German translation about 0.2.
+PUBLISHED_ALPHA_BAND = (0.5, 0.9)
+PUBLISHED_BIGRAM_ALPHA = 0.2
+
+
+def alpha_scale_plot(t, pal, alpha: float, ci: float, size_px=(640, 400), text_px: float = 16.0):
+    """Where the pair's α stands among the published ones, on one line from 0 to 1: the band most drafts reach
+    (shaded), the bigram draft for T5-XXL (a dot), and this table's pair with its interval (a dot, named)."""
+    fig, ax = _figure(pal, size_px, text_px)
+    tgt, dft, acc = _hex(pal["target"]), _hex(pal["draft"]), _hex(pal["accent"])
+    lo, hi = PUBLISHED_ALPHA_BAND
+    ax.axvspan(lo, hi, color=dft, alpha=0.22, zorder=1)
+    ax.annotate(t("plot.scale_band", lo=f"{lo:.1f}", hi=f"{hi:.1f}"), ((lo + hi) / 2, 2.0), ha="center",
+                va="center", color=pal["mpl_fg"], fontsize=_small(fig), zorder=4)
+    ax.plot([PUBLISHED_BIGRAM_ALPHA], [1.0], "o", color=dft, ms=max(8.0, text_px * 0.6), zorder=3)
+    ax.annotate(t("plot.scale_bigram", alpha=f"{PUBLISHED_BIGRAM_ALPHA:.1f}"), (PUBLISHED_BIGRAM_ALPHA, 1.0),
+                xytext=(0, -text_px * 1.1), textcoords="offset points", ha="center", va="top", color=dft,
+                fontsize=_small(fig), zorder=4)
+    if math.isfinite(ci):
+        ax.errorbar([alpha], [0.0], xerr=[[ci], [ci]], fmt="o", color=tgt, ms=max(9.0, text_px * 0.65), lw=3,
+                    zorder=3)
+    else:
+        ax.plot([alpha], [0.0], "o", color=tgt, ms=max(9.0, text_px * 0.65), zorder=3)
+    ax.annotate(t("plot.scale_pair", alpha=f"{alpha:.3f}"), (alpha, 0.0), xytext=(0, -text_px * 1.1),
+                textcoords="offset points", ha="center", va="top", color=tgt, fontsize=_small(fig), zorder=4)
+    ax.set_xlim(0.0, 1.0)
+    ax.set_ylim(-0.9, 2.5)
+    ax.set_yticks([])
+    ax.grid(False, axis="y")
+    ax.set_xlabel(t("plot.scale_x"))
+    _title(ax, t("plot.scale_title"))
     _tight(fig)
     return fig

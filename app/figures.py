@@ -5,7 +5,7 @@ import numpy as np
 
 from app import derived
 from corpus.errors import InputError
-from app.derived import GAMMAS, REFERENCE_ALPHAS
+from app.derived import GAMMAS, LOOKAHEAD_OPS, REFERENCE_ALPHAS
 from models.tubes import DEFAULT_PREFIX
 from app.lesson.measured import computer_roofline
 from models import hardware
@@ -15,8 +15,10 @@ from models.drafters import FEATURES
 PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # Pictures a tour page draws for its own sentence (app.lesson.tour.Page.plot), beside the chapters' plots: the weights
 # alone before the KV cache is explained, Pope's crossover of the two reads, Σ min(p, q) as an overlap, short counts of
-# α beside the long run, and α at each place in a pass.
-PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap", "alpha_counts", "alpha_depth")
+# α beside the long run, α at each place in a pass, the pair's α among the published ones, and what 1×, a check's
+# and Lookahead decoding's 120× the arithmetic keep busy, on the mill's GPU and on this computer.
+PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap", "alpha_counts", "alpha_depth",
+              "alpha_scale", "arith_multiples")
 OVERLAP_CONTEXT = DEFAULT_PREFIX      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
 KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one and a short one
 
@@ -42,6 +44,8 @@ PLOT_INPUTS = {
     "overlap": ("pair", "tokens"),
     "alpha_counts": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "alpha_depth": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
+    "alpha_scale": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
+    "arith_multiples": ("device", "model", "context", "gamma"),
     # the tubes are run on the pair with its drafter, not part of the run
     "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }
@@ -68,11 +72,12 @@ SLIDE_PX = (1920, 1080)       # exported plots: a slide's size
 SLIDE_TEXT_PX = 30.0
 
 
-def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str = "screen"):
+def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str = "screen", only=None):
     """A matplotlib Figure for plot `name`, in the controller's language, size_px pixels with text_px text;
-    theme 'screen' (the palette on screen) or 'print' (dark ink on white)."""
+    theme 'screen' (the palette on screen) or 'print' (dark ink on white); only: the drafters the drafters plot
+    draws (None: every one counted)."""
     # lazy: pulls in matplotlib
-    from app import alpha_plots, plots      # matplotlib loads with the first plot, not with the window (0.5 s)
+    from app import alpha_plots, arithmetic_plots, plots      # matplotlib loads with the first plot, not with the window (0.5 s)
     t, s = ctl.t, ctl.settings
     pal = ctl.colors if theme == "screen" else dict(ctl.colors, **plots.PRINT_COLORS)
     look = {"size_px": tuple(int(v) for v in size_px), "text_px": float(text_px)}
@@ -141,6 +146,19 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         if not pf.alpha_by_depth:
             raise InputError("this pair's long run was not counted place by place in its passes")
         return alpha_plots.alpha_depth_plot(t, pal, pf.alpha_by_depth, pf.alpha, **look)
+    if name == "arith_multiples":
+        dev, m = hardware.get_device(s.device), hardware.get_model(s.model)
+        one = derived.roofline(s.device, s.model, 1, s.context).arithmetic_busy      # one token a pass, as the mill
+        mine = computer_roofline(ctl)
+        multiples = [(t("plot.arith_one"), 1.0), (t("plot.arith_check", k=s.gamma + 1), float(s.gamma + 1)),
+                     (t("plot.arith_lookahead"), float(LOOKAHEAD_OPS))]
+        return arithmetic_plots.arithmetic_multiples_plot(
+            t, pal, multiples, one, t("plot.arith_gpu", model=m.label, device=dev.label),
+            mine["lanes"] if mine else None,
+            t("plot.arith_cpu", device=mine["device"], lanes=f"{mine['lanes']:.1f}") if mine else None, **look)
+    if name == "alpha_scale":
+        pf = ctl.long_run(wait=True)
+        return alpha_plots.alpha_scale_plot(t, pal, pf.alpha, pf.alpha_ci95, **look)
     if name == "tubes":
         res = ctl.tube_worker.get()
         tv_l, tv_r = tube_tv_curves(res)
@@ -160,7 +178,8 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         # the speed-ups are the roofline's for the lab's device and c: on paper, and said so
         paper = t("plot.drafters_paper", model=hardware.get_model(s.model).label,
                   device=hardware.get_device(s.device).label, c=f"{s.c:g}")
-        return plots.drafters_plot(t, pal, fig["points"], s.gamma, paper, note,
+        points = [p for p in fig["points"] if only is None or p["drafter"] in only]
+        return plots.drafters_plot(t, pal, points, s.gamma, paper, note,
                                    network=ctl.session.neural, **look)
     raise KeyError(name)
 
@@ -194,7 +213,7 @@ def long_alpha(ctl) -> float:
 
 TPP_LONG_TOKENS = 20_000            # tokens written at each γ for the counted bars (0.05 s each on the n-gram pair)
 # plots drawn from the long run (the panel waits for it to land)
-LONG_RUN_PLOTS = ("speedup", "tpp", "alpha_counts", "alpha_depth")
+LONG_RUN_PLOTS = ("speedup", "tpp", "alpha_counts", "alpha_depth", "alpha_scale")
 
 
 def tube_tv_curves(res) -> tuple[np.ndarray, np.ndarray]:

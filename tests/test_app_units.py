@@ -226,6 +226,29 @@ def test_alpha_chapter_draws_short_counts_and_the_first_guess_apart():
     assert heights == pytest.approx(rates)
 
 
+def test_chapter_7_draws_the_published_alphas_it_names_beside_the_pairs():
+    """The page quoting Leviathan et al.'s α (0.5 to 0.9, and 0.2 for a bigram draft) draws them on one line with the
+    pair's α, the figure its sentence gives."""
+    from app import figures, plots
+    from app.alpha_plots import PUBLISHED_ALPHA_BAND, PUBLISHED_BIGRAM_ALPHA
+    from app.lesson.facts import facts, fill
+    ctl = _controller(mode="lab")
+    page = next(pg for pg in narration("07-alpha").pages if "Leviathan" in pg["en"])
+    said = fill(page["en"], facts(ctl))
+    assert page.plot == "alpha_scale" and "0.5 and 0.9" in said and "0.2" in said
+    fig = figures.make(ctl, "alpha_scale", (640, 400), 16)
+    plots.figure_rgba(fig)
+    ax = fig.axes[0]
+    dots = sorted(round(float(ln.get_xdata()[0]), 3) for ln in ax.lines if len(ln.get_xdata()) == 1)
+    band = [p for p in ax.patches if p.get_width() > 0.1]
+    plots.close(fig)
+    alpha = ctl.long_run(wait=True).alpha
+    assert dots == sorted([PUBLISHED_BIGRAM_ALPHA, round(alpha, 3)])
+    assert f"{alpha:.3f}" in said
+    assert len(band) == 1 and band[0].get_x() == pytest.approx(PUBLISHED_ALPHA_BAND[0]) \
+        and band[0].get_x() + band[0].get_width() == pytest.approx(PUBLISHED_ALPHA_BAND[1])
+
+
 def test_busy_under_one_percent_keeps_two_decimals_on_the_mill_and_the_panel():
     """One token a pass keeps an H100 0.34 % busy: the panel and the mill print 0.34 % (a page multiplies it by
     120), 1.7 % with one decimal; a speculative pass's figure on the mill says it is the check's."""
