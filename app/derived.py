@@ -123,6 +123,9 @@ def tokens_per_pass_long(pair, settings, tokens: int) -> list[float]:
             for g in GAMMAS]
 
 
+# Lookahead decoding (Fu et al. 2024): about 120× the operations a pass in its authors' 7B setting on an A100
+# (80× for 13B, 56× for 34B), the figure chapter 10 puts on the mill's GPU and on this computer
+LOOKAHEAD_OPS = 120
 SHORT_COUNTS = 12                   # how many short counts chapter 7 lays beside the long run
 
 

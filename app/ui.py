@@ -385,13 +385,14 @@ class PlotTextures:
         self.cache: dict[str, tuple] = {}
 
     def image(self, scr, name: str, width: float, aspect: float | None = None, height: float | None = None,
-              overlay=None, reserve: float = 0.0) -> None:
+              overlay=None, reserve: float = 0.0, only=None) -> None:
         """Draw plot `name` `width` pixels wide and `height` tall (default: the height left in the panel, at most
         width / 1.6, never under about nine lines of text; `reserve` pixels are kept for what follows it; `aspect`
         w/h instead fixes the shape). The figure is
         laid out at exactly the size it is shown, with text of the panel's size (never under the legibility
         minimum): a plot is never scaled down into text nobody can read. overlay(draw_list, x, y, w, h, fig_info)
-        draws over the picture (the tube mode marks the round shown)."""
+        draws over the picture (the tube mode marks the round shown). only: the drafters the drafters plot draws
+        (None: all; the tour's, those its pages have introduced)."""
         from app import figures, plots  # lazy: pulls in matplotlib
         ctl = self.ctl
         if name == "tubes" and ctl.tubes() is None:
@@ -414,7 +415,8 @@ class PlotTextures:
             shape = 1.05 if name == "drafters" else 1.6
             h = max(min(width / shape, avail_h - imgui.get_style().item_spacing.y), text_px * 9)
         w, h = max(64, int(width)), max(64, int(h))
-        full_key = (w, h, round(text_px, 1), figures.inputs_key(ctl, name))
+        only = None if only is None else frozenset(only)
+        full_key = (w, h, round(text_px, 1), figures.inputs_key(ctl, name), only)
         entry = self.cache.get(name)
         frame = imgui.get_frame_count()
         dragging = imgui.is_any_item_active() and imgui.is_mouse_down(0)
@@ -422,7 +424,7 @@ class PlotTextures:
             full_key = entry[0]          # keep the last picture a few frames more (the slider is still moving)
         if entry is None or entry[0] != full_key:
             try:
-                fig = figures.make(ctl, name, (w, h), text_px)
+                fig = figures.make(ctl, name, (w, h), text_px, only=only)
                 rgba = plots.figure_rgba(fig)
                 report = plots.text_report(fig)
                 info = axes_info(fig)

@@ -318,3 +318,51 @@ def test_chapter_ten_runs_heads_lookup_a_tree_and_typical_acceptance_live():
     # leaving the tour puts the lab's own values back: the tour's drafter never outlives it
     ctl.set_mode("lab")
     assert (ctl.settings.drafter, ctl.settings.prompt, ctl.settings.tube_rule) == ("chain", "孔乙己", "exact")
+
+
+def test_chapter_ten_draws_only_the_drafters_it_has_introduced(monkeypatch):
+    """The drafters plot beside a page draws the drafters the chapter's pages have named so far (the heads' page:
+    the chain and the heads, no tree of 121 lanes before the tree is taught); the lab's draws every one."""
+    from app import figures, plots
+    from app.lesson import tour
+    ctl = controller()
+    ctl.set_mode("tour")
+    ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("10-no-second-model"))
+    ctl.panel.apply_chapter()
+    drawn = []
+    real = plots.drafters_plot
+    monkeypatch.setattr(plots, "drafters_plot", lambda t, pal, points, *a, **k: drawn.append(
+        {p["drafter"] for p in points}) or real(t, pal, points, *a, **k))
+    met = []
+    for k, _page in enumerate(ctl.tour.pages()):
+        ctl.tour.page = k
+        met.append(ctl.panel.drafters_met())
+    assert met[0] == {"chain", "heads"} and "tree" not in met[3] and "tree" in met[4] and "lookup" in met[7]
+    plots.close(figures.make(ctl, "drafters", only=met[0]))
+    plots.close(figures.make(ctl, "drafters"))
+    assert drawn[0] == {"chain", "heads"} and drawn[1] >= {"chain", "heads", "lookup", "tree"}
+
+
+def test_chapter_ten_asks_what_lookaheads_arithmetic_costs_and_draws_it():
+    """Lookahead's page asks whether 120× the operations fill the arithmetic, then draws the busy shares on the
+    mill's GPU (on paper) and on this computer (measured): the figures its reveal names."""
+    from app import derived, figures, plots
+    from app.lesson.facts import facts, fill
+    from app.lesson.measured import computer_roofline
+    from app.lesson.tour import narration
+    ctl = controller()
+    page = next(p for p in narration("10-no-second-model").pages if "Lookahead" in p["en"])
+    assert page.ask is not None and page.plot == "arith_multiples" and "plot" in page.keep_back
+    f = facts(ctl)
+    said = fill(page.action.text["en"], f)
+    mine = computer_roofline(ctl)
+    assert f["busy_x120"] in said and f"{derived.LOOKAHEAD_OPS / mine['lanes']:.0f} times" in said
+    fig = figures.make(ctl, "arith_multiples", (640, 400), 16)
+    plots.figure_rgba(fig)
+    widths = [r.get_width() for r in fig.axes[0].patches]
+    texts = [tx.get_text() for tx in fig.axes[0].texts]
+    plots.close(fig)
+    one = derived.roofline(ctl.settings.device, ctl.settings.model, 1, ctl.settings.context).arithmetic_busy
+    assert widths[2] == pytest.approx(derived.LOOKAHEAD_OPS * one)          # the GPU's 120× bar, under full
+    assert max(widths) == pytest.approx(1.0)                                # this computer's: cut at full ...
+    assert any(f"{derived.LOOKAHEAD_OPS / mine['lanes']:.0f}" in tx for tx in texts)    # ... and its time said

@@ -161,7 +161,7 @@ def facts(ctl) -> Facts:
         put("tokens_per_s", lambda: f"{roof.tokens_per_s:,.0f}")
         put("busy", lambda: hardware.busy_text(roof.arithmetic_busy))
         # Lookahead decoding's ~120× the operations a pass (its authors' 7B setting) on this mill, on paper
-        put("busy_x120", lambda: f"{100 * 120 * roof.arithmetic_busy:.0f}%")
+        put("busy_x120", lambda: f"{100 * derived.LOOKAHEAD_OPS * roof.arithmetic_busy:.0f}%")
         # one lane's share, finer: nine lanes' 3.0 % is 9 × 0.34 %, not 9 × the rounded 0.3 %
         put("busy_per_lane", lambda: f"{100 * roof.arithmetic_busy / max(s.lanes, 1):.2f}%")
         put("lanes_to_saturate", lambda: f"{roof.lanes_to_saturate:.0f}")
@@ -439,6 +439,16 @@ def neural_facts(ctl, f: Facts) -> None:
             raise InputError("no measurement of this computer's arithmetic and reading (spectable bench --pair neural)")
         return t("fact.cpu_lanes_value", lanes=f"{r['lanes']:.1f}", ridge=f"{r['ridge']:.1f}", device=r["device"])
     f.lazy["cpu_lanes"] = cpu_lanes
+    # Lookahead's ~120× the operations on this computer: times over what its arithmetic keeps up with while it reads
+    def cpu_x120():
+        r = computer_roofline(ctl)
+        return None if r is None else f"{derived.LOOKAHEAD_OPS / r['lanes']:.0f}"
+    f.lazy["cpu_x120"] = cpu_x120
+
+    def cpu_lanes_n():
+        r = computer_roofline(ctl)
+        return None if r is None else f"{r['lanes']:.0f}"
+    f.lazy["cpu_lanes_n"] = cpu_lanes_n
     def params(role):           # the shipped pair's (the tour's passage names it), read from its checkpoints
         n = ses.pair_by_key("neural").params[role]
         if n is None:

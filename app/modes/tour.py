@@ -279,6 +279,10 @@ class TourPanel(Panel):
         st = self.state
         return (st.chapter, st.page, self.ctl.settings.language, scr.w, scr.h, scr.font_size)
 
+    def drafters_met(self) -> set[str]:
+        """The drafters this chapter's pages have introduced up to the page shown (the chain is met first)."""
+        return {q.params.get("drafter", "chain") for q in self.state.pages()[:self.state.page + 1]} | {"chain"}
+
     @staticmethod
     def keep_room(coming: str, drawn: str) -> None:
         """Room under a page's words for what its action will add (the answer replacing a question, the action's
@@ -394,8 +398,7 @@ class TourPanel(Panel):
                 imgui.spacing()
                 ui.wrapped(t("tour.table_after_play"), colors["muted"])
             else:
-                met = {q.params.get("drafter", "chain") for q in self.state.pages()[:self.state.page + 1]}
-                tour_measured.draw_drafters_measured(self.ctl, scr, met)
+                tour_measured.draw_drafters_measured(self.ctl, scr, self.drafters_met())
         elif plot and "plot" in self.unrevealed(shown):
             imgui.spacing()
             # Kept back for this page's question, or for the next page's (the question is not here yet).
@@ -411,7 +414,9 @@ class TourPanel(Panel):
                 res, bg = self.ctl.tubes(), self.ctl.colors["mpl_bg"]
                 draws = (rnd + 1) * int(res.draws)
                 overlay = lambda dl, x, y, w, h, info: TubesPanel.mask_future(dl, x, y, info, draws, res, bg)  # noqa: E731
+            # the drafters plot draws the drafters the pages have introduced
             self.plots.image(scr, plot, imgui.get_content_region_avail().x, overlay=overlay,
+                             only=self.drafters_met() if plot == "drafters" else None,
                              reserve=imgui.get_frame_height_with_spacing() * 2 + imgui.get_text_line_height_with_spacing() * 2)
         imgui.spacing()
         sep = "、" if lang == "zh" else ", "
