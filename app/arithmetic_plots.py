@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from app.plots import _figure, _hex, _legend, _small, _tight, _title
+from app.plots import _figure, _hex, _legend, _legend_below, _small, _tight, _title
 
 
 def arithmetic_multiples_plot(t, pal, multiples: list[tuple[str, float]], gpu_busy_one: float, gpu_label: str,
@@ -42,6 +42,10 @@ def arithmetic_multiples_plot(t, pal, multiples: list[tuple[str, float]], gpu_bu
     ax.grid(False, axis="y")
     ax.set_xlabel(t("plot.arith_x"))
     _title(ax, t("plot.arith_title"))
-    _legend(ax, pal, loc="upper right")
-    _tight(fig)
+    # the legend under the axes (inside, it sat on the top bars' figures); a figure too short for that keeps it
+    # inside, over room made above the bars
+    if not _legend_below(fig, pal, ax.get_legend_handles_labels()[0]):
+        ax.set_ylim(-0.7, len(multiples) + 0.9)
+        _legend(ax, pal, loc="upper right")
+        _tight(fig)
     return fig

@@ -117,7 +117,7 @@ PARTS: dict[str, PartInfo] = {
                        (4.0, 2.6, 3.3)),
     "mill": PartInfo("mill", "小磨坊 · 算术", "arithmetic mill", (2.9, 3.75, -1.9), (0.0, 3.8, 0.0), (2.2, 1.35, -1.75)),
     "cabinet": PartInfo("cabinet", "柜子 · 缓存", "KV cabinet", (6.1, 4.6, -3.55), (1.9, 3.6, -1.0), (6.1, 2.0, -2.5)),
-    "tubes": PartInfo("tubes", "试管 · 结果", "test tubes", (-7.1, 0.0, 2.4), (-2.2, 3.0, 0.6), (-8.5, 2.0, -0.1),
+    "tubes": PartInfo("tubes", "试管", "test tubes", (-7.1, 0.0, 2.4), (-2.2, 3.0, 0.6), (-8.5, 2.0, -0.1),
                       (-7.1, 0.0, 2.9)),     # under the racks: the space above them holds their readouts
 }
 

@@ -393,7 +393,7 @@ def test_a_dragged_slider_redraws_its_plot_every_few_frames_and_at_once_when_let
     ctl = _controller()
     now = {"frame": 0, "held": False}
     drawn = []
-    monkeypatch.setattr(figures, "make", lambda c, name, *a: drawn.append((now["frame"], c.settings.c)) or object())
+    monkeypatch.setattr(figures, "make", lambda c, name, *a, **kw: drawn.append((now["frame"], c.settings.c)) or object())
     monkeypatch.setattr(plots, "figure_rgba", lambda fig: np.zeros((40, 64, 4), np.uint8))
     monkeypatch.setattr(plots, "text_report", lambda fig: {})
     monkeypatch.setattr(plots, "close", lambda fig: None)
