@@ -107,21 +107,23 @@ def alpha_scale_plot(t, pal, alpha: float, ci: float, size_px=(640, 400), text_p
     tgt, dft, acc = _hex(pal["target"]), _hex(pal["draft"]), _hex(pal["accent"])
     lo, hi = PUBLISHED_ALPHA_BAND
     ax.axvspan(lo, hi, color=dft, alpha=0.22, zorder=1)
-    ax.annotate(t("plot.scale_band", lo=f"{lo:.1f}", hi=f"{hi:.1f}"), ((lo + hi) / 2, 2.0), ha="center",
-                va="center", color=pal["mpl_fg"], fontsize=_small(fig), zorder=4)
+    ax.annotate(t("plot.scale_band", lo=f"{lo:.1f}", hi=f"{hi:.1f}"), ((lo + hi) / 2, 2.6), ha="center",
+                va="top", color=pal["mpl_fg"], fontsize=_small(fig), zorder=4)
     ax.plot([PUBLISHED_BIGRAM_ALPHA], [1.0], "o", color=dft, ms=max(8.0, text_px * 0.6), zorder=3)
+    # each name where nothing else is: the bigram's above its dot, the pair's to its left (under it, a short panel
+    # cut it at the axis)
     ax.annotate(t("plot.scale_bigram", alpha=f"{PUBLISHED_BIGRAM_ALPHA:.1f}"), (PUBLISHED_BIGRAM_ALPHA, 1.0),
-                xytext=(0, -text_px * 1.1), textcoords="offset points", ha="center", va="top", color=dft,
+                xytext=(0, text_px * 0.9), textcoords="offset points", ha="center", va="bottom", color=dft,
                 fontsize=_small(fig), zorder=4)
     if math.isfinite(ci):
         ax.errorbar([alpha], [0.0], xerr=[[ci], [ci]], fmt="o", color=tgt, ms=max(9.0, text_px * 0.65), lw=3,
                     zorder=3)
     else:
         ax.plot([alpha], [0.0], "o", color=tgt, ms=max(9.0, text_px * 0.65), zorder=3)
-    ax.annotate(t("plot.scale_pair", alpha=f"{alpha:.3f}"), (alpha, 0.0), xytext=(0, -text_px * 1.1),
-                textcoords="offset points", ha="center", va="top", color=tgt, fontsize=_small(fig), zorder=4)
+    ax.annotate(t("plot.scale_pair", alpha=f"{alpha:.3f}"), (alpha, 0.0), xytext=(-text_px * 1.2, 0),
+                textcoords="offset points", ha="right", va="center", color=tgt, fontsize=_small(fig), zorder=4)
     ax.set_xlim(0.0, 1.0)
-    ax.set_ylim(-0.9, 2.5)
+    ax.set_ylim(-0.7, 2.7)
     ax.set_yticks([])
     ax.grid(False, axis="y")
     ax.set_xlabel(t("plot.scale_x"))
