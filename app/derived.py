@@ -126,14 +126,7 @@ def tokens_per_pass_long(pair, settings, tokens: int) -> list[float]:
 # Lookahead decoding (Fu et al. 2024): about 120× the operations a pass in its authors' 7B setting on an A100
 # (80× for 13B, 56× for 34B), the figure chapter 10 puts on the mill's GPU and on this computer
 LOOKAHEAD_OPS = 120
-SHORT_COUNTS = 12                   # how many short counts chapter 7 lays beside the long run
-
-
-def short_alphas(pair, settings, tokens: int, n: int = SHORT_COUNTS) -> list[float]:
-    """α counted on `n` seeded runs (seeds 0 .. n-1) of `tokens` tokens each at the settings' γ: how far a count that
-    short wanders (each cached per table by models.analytics.pair_facts: about 0.08 s each on the n-gram pair)."""
-    return [float(analytics.pair_facts(pair, settings.gamma, settings, chars=int(tokens), seed=k).alpha)
-            for k in range(int(n))]
+SHORT_COUNTS = 16                   # the parts of the long run chapter 7 lays beside it (its 64 texts, 4 a part)
 
 
 def pass_positions(s) -> int:

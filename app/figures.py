@@ -139,8 +139,11 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         if ctl.session.neural:
             raise InputError("short counts of α are laid out on a counted pair: a network's take minutes each")
         pf = ctl.long_run(wait=True)
-        short = derived.short_alphas(pair, ctl.session.sampler_settings(), TPP_LONG_TOKENS)
-        return alpha_plots.alpha_counts_plot(t, pal, short, TPP_LONG_TOKENS, pf.alpha, pf.alpha_ci95, pf.tokens, **look)
+        short, each = pf.alpha_parts(derived.SHORT_COUNTS)
+        if not short:
+            raise InputError("this pair's long run kept no texts' sums to split into parts")
+        return alpha_plots.alpha_counts_plot(t, pal, short, round(each, -2), pf.alpha, pf.alpha_ci95, pf.tokens,
+                                             **look)
     if name == "alpha_depth":
         pf = ctl.long_run(wait=True)
         if not pf.alpha_by_depth:
@@ -178,8 +181,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         # the speed-ups are the roofline's for the lab's device and c: on paper, and said so
         paper = t("plot.drafters_paper", model=hardware.get_model(s.model).label,
                   device=hardware.get_device(s.device).label, c=f"{s.c:g}")
-        points = [p for p in fig["points"] if only is None or p["drafter"] in only]
-        return plots.drafters_plot(t, pal, points, s.gamma, paper, note,
+        return plots.drafters_plot(t, pal, fig["points"], s.gamma, paper, note, only=only,
                                    network=ctl.session.neural, **look)
     raise KeyError(name)
 

@@ -281,7 +281,8 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     if checking is not None:        # (its legend also names the busy curve the mark sits by)
         seqs, k, share = checking
         handles += busy_line + ax2.plot([seqs], [100 * share], "*", color=acc, ms=17, markeredgecolor=fg, zorder=6,
-                                        label=t("plot.checking_point", lanes=seqs, k=k, busy=f"{100 * share:.1f}%"))
+                                        label=t("plot.checking_point_one" if seqs == 1 else "plot.checking_point",
+                                                lanes=seqs, k=k, busy=f"{100 * share:.1f}%"))
     ax.axvline(current_lanes, color=rej, lw=1.5)
     for ys in (tps_weights, tps_cache):
         if ys is not None:
@@ -450,11 +451,12 @@ def _shaped(name: str) -> bool:
 
 
 def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str | None = None, size_px=(1000, 440),
-                  text_px: float = 16.0, network: bool = False):
+                  text_px: float = 16.0, network: bool = False, only=None):
     """Tokens per pass against lanes per pass for every drafter on the same prompts (the data:
     models.drafter_analytics.compare_drafters or long_runs): up is what a drafter buys, right what it costs the
     target. `note` says what the points were counted on (a long run, or a short one) under the title. network:
-    the points are a network pair's (its chain is a draft network, not the bigram)."""
+    the points are a network pair's (its chain is a draft network, not the bigram). only: the drafters drawn (None:
+    all); the others still keep their marks and the axes, so a drafter's mark and the frame stay as pages add more."""
     if network:
         words = t
         t = lambda key, **kw: words("drafter.chain_network" if key == "drafter.chain" else key, **kw)  # noqa: E731
@@ -464,6 +466,8 @@ def drafters_plot(t, pal, points: list[dict], gamma: int, device: str, note: str
     ax.plot([1], [1], "o", color=pal["mpl_fg"], ms=9, label=t("plot.target_alone"))
     wide = size_px[0] >= 900 and size_px[0] > 1.6 * size_px[1]      # room for the legend beside the axes
     for j, pt in enumerate(points):
+        if only is not None and pt["drafter"] not in only:
+            continue
         # A narrow figure (a panel) keeps its legend short: the drafter's short name and its speedup.
         label = t("plot.drafter_point", label=drafter_label(t, pt, gamma), speedup=f"{pt['speedup_model']:.2f}") \
             if wide else f"{drafter_short(t, pt, gamma)} ×{pt['speedup_model']:.2f}"

@@ -280,7 +280,8 @@ def _alpha_generated_vectorised(pair, s, chars, chains, start) -> GeneratedRun:
                         backed_off=backed, alpha_ci95=ratio_ci95(acc_each, tested_each), chains=M,
                         tested_by_depth=tuple(int(x) for x in tested_at), accepted_by_depth=tuple(int(x) for x in acc_at),
                         alpha_text=float(beta_text_each.sum() / tokens_done) if tokens_done else float("nan"),
-                        alpha_text_ci95=ratio_ci95(beta_text_each, text_each))
+                        alpha_text_ci95=ratio_ci95(beta_text_each, text_each),
+                        text_parts=tuple(zip(beta_text_each.tolist(), text_each.tolist())))
 
 
 def ratio_ci95(hits: np.ndarray, trials: np.ndarray) -> float:
@@ -344,6 +345,16 @@ class PairFacts:
     accepted_by_depth: tuple = ()
     alpha_measure: str = "kept"  # "text": alpha averages Σ min(p, q) over the text; "kept": the share of guesses kept
     kept_ci95: float = float("nan")    # half-width of the kept share's 95 % interval (as alpha_ci95)
+    text_parts: tuple = ()       # each text's (Σ min(p, q), positions) when alpha_measure is "text"
+
+    def alpha_parts(self, n: int) -> tuple[list[float], float]:
+        """α over each of `n` parts of the long run (its texts in n groups, in order), and the mean tokens a part:
+        how far a count that short wanders, from the run itself (the parts together are the long run). Empty
+        where the run kept no texts' sums."""
+        if not self.text_parts or n < 1:
+            return [], 0.0
+        parts = np.array_split(np.asarray(self.text_parts, dtype=np.float64), min(n, len(self.text_parts)))
+        return [float(g[:, 0].sum() / g[:, 1].sum()) for g in parts], float(np.mean([g[:, 1].sum() for g in parts]))
 
     @property
     def kept_share(self) -> float:
@@ -422,7 +433,8 @@ def pair_facts(pair, gamma: int = 4, settings=None, chars: int | None = None, se
                     tokens_per_pass_counted=run.tokens_per_pass, alpha_corpus=a_corpus, method=run.method,
                     backed_off=run.backed_off, alpha_ci95=run.alpha_text_ci95 if by_text else run.alpha_ci95,
                     runs=run.chains, tested_by_depth=run.tested_by_depth, accepted_by_depth=run.accepted_by_depth,
-                    alpha_measure="text" if by_text else "kept", kept_ci95=run.alpha_ci95)
+                    alpha_measure="text" if by_text else "kept", kept_ci95=run.alpha_ci95,
+                    text_parts=run.text_parts if by_text else ())
     with _PAIR_FACTS_LOCK:
         if len(_PAIR_FACTS) >= _PAIR_FACTS_MAX:
             _PAIR_FACTS.pop(next(iter(_PAIR_FACTS)))

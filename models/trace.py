@@ -163,6 +163,8 @@ class GeneratedRun:
     # compute the overlap at every position (the sampler loop computes it where a guess was tested only)
     alpha_text: float = float("nan")
     alpha_text_ci95: float = float("nan")
+    # each independent text's (Σ min(p, q), positions) behind alpha_text: shorter counts are its parts
+    text_parts: tuple = ()
 
     @property
     def tokens_per_pass(self) -> float:

@@ -61,14 +61,19 @@ DRAFTER_PHASES = {
 # The check phase's words when the bridge is not in the picture (a beat framing the drums, the mill): the status
 # line does not send the class to a part they cannot see.
 CHECK_OFF_FRAME = ("大模型逐个核对猜测", "the target checks the guesses in turn")
+# The target's write phase when the tape is not in the picture: no typing head to point at
+TYPING_OFF_FRAME = ("写下大模型的词元", "the target's token is written")
 
 
-def phase_words(state, bridge: bool = True) -> tuple[str, str]:
+def phase_words(state, bridge: bool = True, tape: bool = True) -> tuple[str, str]:
     """(zh, en) of what the table is doing now, for the drafter of this pass; `bridge`: whether the bridge of
-    meters is in the picture (its words name p/q and r on its meters)."""
+    meters is in the picture (its words name p/q and r on its meters); `tape`: whether the tape and its typing
+    head are."""
     if not bridge and state.phase == "check" and not state.extra.get("target_only"):
         return CHECK_OFF_FRAME
     target_only = bool(state.extra.get("target_only"))
+    if not tape and target_only and state.phase == "write":
+        return TYPING_OFF_FRAME
     key = kind_of(state.drafter).look
     if kind_of(state.drafter).fed_by_target:
         key = "fed"
@@ -379,14 +384,14 @@ def hud_origin(height: int) -> tuple[float, float]:
 
 def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
              timing=None, passes: bool = True, activity: list[tuple[str, str]] | None = None,
-             lanes: bool = True, bridge: bool = True) -> tuple | None:
+             lanes: bool = True, bridge: bool = True, tape: bool = True) -> tuple | None:
     """Top-left: where we are in the run and what is happening now, and a strip of the pass's phases
     (`passes` False: no pass counter, for a view of the test tubes, which run rounds of their own;
-    `activity` [(zh, en)]: what the mode is doing instead, the tubes' round; `bridge`: whether the bridge is in
-    the picture)."""
+    `activity` [(zh, en)]: what the mode is doing instead, the tubes' round; `bridge`, `tape`: whether the bridge,
+    the tape are in the picture)."""
     pal = ec.palette
     target_only = bool(state.extra.get("target_only"))
-    phase = phase_words(state, bridge)
+    phase = phase_words(state, bridge, tape)
     if state.phase == "write" and not target_only and kept_all(state):
         phase = WRITE_BONUS_TREE if state.tree is not None else WRITE_BONUS
     step = state.step if passes else -1

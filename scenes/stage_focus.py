@@ -37,10 +37,15 @@ class StageFocus:
     def bridge_in_frame(self) -> bool:
         """Whether the bridge of meters is in the picture: the whole table, the table taken apart, or a beat that
         frames it (a beat framing other parts may draw it at the edge of the frame or not at all)."""
+        return self.part_in_frame("bridge")
+
+    def part_in_frame(self, part: str) -> bool:
+        """Whether `part` is surely in the picture (as bridge_in_frame: a beat's focus names it, or the view shows
+        it)."""
         if self.focus is not None:
-            return "bridge" in self.focus or self.view == "exploded"
+            return part in self.focus or self.view == "exploded"
         shows = VIEW_SHOWS.get(self.view)
-        return shows is None or "bridge" in shows
+        return shows is None or part in shows
 
     def shows(self) -> set[str] | None:
         """The parts drawn now (None: all of them)."""

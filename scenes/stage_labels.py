@@ -114,9 +114,11 @@ class StageLabels:
     # ---------------------------------------------------------------- laid each frame (Stage.render)
     # f: the frame being laid (scenes.stage.FramePlan); hud: the HUD's rectangle (x, y, w, h) or None.
     def _lay_lane_numbers(self, f, hud) -> None:
-        """The read head's lane numbers on chips, clear of the HUD (lane_numbers: where they went)."""
+        """The read head's lane numbers on chips, clear of the HUD (lane_numbers: where they went): where the read
+        head is looked at (no focus, or a focus that names it); beside a page about the mill they stood on its gear."""
         self.lane_numbers = []
-        if f.drawn("readhead"):
+        looked_at = self.focus is None or "readhead" in self.focus or self.view == "cutaway"
+        if f.drawn("readhead") and looked_at:
             self.lane_numbers = self.readhead.lane_number_spots(f.vp, f.width, f.height,
                                                                 f.offsets.get("readhead", (0, 0, 0)),
                                                                 cut=self.view == "cutaway", text_ref=f.ref,

@@ -320,27 +320,36 @@ def test_chapter_ten_runs_heads_lookup_a_tree_and_typical_acceptance_live():
     assert (ctl.settings.drafter, ctl.settings.prompt, ctl.settings.tube_rule) == ("chain", "孔乙己", "exact")
 
 
-def test_chapter_ten_draws_only_the_drafters_it_has_introduced(monkeypatch):
+def test_chapter_ten_draws_only_the_drafters_it_has_introduced():
     """The drafters plot beside a page draws the drafters the chapter's pages have named so far (the heads' page:
-    the chain and the heads, no tree of 121 lanes before the tree is taught); the lab's draws every one."""
+    the chain and the heads, no tree of 121 lanes before the tree is taught); the lab's draws every one. A
+    drafter keeps its mark and the axes their range as pages add drafters (a class reads the shapes)."""
     from app import figures, plots
     from app.lesson import tour
     ctl = controller()
     ctl.set_mode("tour")
     ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("10-no-second-model"))
     ctl.panel.apply_chapter()
-    drawn = []
-    real = plots.drafters_plot
-    monkeypatch.setattr(plots, "drafters_plot", lambda t, pal, points, *a, **k: drawn.append(
-        {p["drafter"] for p in points}) or real(t, pal, points, *a, **k))
     met = []
     for k, _page in enumerate(ctl.tour.pages()):
         ctl.tour.page = k
         met.append(ctl.panel.drafters_met())
     assert met[0] == {"chain", "heads"} and "tree" not in met[3] and "tree" in met[4] and "lookup" in met[7]
-    plots.close(figures.make(ctl, "drafters", only=met[0]))
-    plots.close(figures.make(ctl, "drafters"))
-    assert drawn[0] == {"chain", "heads"} and drawn[1] >= {"chain", "heads", "lookup", "tree"}
+    points = {(p["lanes_per_pass"], p["tokens_per_pass"]): p["drafter"]
+              for p in figures.drafter_points(ctl, wait=True)["points"]}
+
+    def marks(only):
+        fig = figures.make(ctl, "drafters", only=only)
+        ax = fig.axes[0]
+        out = {points[(ln.get_xdata()[0], ln.get_ydata()[0])]: ln.get_marker() for ln in ax.lines
+               if len(ln.get_xdata()) == 1 and (ln.get_xdata()[0], ln.get_ydata()[0]) in points}
+        limits = (ax.get_xlim(), ax.get_ylim())
+        plots.close(fig)
+        return out, limits
+    few, few_limits = marks(met[0])
+    every, every_limits = marks(None)
+    assert set(few) == {"chain", "heads"} and set(every) >= {"chain", "heads", "lookup", "tree"}
+    assert all(every[d] == m for d, m in few.items()) and few_limits == every_limits
 
 
 def test_chapter_ten_asks_what_lookaheads_arithmetic_costs_and_draws_it():

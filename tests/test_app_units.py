@@ -191,7 +191,8 @@ def test_alpha_chapter_draws_the_overlap_before_the_long_run():
 
 
 def test_alpha_chapter_draws_short_counts_and_the_first_guess_apart():
-    """Chapter 7's later pictures: the short counts it names are the dots it draws, beside the long run; the gap
+    """Chapter 7's later pictures: the shorter counts it names (the long run's parts) are the dots it draws, beside
+    the long run; the gap
     between the formula and the count is drawn place by place in a pass, and the page names the first guess's share,
     the bar the plot draws first."""
     from app import derived, figures, plots
@@ -201,8 +202,13 @@ def test_alpha_chapter_draws_short_counts_and_the_first_guess_apart():
     pages = narration("07-alpha").pages
     counts = next(pg for pg in pages if pg.plot == "alpha_counts")
     depth = next(pg for pg in pages if pg.plot == "alpha_depth")
-    shorts = derived.short_alphas(ctl.session.pair(), ctl.session.sampler_settings(), figures.TPP_LONG_TOKENS)
-    assert len(shorts) == derived.SHORT_COUNTS and len(set(shorts)) > 1          # seeded apart: they wander
+    pf = ctl.long_run(wait=True)
+    shorts, each = pf.alpha_parts(derived.SHORT_COUNTS)
+    assert len(shorts) == derived.SHORT_COUNTS and len(set(shorts)) > 1          # the parts wander
+    # the parts are the long run cut up: together they are its α, over its tokens
+    assert sum(p[1] for p in pf.text_parts) == pf.tokens and each * len(shorts) == pytest.approx(pf.tokens)
+    assert sum(p[0] for p in pf.text_parts) / pf.tokens == pytest.approx(pf.alpha)
+    assert min(shorts) < pf.alpha < max(shorts)
     said = fill(counts["en"], f)
     assert f"{min(shorts):.3f}" in said and f"{max(shorts):.3f}" in said and f["alpha"] in said
     fig = figures.make(ctl, "alpha_counts", (640, 400), 16)

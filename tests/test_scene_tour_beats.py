@@ -56,6 +56,7 @@ def _beats(lang):
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_every_beat_frames_the_parts_it_names(lang):
     from scenes.framing import TEXT_NORMALS
+    from scenes.layout import PARTS
     seen = set()
     n = 0
     for ch, page, acted, ctl, scr in _beats(lang):
@@ -69,6 +70,12 @@ def test_every_beat_frames_the_parts_it_names(lang):
         assert all(beat["in_frame"][p] >= 0.98 for p in parts), (where, beat)
         # ... and not behind another part: at least half of each named part's own pixels are seen (depth)
         assert beat["hidden_behind"] == [] and all(beat["in_view"][p] >= 0.5 for p in parts), (where, beat)
+        # The HUD sends the class to no part the beat does not show: the typing head with the tape, the meters'
+        # p/q and r with the bridge (a page on the mill said "the typing head inks the target's token")
+        hud = " ".join(stage.hud_text)
+        shown = set(parts) if stage.view != "exploded" else set(PARTS)
+        assert ("打字头" not in hud and "typing head" not in hud) or "tape" in shown, (where, hud)
+        assert "p/q" not in hud or "bridge" in shown, (where, hud)
         # A sensible share of the view: each of n parts at least 0.3/n of the table's frame across or up (8% when
         # the whole table is framed), and together they fill most of the frame the HUD leaves free.
         x, y, w, h = ctl.panel.stage_rect(scr)

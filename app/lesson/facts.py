@@ -238,14 +238,14 @@ def facts(ctl) -> Facts:
     f.lazy["tpp_formula"] = long(lambda pf: f"{pf.tokens_per_pass_formula:.2f}")
     f.lazy["tpp_counted"] = long(lambda pf: f"{pf.tokens_per_pass_counted:.2f}")
     f.lazy["tpp_plot_tokens"] = lambda: f"{TPP_LONG_TOKENS:,}"      # the plot's bars: a shorter run at every γ
-    # Short counts beside the long run (chapter 7's picture of how sure a count is): counted pairs only, a
-    # network's cannot count so much while a class waits.
-    def on_counted_pair(fn):
-        return lambda: None if ctl.session.neural else fn(ctl.session.pair(), ctl.session.sampler_settings())
-
-    f.lazy["short_counts"] = lambda: f"{derived.SHORT_COUNTS}"
-    f.lazy["short_alpha_lo"] = on_counted_pair(lambda pair, st: f"{min(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
-    f.lazy["short_alpha_hi"] = on_counted_pair(lambda pair, st: f"{max(derived.short_alphas(pair, st, TPP_LONG_TOKENS)):.3f}")
+    # Shorter counts beside the long run (chapter 7's picture of how sure a count is): the long run's own texts in
+    # parts, where it kept each text's sums (a counted pair's vectorised run)
+    def parts(fmt):
+        return long(lambda pf: fmt(*pf.alpha_parts(derived.SHORT_COUNTS)) if pf.text_parts else None)
+    f.lazy["short_counts"] = parts(lambda a, n: f"{len(a)}")
+    f.lazy["short_tokens"] = parts(lambda a, n: f"{round(n, -2):,.0f}")
+    f.lazy["short_alpha_lo"] = parts(lambda a, n: f"{min(a):.3f}")
+    f.lazy["short_alpha_hi"] = parts(lambda a, n: f"{max(a):.3f}")
 
     # α place by place in a pass: the first guess (after a token the target wrote itself) and the later ones pooled
     def by_depth(fmt):
