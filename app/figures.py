@@ -142,7 +142,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
         short, each = pf.alpha_parts(derived.SHORT_COUNTS)
         if not short:
             raise InputError("this pair's long run kept no texts' sums to split into parts")
-        return alpha_plots.alpha_counts_plot(t, pal, short, round(each, -2), pf.alpha, pf.alpha_ci95, pf.tokens,
+        return alpha_plots.alpha_counts_plot(t, pal, short, int(round(each, -2)), pf.alpha, pf.alpha_ci95, pf.tokens,
                                              **look)
     if name == "alpha_depth":
         pf = ctl.long_run(wait=True)

@@ -214,7 +214,9 @@ def test_alpha_chapter_draws_short_counts_and_the_first_guess_apart():
     fig = figures.make(ctl, "alpha_counts", (640, 400), 16)
     plots.figure_rgba(fig)
     dots = [(ln.get_xdata()[0], ln.get_ydata()[0]) for ln in fig.axes[0].lines if len(ln.get_xdata()) == 1]
+    names = " ".join(tx.get_text() for tx in fig.axes[0].get_yticklabels())
     plots.close(fig)
+    assert f"{int(round(each, -2)):,} each" in names and f["short_tokens"] in said       # whole tokens, as said
     assert sorted(round(x, 3) for x, y in dots if y >= 1) == sorted(round(a, 3) for a in shorts)     # the upper row
     long_alpha = round(ctl.long_run(wait=True).alpha, 3)
     assert any(round(x, 3) == long_alpha and y == 0 for x, y in dots)                          # the long run below
