@@ -38,6 +38,8 @@ def test_pair_facts_are_the_long_run_and_the_cli_reports_the_same(pair, capsys):
     assert main(["alpha", "--json"]) == 0
     cli = json.loads(capsys.readouterr().out)
     assert cli["alpha"] == pf.alpha and cli["alpha_generated"] == pf.kept_share
+    from app.derived import SHORT_COUNTS
+    assert cli["alpha_parts"] == pf.alpha_parts(SHORT_COUNTS)[0] and len(cli["alpha_parts"]) == SHORT_COUNTS
     assert cli["tokens_per_pass_counted"] == pf.tokens_per_pass_counted
     assert cli["best_gamma"] == g and cli["best_speedup"] == sp
 

@@ -195,6 +195,8 @@ def _cmd_alpha(args) -> int:
         a, tpp, lanes, expected = run.alpha, run.tokens_per_pass_counted, float(s.gamma + 1), run.alpha_expected
         n_tokens, passes, acc, tested, method = run.tokens, run.passes, run.accepted, run.tested, run.method
         kept, kept_ci, measure = run.kept_share, run.kept_ci95, run.alpha_measure
+        from app.derived import SHORT_COUNTS  # lazy: the parts chapter 7 draws, not loaded at `spectable` start
+        parts, part_tokens = run.alpha_parts(SHORT_COUNTS)
         per_position, proposing = kept, 1.0
         ci, units = run.alpha_ci95, run.runs
         by_depth = run.alpha_by_depth
@@ -206,6 +208,7 @@ def _cmd_alpha(args) -> int:
         a, tpp, lanes = dr.alpha, dr.tokens_per_pass, dr.lanes_per_pass
         n_tokens, passes, acc, tested, method = dr.tokens, dr.passes, dr.accepted, dr.tested, dr.method
         kept, kept_ci, measure = a, float("nan"), "kept"
+        parts, part_tokens = [], 0.0
         per_position, proposing = dr.alpha_per_position, dr.proposing_share
         ci, units = float("nan"), 1
         by_depth = []
@@ -216,7 +219,7 @@ def _cmd_alpha(args) -> int:
     best = an.best_gamma(a, args.c) if fast_chain else None
     # alpha: the pair's α (Σ min(p, q) over the written text where counted, alpha_measure "text"; else the share
     # kept); alpha_generated: the share of guesses kept (accepted / tested), as before
-    out = {"alpha_corpus": a_corpus, "alpha": a, "alpha_ci95": ci, "alpha_measure": measure,
+    out = {"alpha_corpus": a_corpus, "alpha": a, "alpha_ci95": ci, "alpha_measure": measure, "alpha_parts": parts,
            "alpha_generated": kept, "alpha_generated_expected": expected,
            "alpha_generated_ci95": kept_ci, "alpha_generated_texts": units,
            "gamma": args.gamma, "c": args.c, "chars": n_tokens, "passes": passes, "seed": args.seed,
@@ -250,6 +253,9 @@ def _cmd_alpha(args) -> int:
               f"positions written, seed {args.seed})")
         if math.isfinite(ci):
             print(f"  95% interval: ± {ci:.4f} (the spread over its {units} independent texts)")
+        if parts:              # how far a shorter count wanders: the same run cut into parts
+            print(f"  its texts in {len(parts)} parts of about {round(part_tokens, -2):,.0f} tokens: α from "
+                  f"{min(parts):.4f} to {max(parts):.4f}")
         print(f"{'share of guesses kept':<36}{kept:.4f}   ({acc}/{tested} guesses accepted in {n_tokens} "
               f"tokens; ± {kept_ci:.4f})")
     else:
