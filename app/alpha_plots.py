@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MultipleLocator
 
 from app.plots import _figure, _hex, _legend, _small, _tight, _title
 
@@ -61,8 +61,11 @@ def alpha_counts_plot(t, pal, short: list[float], short_tokens: int, long_alpha:
     ax.set_yticks([0.0, 1.0])
     ax.set_yticklabels([t("plot.counts_long", tokens=f"{long_tokens:,}"),
                         t("plot.counts_short", n=len(short), tokens=f"{short_tokens:,}")])
+    # ticks at whole thousandths, evenly apart (a locator's own steps read 0.637, 0.640, 0.642: uneven to a class)
+    span = ax.get_xlim()[1] - ax.get_xlim()[0]
+    ax.xaxis.set_major_locator(MultipleLocator(next(s for s in (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1)
+                                                    if span / s <= 6)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:.3f}"))
-    ax.locator_params(axis="x", nbins=5)
     ax.grid(False, axis="y")
     ax.set_xlabel(t("plot.counts_alpha"))
     _title(ax, t("plot.counts_title"))
