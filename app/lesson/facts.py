@@ -222,9 +222,6 @@ def facts(ctl) -> Facts:
     # how sure the long run's α is: the spread over its independent texts (or the shipped count's runs)
     f.lazy["alpha_ci"] = long(lambda pf: f"{pf.alpha_ci95:.3f}" if math.isfinite(pf.alpha_ci95) else None)
     f.lazy["long_text_count"] = long(lambda pf: f"{pf.runs:,}")
-    # the interval itself: a shorter run's α reads as the same pair's when it lies inside
-    f.lazy["alpha_range"] = long(lambda pf: f"{pf.alpha - pf.alpha_ci95:.3f}–{pf.alpha + pf.alpha_ci95:.3f}"
-                                 if math.isfinite(pf.alpha_ci95) else None)
 
     def long_words(pf):
         """How long the long run is and how sure its α: a shipped count with its interval, else the live one's
@@ -523,8 +520,6 @@ def drafter_facts(ctl, f: Facts, put) -> None:
         f[f"drafter_{k}_speedup"] = f"{p['speedup_model']:.2f}×"
         f[f"drafter_{k}_alpha"] = f"{p['alpha']:.3f}"
         f[f"drafter_{k}_alpha_pct"] = f"{100 * p['alpha']:.0f}%"
-        if k == "chain":        # what the formula gives at this shorter count's α, beside what it counted
-            f["drafter_chain_tpp_formula"] = f"{analytics.tokens_per_pass_formula(p['alpha'], s.gamma):.2f}"
 
 
 def fill(text: str, f: Facts) -> str:
