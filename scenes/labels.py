@@ -63,12 +63,24 @@ DRAFTER_PHASES = {
 CHECK_OFF_FRAME = ("大模型逐个核对猜测", "the target checks the guesses in turn")
 # The target's write phase when the tape is not in the picture: no typing head to point at
 TYPING_OFF_FRAME = ("写下大模型的词元", "the target's token is written")
+# A table held still (a text page, a step-through stop) says what it holds, not a motion nobody sees: at a pass's
+# start, or at the end of a phase of the target's and the small drum's (a drafter of its own keeps its words).
+HELD_START = ("停在这一步的开头", "held at the start of a pass")
+HELD = {"draft": ("小模型猜好了，等大模型核对", "the draft has guessed; the target checks next"),
+        "verify": ("大滚筒转完一圈，等着逐个比较", "the big drum has turned; each guess is tested next"),
+        "check": ("每个猜测都比较过了，等着写下", "every guess tested; the writing is next")}
+TARGET_HELD = {"verify": ("大滚筒转完一圈，算出了下一个词元", "the big drum has turned: the next token is computed")}
+HELD_EDGE = 0.02         # a phase's progress this near its start or end counts as held there
 
 
-def phase_words(state, bridge: bool = True, tape: bool = True) -> tuple[str, str]:
+def phase_words(state, bridge: bool = True, tape: bool = True, held: bool = False) -> tuple[str, str]:
     """(zh, en) of what the table is doing now, for the drafter of this pass; `bridge`: whether the bridge of
     meters is in the picture (its words name p/q and r on its meters); `tape`: whether the tape and its typing
-    head are."""
+    head are; `held`: the table stands still (what it holds, where a phase starts or ends)."""
+    if held:
+        words = held_words(state)
+        if words is not None:
+            return words
     if not bridge and state.phase == "check" and not state.extra.get("target_only"):
         return CHECK_OFF_FRAME
     target_only = bool(state.extra.get("target_only"))
@@ -88,6 +100,21 @@ def phase_words(state, bridge: bool = True, tape: bool = True) -> tuple[str, str
     if target_only and state.phase == "verify" and state.lanes_true <= 1:
         return TARGET_VERIFY_ONE
     return (TARGET_PHASES if target_only else PHASES).get(state.phase, ("", ""))
+
+
+def held_words(state) -> tuple[str, str] | None:
+    """What a still table holds at a pass's start or a phase's end (the target's or the small drum's pass), or None:
+    a moment inside a phase, a drafter's own phase, the write (its words already say what was written)."""
+    drafter_own = kind_of(state.drafter).look in (COPY, HEADS, TREE) or kind_of(state.drafter).fed_by_target
+    target_only = bool(state.extra.get("target_only"))
+    if drafter_own and not target_only or state.phase in ("write", "scroll", "done", "idle"):
+        return None
+    first = "verify" if target_only else "draft"
+    if state.phase == first and state.phase_progress <= HELD_EDGE:
+        return HELD_START
+    if state.phase_progress >= 1.0 - HELD_EDGE:
+        return (TARGET_HELD if target_only else HELD).get(state.phase)
+    return None
 
 
 def drafter_mode(state, ec: EmitContext) -> str | None:
@@ -384,14 +411,14 @@ def hud_origin(height: int) -> tuple[float, float]:
 
 def emit_hud(fb, state, width, height, ec: EmitContext, n_steps: int, title: tuple[str, str] | None = None,
              timing=None, passes: bool = True, activity: list[tuple[str, str]] | None = None,
-             lanes: bool = True, bridge: bool = True, tape: bool = True) -> tuple | None:
+             lanes: bool = True, bridge: bool = True, tape: bool = True, held: bool = False) -> tuple | None:
     """Top-left: where we are in the run and what is happening now, and a strip of the pass's phases
     (`passes` False: no pass counter, for a view of the test tubes, which run rounds of their own;
     `activity` [(zh, en)]: what the mode is doing instead, the tubes' round; `bridge`, `tape`: whether the bridge,
-    the tape are in the picture)."""
+    the tape are in the picture; `held`: the table stands still)."""
     pal = ec.palette
     target_only = bool(state.extra.get("target_only"))
-    phase = phase_words(state, bridge, tape)
+    phase = phase_words(state, bridge, tape, held)
     if state.phase == "write" and not target_only and kept_all(state):
         phase = WRITE_BONUS_TREE if state.tree is not None else WRITE_BONUS
     step = state.step if passes else -1
@@ -418,7 +445,8 @@ def hud_extent(atlas, height: int, ec: EmitContext, n_steps: int, title, gamma: 
     strip): the camera frames the parts it names clear of it, and keeps that frame while the pass plays.
     drafted: (drafter, extra) of the run's passes by other drafters than the chain (their own words)."""
     trees = any(kind_of(d).look == TREE for d, _ in drafted)
-    phases = list((TARGET_PHASES if target_only else PHASES).values()) + \
+    phases = list((TARGET_PHASES if target_only else PHASES).values()) + [HELD_START] + \
+        list((TARGET_HELD if target_only else HELD).values()) + \
         ([] if target_only else [WRITE_BONUS] + ([WRITE_BONUS_TREE] if trees else []))
     modes = [None]
     for drafter, extra in drafted:

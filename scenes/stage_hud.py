@@ -101,4 +101,5 @@ class StageHud:
         timing = self.timeline.steps[state.step] if state.step >= 0 else None
         return emit_hud(f.fb, state, f.width, f.height, f.ec, len(self.traces), self._title(), timing,
                         passes=self.hud_passes(), activity=self.hud_activity(state.tube_round), lanes=self.hud_lanes,
-                        bridge=self.bridge_in_frame(), tape=self.part_in_frame("tape"))
+                        bridge=self.bridge_in_frame(), tape=self.part_in_frame("tape"),
+                        held=self.timeline.paused)

@@ -145,3 +145,36 @@ def test_the_hud_names_the_pass_not_a_bare_fraction():
     finally:
         sh.release()
         st.release()
+
+
+def test_a_held_table_says_what_it_holds_not_a_motion():
+    """A text page holds the table still: the HUD said '小滚筒转：小模型在猜' over guesses already pencilled and a
+    drum that did not move. Held, it says what the table holds (the pass's start, the guesses made, the drum's
+    turn done); playing through the same moment, it says what moves."""
+    from scenes.labels import HELD, HELD_START, PHASES
+    from tests.scene_helpers import Shooter, make_stage
+    st = make_stage()
+    st.show_hud = True
+    st.language = "zh"
+    sh = Shooter(960, 540)
+    tl = st.timeline
+    try:
+        st.set_view("table")
+        for t, held, moving in ((tl.step_start(1), HELD_START, PHASES["draft"]),
+                                (tl.step_moment(1, "draft"), HELD["draft"], PHASES["draft"]),
+                                (tl.step_moment(1, "verify"), HELD["verify"], PHASES["verify"])):
+            tl.seek(t)
+            tl.paused = True
+            sh.shoot(st)
+            assert held[0] in st.hud_text and moving[0] not in st.hud_text, (t, st.hud_text)
+            tl.paused = False
+            sh.shoot(st)
+            assert moving[0] in st.hud_text and held[0] not in st.hud_text, (t, st.hud_text)
+        # Mid-phase a still table shows the motion frozen: its words stay the phase's own.
+        tl.seek(tl.step_moment(1, "mid-draft"))
+        tl.paused = True
+        sh.shoot(st)
+        assert PHASES["draft"][0] in st.hud_text
+    finally:
+        sh.release()
+        st.release()
