@@ -16,9 +16,10 @@ PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # Pictures a tour page draws for its own sentence (app.lesson.tour.Page.plot), beside the chapters' plots: the weights
 # alone before the KV cache is explained, Pope's crossover of the two reads, Σ min(p, q) as an overlap, short counts of
 # α beside the long run, α at each place in a pass, the pair's α among the published ones, and what 1×, a check's
-# and Lookahead decoding's 120× the arithmetic keep busy, on the mill's GPU and on this computer.
+# and Lookahead decoding's 120× the arithmetic keep busy, on the mill's GPU and on this computer, and the acceptance
+# rule as a line with every test the run made.
 PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap", "alpha_counts", "alpha_depth",
-              "alpha_scale", "arith_multiples")
+              "alpha_scale", "arith_multiples", "keep_chance")
 OVERLAP_CONTEXT = DEFAULT_PREFIX      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
 KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one and a short one
 
@@ -46,6 +47,7 @@ PLOT_INPUTS = {
     "alpha_depth": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "alpha_scale": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "arith_multiples": ("device", "model", "context", "gamma"),
+    "keep_chance": ("run",),
     # the tubes are run on the pair with its drafter, not part of the run
     "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }
@@ -77,7 +79,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
     theme 'screen' (the palette on screen) or 'print' (dark ink on white); only: the drafters the drafters plot
     draws (None: every one counted)."""
     # lazy: pulls in matplotlib
-    from app import alpha_plots, arithmetic_plots, plots      # matplotlib loads with the first plot, not with the window (0.5 s)
+    from app import alpha_plots, arithmetic_plots, plots, rule_plots      # matplotlib loads with the first plot, not with the window (0.5 s)
     t, s = ctl.t, ctl.settings
     pal = ctl.colors if theme == "screen" else dict(ctl.colors, **plots.PRINT_COLORS)
     look = {"size_px": tuple(int(v) for v in size_px), "text_px": float(text_px)}
@@ -135,6 +137,9 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
     if name == "overlap":
         labels, p, q, rest, total = overlap_rows(pair, OVERLAP_CONTEXT)
         return alpha_plots.overlap_plot(t, pal, labels, p, q, rest, total, OVERLAP_CONTEXT, **look)
+    if name == "keep_chance":
+        run = ctl.session.ensure()
+        return rule_plots.keep_chance_plot(t, pal, rule_plots.run_tests(run.traces if run else ()), **look)
     if name == "alpha_counts":
         if ctl.session.neural:
             raise InputError("short counts of α are laid out on a counted pair: a network's take minutes each")

@@ -599,3 +599,31 @@ def test_an_overlay_covering_a_plot_keeps_clear_of_its_legend(hole):
             inside_hole = hole is not None and hole[0] <= px < hole[2] and hole[1] <= py < hole[3]
             covering = sum(r[0] <= px < r[2] and r[1] <= py < r[3] for r in parts)
             assert covering == (0 if inside_hole else 1), (px, py)
+
+
+def test_chapter_5_draws_the_rule_with_every_test_the_run_made():
+    """The rule's page says the chance a guess is kept is min(1, p/q) and points at the plot: the plot draws that
+    line and every test of the run on the table at (p/q, r), the kept ones under it and the rejected over it."""
+    from app import figures, plots
+    from app.rule_plots import KEEP_XMAX, run_tests
+    ctl = _controller(mode="lab", steps=12)
+    page = narration("05-acceptance-rule").pages[0]
+    assert page.plot == "keep_chance" and "min(1, p/q)" in page["en"] and "min(1, p/q)" in page["zh"]
+    run = ctl.session.ensure()
+    tests = run_tests(run.traces)
+    assert len(tests) == sum(tr.tested for tr in run.traces) > 10
+    assert {k for _, _, k in tests} == {True, False}
+    assert all(k == (r <= v) for v, r, k in tests)          # the rule itself, read off the traces
+    fig = figures.make(ctl, "keep_chance", (640, 400), 16)
+    plots.figure_rgba(fig)
+    ax = fig.axes[0]
+    marks = {ln.get_marker(): np.column_stack([ln.get_xdata(), ln.get_ydata()]) for ln in ax.lines
+             if ln.get_linestyle() in ("None", "none", "")}
+    line = next(ln for ln in ax.lines if ln.get_linestyle() == "-")
+    plots.close(fig)
+    x, y = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
+    assert np.allclose(y, np.minimum(1.0, x)) and x.max() == KEEP_XMAX
+    kept, out = marks["o"], marks["x"]
+    assert len(kept) + len(out) == len(tests)
+    assert np.all(kept[:, 1] <= np.minimum(1.0, kept[:, 0]) + 1e-12)
+    assert np.all(out[:, 1] > np.minimum(1.0, out[:, 0]))
