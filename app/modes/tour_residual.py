@@ -86,8 +86,9 @@ def draw_residual(ctl, scr) -> None:
     y = y0 + fs * 1.4
     for label, pp, qq, rr, j in rows:
         mark = j == data["token_id"]
-        dl.add_text((x0, y + (row - fs) / 2), u32(c["reject"]) if j == data["guess_id"] else muted if j is None
-                    else txt, label)
+        dl.add_text((x0, y + (row - fs) / 2), muted if j is None else txt, label)
+        if j == data["guess_id"]:       # struck through, as on the tape (red is the token drawn, as the tubes' beads)
+            dl.add_line((x0 - fs * 0.1, y + row / 2), (x0 + fs * 1.1, y + row / 2), txt, max(2.0, fs / 9))
         bx = x0 + label_w
         for v, lo, hi, col in ((pp, 0.02, 0.48, "target"), (qq, 0.52, 0.98, "draft")):
             end = bx + bar_w * min(1.0, v / top)
@@ -103,4 +104,4 @@ def draw_residual(ctl, scr) -> None:
         dl.add_text((rx + rw + 4, y + (row - fs) / 2), txt if rr > 0 else muted, _val(rr))
         y += row
     imgui.dummy((w, y - y0))
-    ui.wrapped(t("tour.residual_foot", token=data["token"]), c["muted"])
+    ui.wrapped(t("tour.residual_foot", token=data["token"], guess=data["guess"]), c["muted"])
