@@ -121,7 +121,9 @@ def _plain_ticks(ax) -> None:
         if scale == "log" and getattr(axis.get_transform(), "base", 10) == 10:
             lo, hi = sorted(axis.get_view_interval())
             wide = lo > 0 and hi / lo > 1e3           # many decades: one label a decade, or they crowd
-            axis.set_major_locator(LogLocator(base=10, subs=(1.0,) if wide else (1.0, 2.0, 5.0)))
+            narrow = lo > 0 and hi / lo <= 10         # under a decade: 1-2-5 leaves two labels to read it by
+            subs = (1.0,) if wide else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0) if narrow else (1.0, 2.0, 5.0)
+            axis.set_major_locator(LogLocator(base=10, subs=subs))
         axis.set_major_formatter(FuncFormatter(fmt))
         axis.set_minor_formatter(NullFormatter())
 
