@@ -14,6 +14,7 @@ from scenes.frame import FrameBuilder, same_key
 from scenes.framing import builder_bounds, projected_rect
 from scenes.labels import emit_callouts, emit_part_labels, label_sizes, leader_foot
 from scenes.layout import CABINET_BOX, PARTS, TAPE_DEPTH, TAPE_X, tape_point
+from scenes.mill import hardware_parts
 from scenes.readhead import CUTAWAY_PIECES
 from scenes.tubes import N_CHARS, TUBE_H, TUBE_Y0
 from scenes.views import LIFT_WITH
@@ -182,7 +183,10 @@ class StageLabels:
         readouts = {"mill": self.mill.readout_lines(state, ec, compact=f.wide)}
         if self.focus is not None and len(self.focus) > 3:
             # A frame of most of the table: the busy share alone, so the plate does not cover its neighbours.
-            readouts["mill"] = [line for line in readouts["mill"] if line[1] == "main"][:1]
+            # and, under it, the device it is reckoned for (a bare "1.7 %" read as this table's own measurement)
+            device = hardware_parts(state, ec)[:1]
+            readouts["mill"] = [line for line in readouts["mill"] if line[1] == "main"][:1] + \
+                [(ec.say(f"{d} · 纸面", f"{d} · on paper"), "sub") for d in device]
         # Where even the compact readout finds no free spot, the busy figure and the context alone (the
         # panels name the device and the model the mill models).
         shorter = {"mill": self.mill.readout_lines(state, ec, hardware=False)}
