@@ -47,7 +47,8 @@ PLOT_INPUTS = {
     "alpha_depth": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "alpha_scale": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "arith_multiples": ("device", "model", "context", "gamma"),
-    "keep_chance": ("run",),
+    "keep_chance": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps", "gamma", "decoder",
+                    "drafter"),
     # the tubes are run on the pair with its drafter, not part of the run
     "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }

@@ -6,6 +6,7 @@ current strings and palette; figure_rgba() turns it into a texture, save_figure(
 """
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 
@@ -254,16 +255,24 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     if tps_cache is not None:
         ok = np.asarray(fits if fits is not None else [True] * len(lanes), dtype=bool)
         xs, ys = np.asarray(lanes, dtype=float), np.asarray(tps_cache, dtype=float)
-        handles += ax.plot(xs[ok], ys[ok], color=tgt, lw=3, label=t("plot.tps_cache", context=context,
-                                                                    lanes=current_lanes,
-                                                                    tps=f"{at_lanes(tps_cache):,.0f}"))
+        solid_x, solid_y = xs[ok], ys[ok]
         if not ok.all():
             k = int(np.argmin(ok))              # the first lane count that does not fit
-            ax.plot(xs[max(0, k - 1):], ys[max(0, k - 1):], color=tgt, lw=1.5, ls=":", alpha=0.6)
             edge = fit_lanes if fit_lanes else xs[max(0, k - 1)]
+            if k > 0 and xs[k - 1] < edge < xs[k]:
+                # solid up to the most sequences that fit, faint after: the line changes where the memory runs out
+                f = math.log(edge / xs[k - 1]) / math.log(xs[k] / xs[k - 1])
+                edge_y = math.exp(math.log(ys[k - 1]) + f * (math.log(ys[k]) - math.log(ys[k - 1])))
+                solid_x, solid_y = np.append(solid_x, edge), np.append(solid_y, edge_y)
+                ax.plot(np.append(edge, xs[k:]), np.append(edge_y, ys[k:]), color=tgt, lw=1.5, ls=":", alpha=0.6)
+            else:
+                ax.plot(xs[max(0, k - 1):], ys[max(0, k - 1):], color=tgt, lw=1.5, ls=":", alpha=0.6)
             ax.axvspan(edge, xs[-1] * 1.5, color=fg, alpha=0.10, lw=0)
             no_fit = ax.text(0.98, 0.2, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
                              fontsize=_small(fig), ha="right", va="center")
+        handles += ax.plot(solid_x, solid_y, color=tgt, lw=3, label=t("plot.tps_cache", context=context,
+                                                                      lanes=current_lanes,
+                                                                      tps=f"{at_lanes(tps_cache):,.0f}"))
         curve = tps_cache
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -293,11 +302,12 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     ax.set_ylim(lo * 0.7, hi * 12)          # room above the curves for the legend
     _plain_ticks(ax)                        # (again: the ticks follow the final range)
     _title(ax, t("plot.roofline_title", device=device, model=model))
-    if computer is not None or checking is not None:
-        # under the axes; short of room, without the busy curve's entry first (its axis names it too)
-        for shown in (handles, [h for h in handles if h is not busy_line[0]]):
-            if _legend_below(fig, pal, shown):
-                return fig
+    # under the axes, the orange busy curve named too (not by its axis's colour alone); short of room, without
+    # that entry first (its axis names it)
+    named = handles if busy_line[0] in handles else handles + busy_line
+    for shown in (named, [h for h in handles if h is not busy_line[0]]):
+        if _legend_below(fig, pal, shown):
+            return fig
     if checking is not None:             # too short for the legend below: the mark and its line left out
         handles.pop().remove()
         handles.pop()
@@ -371,17 +381,20 @@ def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lane
     """Pope et al.'s crossover: the bytes one pass reads, the weights' (the same whatever the batch) and the KV
     caches' (one per sequence: lanes × context × bytes per token) for each context in `contexts` ({label: GB per
     lane}); where a cache's line crosses the weights' it reads more than they do. Beyond the device's memory a
-    line is drawn faint."""
+    line is drawn faint. Each line is named along itself (a legend in the axes covered the short texts' line)."""
     fig, ax = _figure(pal, size_px, text_px)
     tgt, acc, rej, fg = _hex(pal["target"]), _hex(pal["accent"]), _hex(pal["reject"]), pal["mpl_fg"]
     xs = np.asarray(lanes, dtype=float)
-    handles = ax.plot(xs, [weights_gb] * len(xs), color=tgt, lw=3, label=t("plot.read_weights"))
+    ax.plot(xs, [weights_gb] * len(xs), color=tgt, lw=3, label=t("plot.read_weights"))
+    names = [(t("plot.read_weights"), lambda x: weights_gb + 0 * x, tgt, 1)]
+    handles = []
     styles = ("-", "--", ":")
     for j, (ctx, per_lane) in enumerate(contexts.items()):
         ys = xs * per_lane
         ok = ys + weights_gb <= memory_gb if memory_gb else np.ones_like(xs, dtype=bool)
-        handles += ax.plot(xs[ok], ys[ok], color=acc, lw=2.5 if j == 0 else 1.8, ls=styles[j % 3],
-                           label=t("plot.read_cache", context=ctx))
+        ax.plot(xs[ok], ys[ok], color=acc, lw=2.5 if j == 0 else 1.8, ls=styles[j % 3],
+                label=t("plot.read_cache", context=ctx))
+        names.append((t("plot.read_cache", context=ctx), lambda x, k=per_lane: k * x, acc, -1))   # under: clear of the weights
         if not ok.all():
             ax.plot(xs[~ok], ys[~ok], color=acc, lw=1.2, ls=styles[j % 3], alpha=0.35)
         cross = weights_gb / per_lane
@@ -398,11 +411,19 @@ def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lane
     _plain_ticks(ax)
     ax.set_xlabel(t("plot.lanes"))
     ax.set_ylabel(t("plot.gb_per_pass"))
-    ax.set_ylim(min(xs[0] * min(contexts.values()), weights_gb) * 0.5, weights_gb * 40)
+    ax.set_ylim(min(xs[0] * min(contexts.values()), weights_gb) * 0.3, weights_gb * 60)
     _plain_ticks(ax)
     _title(ax, t("plot.kv_bytes_title", device=device, model=model))
-    _legend(ax, pal, handles=handles, loc="lower right")
+    _legend(ax, pal, handles=handles, loc="upper left")        # the red dots' meaning
     _tight(fig)
+    # the names along their lines, from their left end, rotated to each line's slope on screen (after the layout)
+    x0 = xs[0] * 1.1
+    for text, y, colour, side in names:
+        a, b = ax.transData.transform([(x0, y(x0)), (x0 * 2, y(x0 * 2))])
+        angle = math.degrees(math.atan2(b[1] - a[1], b[0] - a[0]))
+        ax.annotate(text, (x0, y(x0)), xytext=(0, side * 0.35 * text_px), textcoords="offset points",
+                    rotation=angle, rotation_mode="anchor", ha="left", va="bottom" if side > 0 else "top",
+                    color=colour, fontsize=_small(fig), zorder=6)
     return fig
 
 

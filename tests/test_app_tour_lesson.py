@@ -243,7 +243,9 @@ def test_chapter_2s_plot_agrees_with_its_sentence():
         name = page.plot or CHAPTERS[SLUG["02-batching"]].plot
         fig = figures.make(ctl, name, (640, 400), 16)
         plots.figure_rgba(fig)
-        legend = " ".join(t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts())
+        # the legend in the axes or under them (the figure's own)
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
+        legend = " ".join(t.get_text() for leg in legends for t in leg.get_texts())
         plots.close(fig)
         words = page["en"] + " " + (page.action.text.get("en", "") if page.action else "")
         if "{tokens_per_s}" in words:                       # the cache's figure is on the page
