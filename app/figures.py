@@ -7,7 +7,7 @@ from app import derived
 from corpus.errors import InputError
 from app.derived import GAMMAS, LOOKAHEAD_OPS, REFERENCE_ALPHAS
 from models.tubes import DEFAULT_PREFIX
-from app.lesson.measured import computer_roofline
+from app.lesson.measured import computer_roofline, pair_measurement, section
 from models import hardware
 from models.drafter_analytics import with_speedups
 from models.drafters import FEATURES
@@ -17,9 +17,9 @@ PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # alone before the KV cache is explained, Pope's crossover of the two reads, Σ min(p, q) as an overlap, short counts of
 # α beside the long run, α at each place in a pass, the pair's α among the published ones, and what 1×, a check's
 # and Lookahead decoding's 120× the arithmetic keep busy, on the mill's GPU and on this computer, and the acceptance
-# rule as a line with every test the run made.
+# rule as a line with every test the run made, and what a timed speculative pass of the network pair cost.
 PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap", "alpha_counts", "alpha_depth",
-              "alpha_scale", "arith_multiples", "keep_chance")
+              "alpha_scale", "arith_multiples", "keep_chance", "pass_time")
 OVERLAP_CONTEXT = DEFAULT_PREFIX      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
 KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one and a short one
 
@@ -80,7 +80,7 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
     theme 'screen' (the palette on screen) or 'print' (dark ink on white); only: the drafters the drafters plot
     draws (None: every one counted)."""
     # lazy: pulls in matplotlib
-    from app import alpha_plots, arithmetic_plots, plots, rule_plots      # matplotlib loads with the first plot, not with the window (0.5 s)
+    from app import alpha_plots, arithmetic_plots, pass_plots, plots, rule_plots      # matplotlib loads with the first plot, not with the window (0.5 s)
     t, s = ctl.t, ctl.settings
     pal = ctl.colors if theme == "screen" else dict(ctl.colors, **plots.PRINT_COLORS)
     look = {"size_px": tuple(int(v) for v in size_px), "text_px": float(text_px)}
@@ -138,6 +138,13 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
     if name == "overlap":
         labels, p, q, rest, total = overlap_rows(pair, OVERLAP_CONTEXT)
         return alpha_plots.overlap_plot(t, pal, labels, p, q, rest, total, OVERLAP_CONTEXT, **look)
+    if name == "pass_time":
+        d, _ = pair_measurement(ctl)
+        if d is None:
+            raise InputError("the network pair has no measurement to draw its passes' time from")
+        device = str(section(d, "device").get("name") or "?")
+        return pass_plots.pass_time_plot(t, pal, pass_plots.pass_rows(d), [t("plot.pass_measured", device=device),
+                                                                             t("plot.pass_paper")], **look)
     if name == "keep_chance":
         run = ctl.session.ensure()
         return rule_plots.keep_chance_plot(t, pal, rule_plots.run_tests(run.traces if run else ()), **look)

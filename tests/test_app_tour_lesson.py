@@ -440,3 +440,32 @@ def test_no_panel_gives_a_later_question_s_answer_away():
                     continue
                 shown = set(pages[j].facts or ch.facts) - set(pages[j].keep_back)
                 assert not shown & answer, (ch.slug, j, k, shown & answer)
+
+
+def test_chapter_8_draws_what_the_timed_pass_cost():
+    """The page asking what holds the network pair back draws a timed pass as the sentence reckons it: the guesses ×
+    c, one token's check and what checking γ + 1 costs more, in turns of the big drum, beside the tokens written;
+    the bar's total and speedup are the reveal's (tokens ÷ turns), and the paper's row its ×1.80 column."""
+    from app import figures, plots
+    from app.lesson.measured import pair_measurement, sig
+    from app.lesson.tour import narration
+    from app.pass_plots import pass_rows
+    pages = narration("08-how-much-faster").pages
+    k = next(i for i, pg in enumerate(pages) if pg.plot == "pass_time")
+    assert "plot" in pages[k].keep_back and "{neural_cause}" in pages[k].action.text["en"]
+    ctl = _at("08-how-much-faster", k)
+    f = ctl.facts()
+    d, _ = pair_measurement(ctl)
+    measured, paper = pass_rows(d)
+    assert f"{measured['turns']:.2f}" == f["neural_run_turns"]
+    assert f["neural_formula"] == f"×{sig(measured['speedup'])}"
+    assert abs(paper["speedup"] - float(d["on_paper"]["speedup"])) < 1e-9
+    fig = figures.make(ctl, "pass_time", (640, 400), 16)
+    plots.figure_rgba(fig)
+    ax = fig.axes[0]
+    widths = [round(r.get_width(), 6) for r in ax.patches]
+    texts = " ".join(tx.get_text() for tx in ax.texts)
+    plots.close(fig)
+    assert widths[:3] == [round(measured["guesses"] * measured["c"], 6), 1.0, round(measured["verify"] - 1, 6)]
+    assert f"{measured['turns']:.2f}" in texts and f"×{measured['speedup']:.2f}" in texts
+    assert f"×{paper['speedup']:.2f}" in texts and f"{measured['tokens']:.2f}" in texts

@@ -381,9 +381,11 @@ class TourPanel(Panel):
         if page.controls and "plot" not in self.unrevealed(shown):     # a slider would give the answer away
             self.draw_controls(scr)
         plot = page.plot or ch.plot
+        # (a network page's own plot, what its timed pass cost, stands in for the measured tables)
+        neural = pairs.is_neural(page.pair) and page.plot != "pass_time"
         if page.panel == "residual":
             tour_residual.draw_residual(self.ctl, scr)
-        elif pairs.is_neural(page.pair) and page.params.get("drafter", "chain") == "chain":
+        elif neural and page.params.get("drafter", "chain") == "chain":
             # The neural pair's measured costs beside the roofline's, from its measurement file (the plot's
             # formula at the lab's c would not be this pair's); a self-drafter's page shows the chapter's plot.
             # the measured table answers the chapter's question: kept until that page's reveal
@@ -391,7 +393,7 @@ class TourPanel(Panel):
             kept = "neural_speedup" in self.unrevealed(shown)
             tour_measured.draw_neural_measurement(self.ctl, scr, kept="tour.table_after_play" if kept else
                                                   "tour.table_after_next" if asked_later else None)
-        elif pairs.is_neural(page.pair):
+        elif neural:
             # A self-drafter on the network pair: every drafter timed side by side on one computer (the file's),
             # not the plot's speed-ups on paper for a GPU beside a CPU's measurement.
             if "plot" in self.unrevealed(shown):        # the page's question: its rows would answer it
