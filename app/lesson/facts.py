@@ -198,6 +198,9 @@ def facts(ctl) -> Facts:
     checking = lambda: derived.roofline(s.device, s.model, s.lanes, s.context, derived.pass_positions(s))  # noqa: E731
     put("pass_ms", lambda: f"{derived.roofline(s.device, s.model, s.lanes, s.context).ms_per_step:.2f} ms")
     put("pass_ms_spec", lambda: f"{checking().ms_per_step:.2f} ms")
+    # the small drum's γ turns, c of one token's pass each (what the big drum's check leaves out of a pass's time)
+    one_turn = lambda: derived.roofline(s.device, s.model, s.lanes, s.context).ms_per_step  # noqa: E731
+    put("draft_ms_spec", lambda: f"{s.gamma * s.c * one_turn():.2f} ms")
     put("arith_ms_spec", lambda: f"{checking().arithmetic_ms_per_step:.3f} ms")
     put("busy_spec", lambda: hardware.busy_text(derived.pass_busy(s.device, s.model, s.lanes, derived.pass_positions(s),
                                                                   s.context)))
