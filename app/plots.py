@@ -122,8 +122,8 @@ def _plain_ticks(ax) -> None:
         if scale == "log" and getattr(axis.get_transform(), "base", 10) == 10:
             lo, hi = sorted(axis.get_view_interval())
             wide = lo > 0 and hi / lo > 1e3           # many decades: one label a decade, or they crowd
-            narrow = lo > 0 and hi / lo <= 10         # under a decade: 1-2-5 leaves two labels to read it by
-            subs = (1.0,) if wide else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0) if narrow else (1.0, 2.0, 5.0)
+            narrow = lo > 0 and hi / lo <= 10         # under a decade: 1-2-5 left two labels to read it by
+            subs = (1.0,) if wide else (1.0, 2.0, 3.0, 5.0) if narrow else (1.0, 2.0, 5.0)
             axis.set_major_locator(LogLocator(base=10, subs=subs))
         axis.set_major_formatter(FuncFormatter(fmt))
         axis.set_minor_formatter(NullFormatter())
@@ -381,29 +381,28 @@ def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lane
     """Pope et al.'s crossover: the bytes one pass reads, the weights' (the same whatever the batch) and the KV
     caches' (one per sequence: lanes × context × bytes per token) for each context in `contexts` ({label: GB per
     lane}); where a cache's line crosses the weights' it reads more than they do. Beyond the device's memory a
-    line is drawn faint. Each line is named along itself (a legend in the axes covered the short texts' line)."""
+    line is drawn faint. The caches' legend sits in the empty corner above the weights' line (in the lower right
+    it covered the short texts' line), the weights named on their line."""
     fig, ax = _figure(pal, size_px, text_px)
     tgt, acc, rej, fg = _hex(pal["target"]), _hex(pal["accent"]), _hex(pal["reject"]), pal["mpl_fg"]
     xs = np.asarray(lanes, dtype=float)
-    ax.plot(xs, [weights_gb] * len(xs), color=tgt, lw=3, label=t("plot.read_weights"))
-    names = [(t("plot.read_weights"), lambda x: weights_gb + 0 * x, tgt, 1)]
+    ax.plot(xs, [weights_gb] * len(xs), color=tgt, lw=3)
+    ax.annotate(t("plot.read_weights"), (xs[-1], weights_gb), xytext=(0, 0.4 * text_px), textcoords="offset points",
+                ha="right", va="bottom", color=tgt, fontsize=_small(fig), zorder=6)
     handles = []
     styles = ("-", "--", ":")
     for j, (ctx, per_lane) in enumerate(contexts.items()):
         ys = xs * per_lane
         ok = ys + weights_gb <= memory_gb if memory_gb else np.ones_like(xs, dtype=bool)
-        ax.plot(xs[ok], ys[ok], color=acc, lw=2.5 if j == 0 else 1.8, ls=styles[j % 3],
-                label=t("plot.read_cache", context=ctx))
-        names.append((t("plot.read_cache", context=ctx), lambda x, k=per_lane: k * x, acc, -1))   # under: clear of the weights
+        handles += ax.plot(xs[ok], ys[ok], color=acc, lw=2.5 if j == 0 else 1.8, ls=styles[j % 3],
+                           label=t("plot.read_cache", context=ctx))
         if not ok.all():
             ax.plot(xs[~ok], ys[~ok], color=acc, lw=1.2, ls=styles[j % 3], alpha=0.35)
         cross = weights_gb / per_lane
         if xs[0] <= cross <= xs[-1]:
-            dot = ax.plot([cross], [weights_gb], "o", color=rej, ms=8, zorder=5, label=t("plot.crossover"))
-            if j == 0:
-                handles += dot
-            ax.annotate(f"≈{cross:,.0f}", (cross, weights_gb),
-                        xytext=(0, 1.3 * text_px), textcoords="offset points",
+            ax.plot([cross], [weights_gb], "o", color=rej, ms=8, zorder=5)      # named by its "≈n" (the panel's)
+            ax.annotate(f"≈{cross:,.0f}", (cross, weights_gb),         # under the line: the legend is above
+                        xytext=(0, -1.3 * text_px), textcoords="offset points",
                         ha="center", va="center", color=fg, fontsize=_small(fig))
     ax.axvline(current_lanes, color=rej, lw=1.2, alpha=0.7)
     ax.set_xscale("log", base=2)
@@ -411,19 +410,11 @@ def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lane
     _plain_ticks(ax)
     ax.set_xlabel(t("plot.lanes"))
     ax.set_ylabel(t("plot.gb_per_pass"))
-    ax.set_ylim(min(xs[0] * min(contexts.values()), weights_gb) * 0.3, weights_gb * 60)
+    ax.set_ylim(min(xs[0] * min(contexts.values()), weights_gb) * 0.5, weights_gb * 250)
     _plain_ticks(ax)
     _title(ax, t("plot.kv_bytes_title", device=device, model=model))
-    _legend(ax, pal, handles=handles, loc="upper left")        # the red dots' meaning
+    _legend(ax, pal, handles=handles, loc="upper left")
     _tight(fig)
-    # the names along their lines, from their left end, rotated to each line's slope on screen (after the layout)
-    x0 = xs[0] * 1.1
-    for text, y, colour, side in names:
-        a, b = ax.transData.transform([(x0, y(x0)), (x0 * 2, y(x0 * 2))])
-        angle = math.degrees(math.atan2(b[1] - a[1], b[0] - a[0]))
-        ax.annotate(text, (x0, y(x0)), xytext=(0, side * 0.35 * text_px), textcoords="offset points",
-                    rotation=angle, rotation_mode="anchor", ha="left", va="bottom" if side > 0 else "top",
-                    color=colour, fontsize=_small(fig), zorder=6)
     return fig
 
 
