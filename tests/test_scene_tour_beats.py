@@ -521,3 +521,32 @@ def test_the_taken_apart_beat_says_what_it_shows(lang):
         assert st.hud_lines is None
     finally:
         st.release()
+
+
+def test_chapter_2_holds_the_cabinet_with_its_drawers_out():
+    """'每一步，每个抽屉都要拉开读一遍': the cache page's pass stops halfway through the big drum's turn, the
+    drawers pulled out and the lanes lit, and the page after holds it so (a still of the pass's end showed every
+    drawer shut); its HUD says the turn is under way."""
+    from app.lesson import tour
+    from scenes.labels import TARGET_PHASES, phase_words
+    ctl, scr = _tour("zh")
+    try:
+        ctl.tour.goto([c.slug for c in tour.CHAPTERS].index("02-batching"))
+        ctl.panel.apply_chapter()
+        page = next(k for k, p in enumerate(ctl.tour.pages()) if p.action and p.action.until == "mid-verify")
+        while ctl.tour.page < page or not ctl.tour.acted:
+            _settle(ctl, scr, frames=2)
+            ctl.do("next")
+        for _ in range(2):                              # the action played, then the next page's still
+            _settle(ctl, scr)
+            for _ in range(30 * 12):
+                if ctl.driver.play_until is None:
+                    break
+                _settle(ctl, scr, frames=1)
+            state = ctl.driver.stage.state()
+            assert state.drawer_pull > 0.9 and state.lanes_lit > 0, (ctl.tour.page, state.drawer_pull)
+            assert phase_words(state, held=ctl.driver.stage.timeline.paused) == TARGET_PHASES["verify"]
+            ctl.do("next")
+    finally:
+        ctl.driver.stage.release()
+        ctl.close()

@@ -37,10 +37,11 @@ CHECKPOINT_KINDS = ("test", "count")     # test: will this guess pass?  count: h
 LANGS = ("zh", "en")
 BEAT_VIEWS = ("table", "cutaway", "exploded")     # how the table stands while a beat frames its parts
 HOLDS = ("start", "drafted", "end")
-# Where a played pass stops (Action.until): at the end of its drafting (the guesses pencilled), of its verify (the
-# big drum's turn, the lanes lit: the check and the meters not yet), or of its writing (the whole pass). A later
-# play of the same pass goes on from there.
-UNTILS = ("draft", "verify", "write")
+# Where a played pass stops (Action.until): at the end of its drafting (the guesses pencilled), halfway through its
+# verify (the big drum half round, the lanes lit, the cabinet's drawers pulled out to be read), at the end of its
+# verify (the check and the meters not yet), or of its writing (the whole pass). A later play of the same pass goes
+# on from there.
+UNTILS = ("draft", "mid-verify", "verify", "write")
 PAGE_PAIRS = ("ngram", "neural")      # a page may run the table on the shipped neural pair (app/pairs.py)
 # What a page may draw in the tour's panel besides its numbers: "residual" draws p, q and norm(max(0, p − q)) of
 # the run's rejection the page talks about (the checkpoint's guess), with the token drawn from it marked.
