@@ -106,11 +106,19 @@ def test_killed_mid_export_every_file_is_complete_or_absent(tmp_path):
     script = tmp_path / "keys.txt"
     script.write_text("\n".join((EXPORT_KEYS + ["1", "2"]) * 40) + "\n", encoding="utf-8")
     env = dict(os.environ, XDG_CONFIG_HOME=str(cfg), SDL_VIDEODRIVER="offscreen")
-    for delay in (4.0, 7.0):
+    def finished():
+        return [p for p in out.iterdir() if not p.name.startswith(".")] if out.exists() else []
+    # Killed a moment after an export has landed (the next is then being written): timed from the first file, not
+    # from the start, which a loaded machine can take seconds longer to reach.
+    for after in (0.4, 1.3):
+        before = len(finished())
         proc = subprocess.Popen([sys.executable, "-m", "app", "run", "--frames", "100000", "--size", SIZE,
                                  "--export-dir", str(out), "--gif-seconds", "2", "--script", str(script)],
                                 cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
+        deadline = time.monotonic() + 120
+        while len(finished()) <= before and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(after)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finals = [p for p in out.iterdir() if not p.name.startswith(".")] + list((cfg / "spectable").glob("settings.json"))
