@@ -113,8 +113,9 @@ PARTS: dict[str, PartInfo] = {
     "smalldrum": PartInfo("smalldrum", "小滚筒 · 小模型", "small drum · draft", (10.2, 3.3, 0.6), (3.4, 3.2, 0.4),
                           (8.4, 1.6, 1.6), (8.4, 2.3, 1.6)),
     "tape": PartInfo("tape", "纸带", "paper tape", (-5.7, 0.5, 4.4), (0.0, 0.3, 2.8), (0.0, 0.62, 4.35)),
+    # (its leader ends on the beam between the first two meters: on a meter it crossed the column and r it names)
     "bridge": PartInfo("bridge", "桥", "bridge of meters", (2.1, 1.1, 3.0), (0.0, 1.7, 1.9),
-                       (4.0, 2.6, 3.3)),
+                       (4.5, 2.2, 3.25)),
     "mill": PartInfo("mill", "小磨坊 · 算术", "arithmetic mill", (2.9, 3.75, -1.9), (0.0, 3.8, 0.0), (2.2, 1.35, -1.75)),
     "cabinet": PartInfo("cabinet", "柜子 · 缓存", "KV cabinet", (6.1, 4.6, -3.55), (1.9, 3.6, -1.0), (6.1, 2.0, -2.5)),
     "tubes": PartInfo("tubes", "试管", "test tubes", (-7.1, 0.0, 2.4), (-2.2, 3.0, 0.6), (-8.5, 2.0, -0.1),

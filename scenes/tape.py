@@ -28,6 +28,7 @@ from scenes.text_atlas import DISC, RING, SOLID
 
 GLYPH_V = 0.14       # character centre, along the slope from the tape's centre line
 MARK_V = -0.5        # marks under the characters
+REST_DROP = 1.35     # the typing head at rest: this far down the slope from the line, clear of the marks it inked
 TREE_V = (0.66, -0.66)   # a tree's rows span the paper, first child on top
 TREE_MIN_GLYPH = 0.16    # below this a tree node is drawn as a knot without its character (too small to read)
 CARD_V = 0.92            # a margin tree's card: half its depth along the slope (the board's edge is at 0.95)
@@ -393,7 +394,7 @@ class TypingHead:
             down = state.typing_down
         else:
             x, down = TAPE_X[1] - 0.25, 0.0      # right of a margin tree's last column
-        return tape_point(x, GLYPH_V - (1 - down) * 1.05, 0.0) + tape_normal() * (0.2 + 0.15 * (1 - down))
+        return tape_point(x, GLYPH_V - (1 - down) * REST_DROP, 0.0) + tape_normal() * (0.2 + 0.15 * (1 - down))
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
