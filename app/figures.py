@@ -47,11 +47,19 @@ PLOT_INPUTS = {
     "alpha_depth": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "alpha_scale": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "arith_multiples": ("device", "model", "context", "gamma"),
-    "keep_chance": ("run", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps", "gamma", "decoder",
-                    "drafter"),
+    "keep_chance": ("run", "played", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps", "gamma",
+                    "decoder", "drafter"),
     # the tubes are run on the pair with its drafter, not part of the run
     "tubes": ("pair", "tube_rule", "tokens", "drafter", "tree_width", "tree_depth", "tree_from", "tree_sampling"),
 }
+
+
+def played_passes(ctl) -> int | None:
+    """The passes the tour has played on the table so far (a page's picture of them grows as they play, and gives
+    away no pass a question still asks about); None outside the tour: the whole run."""
+    if ctl.settings.mode != "tour":
+        return None
+    return int(getattr(ctl.panel, "plays", 0))
 
 
 def inputs_key(ctl, name: str) -> tuple:
@@ -64,6 +72,8 @@ def inputs_key(ctl, name: str) -> tuple:
     def value(d):
         if d == "run":
             return ctl.session.version
+        if d == "played":
+            return played_passes(ctl)
         if d == "computer":                 # this computer's measured roofline: the file's, then the live one
             r = computer_roofline(ctl)
             return None if r is None else (r["source"], r["lanes"])
@@ -147,7 +157,10 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
                                                                              t("plot.pass_paper")], **look)
     if name == "keep_chance":
         run = ctl.session.ensure()
-        return rule_plots.keep_chance_plot(t, pal, rule_plots.run_tests(run.traces if run else ()), **look)
+        traces = run.traces if run else ()
+        n = played_passes(ctl)
+        return rule_plots.keep_chance_plot(t, pal, rule_plots.run_tests(traces[:n] if n is not None else traces),
+                                           **look)
     if name == "alpha_counts":
         if ctl.session.neural:
             raise InputError("short counts of α are laid out on a counted pair: a network's take minutes each")

@@ -50,16 +50,15 @@ def pass_time_plot(t, pal, rows: list[dict], labels: list[str], size_px=(640, 40
                         color=fg if kw else bg,                         # on the hatching: the text colour
                         fontsize=_small(fig), fontweight="bold", zorder=4)
             left += w
-        ax.annotate(t("plot.pass_total", turns=f"{r['turns']:.2f}", speedup=f"{r['speedup']:.2f}"),
-                    (right, y), xytext=(8, 0), textcoords="offset points", va="center", ha="left", color=fg,
-                    fontsize=_small(fig), zorder=4)
     ax.axvline(tokens, color=fg, lw=1.6, ls="--", zorder=3)
     ax.annotate(t("plot.pass_tokens", tokens=f"{tokens:.2f}"), (tokens, max(ys) + 0.45), xytext=(-4, 0),
                 textcoords="offset points", ha="right", va="bottom", color=fg, fontsize=_small(fig), zorder=4)
     ax.set_yticks(ys)
-    ax.set_yticklabels(labels)
-    ax.set_ylim(min(ys) - 0.5, max(ys) + 1.1)
-    ax.set_xlim(0, right * 1.75)
+    # each row's total and speedup under its name (beside the bar, a long figure ran out of the axes)
+    ax.set_yticklabels([f"{name}\n" + t("plot.pass_total", turns=f"{r['turns']:.2f}", speedup=f"{r['speedup']:.2f}")
+                        for name, r in zip(labels, rows)])
+    ax.set_ylim(min(ys) - 0.5, max(ys) + 1.0)
+    ax.set_xlim(0, right * 1.12)
     ax.set_xticks([0, 1, 2, 3] if right < 3.5 else None)
     ax.grid(False, axis="y")
     ax.set_xlabel(t("plot.pass_x"))

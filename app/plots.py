@@ -268,7 +268,8 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
             else:
                 ax.plot(xs[max(0, k - 1):], ys[max(0, k - 1):], color=tgt, lw=1.5, ls=":", alpha=0.6)
             ax.axvspan(edge, xs[-1] * 1.5, color=fg, alpha=0.10, lw=0)
-            no_fit = ax.text(0.98, 0.2, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
+            # between the busy curve along the foot and the faint cache line above it
+            no_fit = ax.text(0.98, 0.29, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
                              fontsize=_small(fig), ha="right", va="center")
         handles += ax.plot(solid_x, solid_y, color=tgt, lw=3, label=t("plot.tps_cache", context=context,
                                                                       lanes=current_lanes,
@@ -281,7 +282,8 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
     ax.set_ylabel(t("plot.tokens_per_s"))
     ax2 = ax.twinx()
     busy_line = ax2.plot(lanes, [100 * b for b in busy], color=acc, lw=1.8, ls="-.",     # named by its axis, in
-                         label=t("plot.busy_curve", device=device))                     # its colour
+                         label=t("plot.busy_curve_cache" if tps_cache is not None else "plot.busy_curve",
+                                 device=device))                                        # its colour
     ax2.set_ylabel(t("plot.busy"), color=acc, fontsize=points(text_px * 1.1))
     ax2.tick_params(colors=fg, labelsize=points(text_px))
     ax2.set_ylim(0, 105)
@@ -381,23 +383,26 @@ def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lane
     """Pope et al.'s crossover: the bytes one pass reads, the weights' (the same whatever the batch) and the KV
     caches' (one per sequence: lanes × context × bytes per token) for each context in `contexts` ({label: GB per
     lane}); where a cache's line crosses the weights' it reads more than they do. Beyond the device's memory a
-    line is drawn faint. The caches' legend sits in the empty corner above the weights' line (in the lower right
-    it covered the short texts' line), the weights named on their line."""
+    line stops, where it says so. The legend sits in the empty corner above the weights' line (in the lower right
+    it covered the short texts' line)."""
     fig, ax = _figure(pal, size_px, text_px)
     tgt, acc, rej, fg = _hex(pal["target"]), _hex(pal["accent"]), _hex(pal["reject"]), pal["mpl_fg"]
     xs = np.asarray(lanes, dtype=float)
-    ax.plot(xs, [weights_gb] * len(xs), color=tgt, lw=3)
-    ax.annotate(t("plot.read_weights"), (xs[-1], weights_gb), xytext=(0, 0.4 * text_px), textcoords="offset points",
-                ha="right", va="bottom", color=tgt, fontsize=_small(fig), zorder=6)
-    handles = []
+    handles = ax.plot(xs, [weights_gb] * len(xs), color=tgt, lw=3, label=t("plot.read_weights"))
     styles = ("-", "--", ":")
     for j, (ctx, per_lane) in enumerate(contexts.items()):
         ys = xs * per_lane
         ok = ys + weights_gb <= memory_gb if memory_gb else np.ones_like(xs, dtype=bool)
-        handles += ax.plot(xs[ok], ys[ok], color=acc, lw=2.5 if j == 0 else 1.8, ls=styles[j % 3],
+        fit = (memory_gb - weights_gb) / per_lane if memory_gb else None      # the most sequences that fit
+        line_x, line_y = xs[ok], ys[ok]
+        if fit is not None and not ok.all() and line_x.size and fit > line_x[-1]:
+            line_x, line_y = np.append(line_x, fit), np.append(line_y, fit * per_lane)   # up to the memory's edge
+        handles += ax.plot(line_x, line_y, color=acc, lw=2.5 if j == 0 else 1.8, ls=styles[j % 3],
                            label=t("plot.read_cache", context=ctx))
-        if not ok.all():
-            ax.plot(xs[~ok], ys[~ok], color=acc, lw=1.2, ls=styles[j % 3], alpha=0.35)
+        if not ok.all():                     # the line stops where the memory is full, and says so there
+            ax.annotate(t("plot.memory_full", memory=f"{memory_gb:g}"), (line_x[-1], line_y[-1]),
+                        xytext=(0.3 * text_px, 0), textcoords="offset points", ha="left", va="center", color=acc,
+                        fontsize=_small(fig), zorder=6)
         cross = weights_gb / per_lane
         if xs[0] <= cross <= xs[-1]:
             ax.plot([cross], [weights_gb], "o", color=rej, ms=8, zorder=5)      # named by its "≈n" (the panel's)
@@ -410,7 +415,7 @@ def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lane
     _plain_ticks(ax)
     ax.set_xlabel(t("plot.lanes"))
     ax.set_ylabel(t("plot.gb_per_pass"))
-    ax.set_ylim(min(xs[0] * min(contexts.values()), weights_gb) * 0.5, weights_gb * 250)
+    ax.set_ylim(min(xs[0] * min(contexts.values()), weights_gb) * 0.5, weights_gb * 900)
     _plain_ticks(ax)
     _title(ax, t("plot.kv_bytes_title", device=device, model=model))
     _legend(ax, pal, handles=handles, loc="upper left")

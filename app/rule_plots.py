@@ -44,13 +44,14 @@ def keep_chance_plot(t, pal, tests: list[tuple[float, float, bool]], size_px=(64
                       label=t("plot.keep_kept", n=len(kept))),
                Line2D([], [], marker="x", ls="none", color=rej, mew=2.6, ms=ms,
                       label=t("plot.keep_rejected", n=len(out)))]
-    _legend(ax, pal, handles=handles, loc="lower right")
+    if tests:
+        _legend(ax, pal, handles=handles, loc="lower right")
     ax.set_xlim(0.0, KEEP_XMAX)
     ax.set_ylim(0.0, 1.12)
     ax.set_xticks([0, 0.5, 1, 2, 3])
     ax.set_xticklabels(["0", "0.5", "1", "2", t("plot.keep_edge", x=f"{KEEP_XMAX:g}")])
     ax.set_xlabel(t("plot.keep_x"))
     ax.set_ylabel(t("plot.keep_y"))
-    _title(ax, t("plot.keep_title", n=len(tests)))
+    _title(ax, t("plot.keep_title", n=len(tests)) if tests else t("plot.keep_title_none"))
     _tight(fig)
     return fig

@@ -464,8 +464,32 @@ def test_chapter_8_draws_what_the_timed_pass_cost():
     plots.figure_rgba(fig)
     ax = fig.axes[0]
     widths = [round(r.get_width(), 6) for r in ax.patches]
-    texts = " ".join(tx.get_text() for tx in ax.texts)
+    texts = " ".join(tx.get_text() for tx in list(ax.texts) + list(ax.get_yticklabels()))
     plots.close(fig)
     assert widths[:3] == [round(measured["guesses"] * measured["c"], 6), 1.0, round(measured["verify"] - 1, 6)]
     assert f"{measured['turns']:.2f}" in texts and f"×{measured['speedup']:.2f}" in texts
     assert f"×{paper['speedup']:.2f}" in texts and f"{measured['tokens']:.2f}" in texts
+
+
+def test_chapter_5s_rule_plot_draws_the_tests_played_so_far():
+    """The rule's picture on the tour draws the tests of the passes played on the table so far (none before the
+    first play; the first pass's after it), never a later pass's: the checkpoint asks about the second pass's
+    guess, and the plot gave its point away before the question."""
+    from app import figures, plots
+    from app.lesson.tour import narration
+    from app.rule_plots import run_tests
+    pages = narration("05-acceptance-rule").pages
+    k = next(i for i, pg in enumerate(pages) if pg.plot == "keep_chance" and pg.action is not None)
+    ctl = _at("05-acceptance-rule", k)
+
+    def marks():
+        fig = figures.make(ctl, "keep_chance", (640, 400), 16)
+        plots.figure_rgba(fig)
+        n = sum(len(ln.get_xdata()) for ln in fig.axes[0].lines if ln.get_linestyle() in ("None", "none", ""))
+        plots.close(fig)
+        return n
+    assert figures.played_passes(ctl) == 0 and marks() == 0
+    before = figures.inputs_key(ctl, "keep_chance")
+    ctl.panel.plays = 1                                  # the page's action played the first pass
+    assert figures.inputs_key(ctl, "keep_chance") != before
+    assert marks() == len(run_tests(ctl.session.ensure().traces[:1])) == ctl.session.ensure().traces[0].tested
