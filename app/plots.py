@@ -260,15 +260,13 @@ def roofline_plot(t, pal, lanes, tps_weights, tps_cache, busy, current_lanes: in
             k = int(np.argmin(ok))              # the first lane count that does not fit
             edge = fit_lanes if fit_lanes else xs[max(0, k - 1)]
             if k > 0 and xs[k - 1] < edge < xs[k]:
-                # solid up to the most sequences that fit, faint after: the line changes where the memory runs out
+                # up to the most sequences that fit, and no further: past it the shading says it does not fit (a
+                # faint line on into the shading read as another curve the legend did not name)
                 f = math.log(edge / xs[k - 1]) / math.log(xs[k] / xs[k - 1])
                 edge_y = math.exp(math.log(ys[k - 1]) + f * (math.log(ys[k]) - math.log(ys[k - 1])))
                 solid_x, solid_y = np.append(solid_x, edge), np.append(solid_y, edge_y)
-                ax.plot(np.append(edge, xs[k:]), np.append(edge_y, ys[k:]), color=tgt, lw=1.5, ls=":", alpha=0.6)
-            else:
-                ax.plot(xs[max(0, k - 1):], ys[max(0, k - 1):], color=tgt, lw=1.5, ls=":", alpha=0.6)
             ax.axvspan(edge, xs[-1] * 1.5, color=fg, alpha=0.10, lw=0)
-            # between the busy curve along the foot and the faint cache line above it
+            # clear of the busy curve along the foot
             no_fit = ax.text(0.98, 0.29, t("plot.no_fit", memory=f"{memory_gb:g}"), transform=ax.transAxes, color=fg,
                              fontsize=_small(fig), ha="right", va="center")
         handles += ax.plot(solid_x, solid_y, color=tgt, lw=3, label=t("plot.tps_cache", context=context,
