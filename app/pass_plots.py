@@ -1,6 +1,6 @@
 """Chapter 8's picture of what a speculative pass costs (matplotlib, as app.plots draws the chapters' plots): one
 pass's time in turns of the big drum (the target writing one token alone = 1), the draft's guesses and the check
-stacked, as measured and on paper, beside the tokens the pass writes. The speedup is the tokens over the bar."""
+stacked, as measured and on paper, beside the tokens the pass writes. The speedup is the tokens over the bar's turns."""
 from __future__ import annotations
 
 from app.plots import _figure, _hex, _legend_below, _small, _tight, _title
@@ -27,7 +27,7 @@ def pass_rows(d: dict) -> list[dict]:
 
 def pass_time_plot(t, pal, rows: list[dict], labels: list[str], size_px=(640, 400), text_px: float = 16.0):
     """Each row a bar: the guesses × c (the draft's colour), one token's check (1 turn) and what checking γ + 1
-    costs more (hatched), each with its turns written in it, the total and the speedup past the bar's end; a
+    costs more (hatched), each with its turns written in it, the total and the speedup under the row's name; a
     dashed line at the tokens the pass writes (the turns the target alone would take to write them)."""
     fig, ax = _figure(pal, size_px, text_px)
     dft, tgt, fg, bg = _hex(pal["draft"]), _hex(pal["target"]), pal["mpl_fg"], pal["mpl_bg"]
