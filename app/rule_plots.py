@@ -1,6 +1,7 @@
 """Chapter 5's picture of the acceptance rule (matplotlib, as app.plots draws the chapters' plots): the chance a
 guess is kept, min(1, p/q), as a line over p/q, and the tests of the run on the table as points (its p/q, its r;
-on the tour, the passes played so far): under the line kept, over it rejected. The meters on the bridge draw the same two numbers, a column and a line."""
+on the tour, the passes played so far): under the line kept, over it rejected. The meters on the bridge draw the
+same two numbers, a column and a line."""
 from __future__ import annotations
 
 import numpy as np
