@@ -3,19 +3,17 @@ pass's time in turns of the big drum (the target writing one token alone = 1), t
 stacked, as measured and on paper, beside the tokens the pass writes. The speedup is the tokens over the bar's turns."""
 from __future__ import annotations
 
+from app.lesson.measured import in_run_cost
 from app.plots import _figure, _hex, _legend_below, _small, _tight, _title
 
 
 def pass_rows(d: dict) -> list[dict]:
     """The two bars of a pair's measurement file: {'guesses', 'c', 'verify', 'tokens', 'speedup'} as timed in the
     runs (the guesses they made, their own c and check) and on paper (γ guesses, bytes read alone)."""
-    run = d.get("in_run") if isinstance(d.get("in_run"), dict) else {}
-
-    def cost(key):
-        return float(run[key]) if run.get(key) is not None else float(d[key])
     paper = d["on_paper"]
     gamma = int(d["settings"]["gamma"])
-    measured = {"guesses": float(d.get("guesses_per_pass") or gamma), "c": cost("c"), "verify": cost("verify_ratio"),
+    measured = {"guesses": float(d.get("guesses_per_pass") or gamma), "c": in_run_cost(d, "c"),
+                "verify": in_run_cost(d, "verify_ratio"),
                 "tokens": float(d["tokens_per_pass"])}
     on_paper = {"guesses": float(gamma), "c": float(paper["c"]), "verify": float(paper.get("verify_ratio", 1.0)),
                 "tokens": float(paper.get("tokens_per_pass", d["tokens_per_pass"]))}

@@ -398,7 +398,7 @@ def kv_bytes_plot(t, pal, lanes, weights_gb: float, contexts: dict, current_lane
         handles += ax.plot(line_x, line_y, color=acc, lw=2.5 if j == 0 else 1.8, ls=styles[j % 3],
                            label=t("plot.read_cache", context=ctx))
         if not ok.all():                     # the line stops where the memory is full, and says so there
-            ax.annotate(t("plot.memory_full", memory=f"{memory_gb:g}"), (line_x[-1], line_y[-1]),
+            ax.annotate(t("plot.memory_full"), (line_x[-1], line_y[-1]),
                         xytext=(0.3 * text_px, 0), textcoords="offset points", ha="left", va="center", color=acc,
                         fontsize=_small(fig), zorder=6)
         cross = weights_gb / per_lane

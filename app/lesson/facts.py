@@ -14,7 +14,7 @@ import numpy as np
 
 from app import derived, pairs
 from app.lesson.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_ops_count, fmt_threads, fmt_tps, memory_words,
-                          pair_measurement, section, sig)
+                          in_run_cost, pair_measurement, section, sig)
 from corpus.errors import InputError
 from models.tubes import DEFAULT_PREFIX, tv_noise
 from app.figures import KV_CONTEXTS, OVERLAP_CONTEXT, TPP_LONG_TOKENS, drafter_points, overlap_rows, tube_tv_curves
@@ -196,10 +196,10 @@ def facts(ctl) -> Facts:
     put("pass_cost", lambda: f"{s.gamma * s.c + 1:g}")
     # How long a pass takes, one position of each sequence and γ + 1 of them: the same read, a little more arithmetic
     checking = lambda: derived.roofline(s.device, s.model, s.lanes, s.context, derived.pass_positions(s))  # noqa: E731
-    put("pass_ms", lambda: f"{derived.roofline(s.device, s.model, s.lanes, s.context).ms_per_step:.2f} ms")
+    one_turn = lambda: derived.roofline(s.device, s.model, s.lanes, s.context).ms_per_step  # noqa: E731
+    put("pass_ms", lambda: f"{one_turn():.2f} ms")
     put("pass_ms_spec", lambda: f"{checking().ms_per_step:.2f} ms")
     # the small drum's γ turns, c of one token's pass each (what the big drum's check leaves out of a pass's time)
-    one_turn = lambda: derived.roofline(s.device, s.model, s.lanes, s.context).ms_per_step  # noqa: E731
     put("draft_ms_spec", lambda: f"{s.gamma * s.c * one_turn():.2f} ms")
     put("arith_ms_spec", lambda: f"{checking().arithmetic_ms_per_step:.3f} ms")
     put("busy_spec", lambda: hardware.busy_text(derived.pass_busy(s.device, s.model, s.lanes, derived.pass_positions(s),
@@ -324,12 +324,6 @@ def facts(ctl) -> Facts:
     return f
 
 
-def _in_run(d: dict, key: str) -> float:
-    """A cost as measured inside the runs (schema /2), or the forward timed alone (older files)."""
-    run = d.get("in_run")
-    return float(run[key]) if isinstance(run, dict) and run.get(key) is not None else float(d[key])
-
-
 def neural_facts(ctl, f: Facts) -> None:
     """The tour's neural passage: the shipped neural pair's sizes (from the loaded checkpoints), its measured costs
     and speedup (from its measurement file: never typed in), and the n-gram pair's long-run α beside its own."""
@@ -366,10 +360,10 @@ def neural_facts(ctl, f: Facts) -> None:
             return ""
         m = section(d, "machine")
         k = int(d["settings"]["gamma"]) + 1
-        return t(f"tour.neural_cause_{cause['kind']}", turns=f"{cause['draft_turns']:.2f}", c=sig(_in_run(d, "c")),
+        return t(f"tour.neural_cause_{cause['kind']}", turns=f"{cause['draft_turns']:.2f}", c=sig(in_run_cost(d, "c")),
                  guesses=f"{float(d.get('guesses_per_pass') or d['settings']['gamma']):.1f}",
                  extra=f"{cause['verify_extra_turns']:.2f}",
-                 k=k, verify=f"{_in_run(d, 'verify_ratio'):.2f}",
+                 k=k, verify=f"{in_run_cost(d, 'verify_ratio'):.2f}",
                  predicted=f"{float(m['predicted_verify_ratio']):.2f}" if m.get("predicted_verify_ratio") else "—",
                  lanes=f"{float(m['lanes_to_saturate']):.1f}" if m.get("lanes_to_saturate") else "—",
                  fixed=f"{100 * cause['fixed_share']:.0f}%")
@@ -377,7 +371,7 @@ def neural_facts(ctl, f: Facts) -> None:
     def run_turns(d) -> float:
         """A timed pass in turns of the target's plain pass: the guesses' cost and the check's (the formula the
         page writes out: tokens per pass ÷ (guesses × c + verify))."""
-        return float(d["guesses_per_pass"]) * _in_run(d, "c") + _in_run(d, "verify_ratio")
+        return float(d["guesses_per_pass"]) * in_run_cost(d, "c") + in_run_cost(d, "verify_ratio")
 
     def ridge_words(d):
         m = section(d, "machine")
@@ -407,9 +401,9 @@ def neural_facts(ctl, f: Facts) -> None:
         "neural_target_ms": measured(lambda d: fmt_ms(d["target_ms"])),
         "neural_draft_ms": measured(lambda d: fmt_ms(d["draft_ms"])),
         # the costs inside the measured runs (what the formula is fed with), the forwards alone in older files
-        "neural_c": measured(lambda d: sig(_in_run(d, "c"))),
+        "neural_c": measured(lambda d: sig(in_run_cost(d, "c"))),
         "neural_c_paper": measured(lambda d: sig(d["on_paper"]["c"])),
-        "neural_verify": measured(lambda d: f"{_in_run(d, 'verify_ratio'):.2f}"),
+        "neural_verify": measured(lambda d: f"{in_run_cost(d, 'verify_ratio'):.2f}"),
         # the formula fed with the timed runs' own costs, as the page writes it out (their totals, not a median)
         "neural_formula": measured(lambda d: f"×{sig(float(d['tokens_per_pass']) / run_turns(d))}"),
         # the bench's own figure: each round's costs, then the median over rounds

@@ -150,6 +150,12 @@ def _num(d, *keys):
     return float(d)
 
 
+def in_run_cost(d: dict, key: str) -> float:
+    """A cost as measured inside the runs (schema /2), or the forward timed alone (older files)."""
+    run = d.get("in_run")
+    return float(run[key]) if isinstance(run, dict) and run.get(key) is not None else float(d[key])
+
+
 def section(d, key) -> dict:
     v = d.get(key) if isinstance(d, dict) else None
     return v if isinstance(v, dict) else {}
