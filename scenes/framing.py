@@ -19,7 +19,7 @@ import numpy as np
 
 from scenes.camera import CameraPose, look_at, projection
 from scenes.geometry import build_meshes
-from scenes.layout import N_LANES, READ_HEAD_Y, TAPE_DEPTH, tape_point, tree_margin, window
+from scenes.layout import N_LANES, READ_HEAD_Y, TAPE_DEPTH, rest_x, tape_point, tree_margin, window
 from scenes.readhead import lane_z
 
 # From where each part reads best: (azimuth, elevation) in degrees of the direction from the part to the eye;
@@ -109,7 +109,8 @@ def tape_box(gamma: int, before: int = 3, tree_depth: int = 0) -> tuple[np.ndarr
     tree pass drawn in the margin (layout.tree_margin), out to the tree's last column."""
     g = max(int(gamma), 1)
     x0, cell = window(gamma)
-    xa, xb = x0 - (before + 0.3) * cell, x0 + (g + 1.5) * cell
+    # out to the typing head's rest right of the bonus cell (it is in every picture of the tape, named there)
+    xa, xb = x0 - (before + 0.3) * cell, max(x0 + (g + 1.5) * cell, rest_x(gamma) + 0.35)
     margin = tree_margin(gamma, tree_depth) if tree_depth else None
     if margin is not None:
         xb = margin[0] + tree_depth * margin[1] + 0.1

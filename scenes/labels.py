@@ -29,15 +29,16 @@ WRITE_BONUS = ("全部通过，再多送一个词元", "all accepted, and a bonu
 WRITE_BONUS_TREE = ("这一枝全部通过，再多送一个词元", "this branch all accepted, and a bonus token")
 # A pass of the target alone (TargetSampler, γ = 0): no guesses to check, one token per lane per turn.
 TARGET_PHASES = dict(PHASES, **{
-    "draft": ("大模型单独写", "the target writes alone"),
+    "draft": ("只用大模型，不猜", "the target writes alone, no guesses"),
     "verify": ("大滚筒转一圈，每条路写一个词元", "one turn of the big drum: one token per lane"),
     "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
     "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
-TARGET_MODE = ("大模型单独写 · 每条路一圈一个词元", "target alone · one token per lane per turn")
+# ("大模型单独写" beside "亮 64 条路" read as one text written alone: the mode is "no guessing", not "one lane")
+TARGET_MODE = ("只用大模型，不猜 · 每条路一圈一个词元", "target alone, no guesses · one token per lane per turn")
 # One lane lit (one text): the turn writes one token, no lanes to count
 TARGET_VERIFY_ONE = ("大滚筒转一圈，写一个词元", "one turn of the big drum: one token")
-TARGET_MODE_NO_LANES = ("大模型单独写 · 一圈一个词元", "target alone · one token per turn")   # before lanes are taught
+TARGET_MODE_NO_LANES = ("只用大模型，不猜 · 一圈一个词元", "target alone, no guesses · one token per turn")   # before lanes are taught
 DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
 # How the drafter of the pass drafts (its look, models.drafters) changes what the draft and check phases do
 # (scenes.timeline); a drafter drawn by the small drum (DRUM) does what PHASES says.
@@ -383,8 +384,9 @@ def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamm
             if ec.language in ("en", "both"):
                 lines.append((le, small, pal.label_sub))
     elif step >= 0:
-        # "第 1/12 步" alone read as chapter 1 of 12 (and "这段第" as a page's): it counts the run's passes.
-        step_words = ec.say(f"运行第 {step + 1}/{n_steps} 步", f"pass {step + 1}/{n_steps}")
+        # "第 1/12 步" alone read as chapter 1 of 12 (and "这段第" as a page's), "运行第 1/12 步" as unexplained:
+        # it counts the passes of the run on the table.
+        step_words = ec.say(f"第 {step + 1} 步（共 {n_steps} 步）", f"pass {step + 1} of {n_steps}")
         n = lanes_true
         lanes = ec.say(f"亮 {n} 条路", f"{n} lane{'' if n == 1 else 's'} lit") if n else ""
         if n > DRAWN_LANES:       # the figures count them all; the read head draws nine
@@ -394,7 +396,7 @@ def hud_lines(ec: EmitContext, height: int, n_steps: int, title, step: int, gamm
         if mode:
             pass
         elif target_only:
-            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "大模型单独写  target alone"
+            mode = ec.say(*TARGET_MODE) if ec.language != "both" else "只用大模型  target alone"
         else:
             mode = f"γ = {gamma}"
         lines.append(("  ·  ".join(s for s in (step_words, mode, lanes) if s), small, pal.label_sub))

@@ -77,6 +77,12 @@ def window(gamma: int) -> tuple[float, float]:
     return min(TAPE_WINDOW_X, TAPE_X[1] - 0.3 - (gamma + 1.3) * cell), cell
 
 
+def rest_x(gamma: int) -> float:
+    """x of the typing head's rest: just right of the writing window's last cell (the bonus token's)."""
+    wx, cell = window(gamma)
+    return wx + (max(int(gamma), 0) + 1) * cell + 0.32
+
+
 def tree_margin(gamma: int, depth: int) -> tuple[float, float] | None:
     """(x of its first column's left edge, column width) of a guess tree drawn in the margin right of the pass's
     cells, where its candidates can be large and stay on the paper after the pass is decided (struck, ringed)

@@ -12,6 +12,8 @@ from scenes.layout import TAPE_X, tree_margin, window
 from scenes.scene_state import MeterState, StepTiming, TapeCell, TreeNodeState, TreeState
 
 TAPE_HISTORY = 40      # tokens behind the writing window kept in the state (more than the tape shows)
+GLIDE = 0.3           # seconds the typing head takes from its rest to below the first cell it strikes
+STRIKE_SHARE = 0.6    # of the last token's time, the strike's; the rest the head's way back to its rest
 
 
 def _ramp(t: float, a: float, b: float) -> float:
@@ -280,16 +282,22 @@ class PartMotion:
             pencil_down = 0.0
         return pencil_cell, pencil_down
 
-    def _typing(self, t: float, st: StepTiming) -> tuple[float, float]:
-        """(cell, pressure) of the typing head: one strike per written token, then lifted away."""
-        typing_cell, typing_down = -1.0, 0.0
-        for i, span in enumerate(st.inks):
-            if t >= span[0]:
-                typing_cell = float(i)
-                typing_down = math.sin(math.pi * _ramp(t, *span))
-        if st.inks and t >= st.inks[-1][1]:
-            typing_cell, typing_down = -1.0, 0.0
-        return typing_cell, typing_down
+    def _typing(self, t: float, st: StepTiming) -> tuple[float, float, float]:
+        """(cell, pressure, share of the way to its rest) of the typing head: from its rest right of the writing
+        window to the first cell, one strike per written token, and back to rest within the last token's time
+        (a pass held at its end shows the head at rest, not over the last mark)."""
+        if not st.inks or t >= st.inks[-1][1]:
+            return 0.0, 0.0, 1.0
+        if t < st.inks[0][0]:
+            return 0.0, 0.0, 1.0 - _ramp(t, st.inks[0][0] - GLIDE, st.inks[0][0])
+        last = len(st.inks) - 1
+        for i, (a, b) in enumerate(st.inks):
+            if t < b:
+                if i < last:
+                    return float(i), math.sin(math.pi * _ramp(t, a, b)), 0.0
+                mid = a + STRIKE_SHARE * (b - a)         # the last strike, then the way back
+                return float(i), math.sin(math.pi * _ramp(t, a, mid)), _ramp(t, mid, b)
+        return 0.0, 0.0, 1.0
 
     def _kv(self, t: float, st: StepTiming, tr, phase: str) -> tuple[float, float, float]:
         """(entries, tentative entries, drawer pull) of the KV cabinet: γ tentative entries read in during

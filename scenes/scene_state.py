@@ -103,8 +103,9 @@ class SceneState:
     meters: list[MeterState]
     pencil_cell: float                 # pencil cart position (cells from the window start)
     pencil_down: float                 # 0..1 pressing the paper
-    typing_cell: float
-    typing_down: float
+    typing_cell: float                 # the cell the typing head strikes (cells from the window start)
+    typing_down: float                 # 0..1 pressing the paper
+    typing_rest: float                 # 0..1 of the way from that cell to its rest right of the window
     kv_tokens: float                   # entries in each drawer
     kv_tentative: float                # entries added by this pass, not yet confirmed
     drawer_pull: float                 # 0..1 drawers out

@@ -103,8 +103,8 @@ class PencilCart:
     reads = ('drafter', 'gamma', 'pencil_cell', 'pencil_down')
 
     @staticmethod
-    def anchor(state) -> np.ndarray:
-        """Where a name plate's leader points: the cart itself (its rail runs on to the small drum)."""
+    def anchor(state, view: str = "table") -> np.ndarray:
+        """Where a name plate's leader points: the cart itself (its rail runs on to the small drum), in any view."""
         x = cell_x(state.pencil_cell, state.gamma)
         top = tape_point(x, 0.85, 0.0)
         return np.array([x, top[1] + 0.14 + 0.11, top[2] - 0.05])

@@ -152,7 +152,11 @@ class StageLabels:
         Returns the HUD rectangle they kept clear of: a framed beat keeps the HUD's largest extent clear."""
         self.label_plates = []
         self.label_keep_out = []
+        self._part_rects = []
+        self._riders = self._rider_items(f) if self._names_riders(f) else []
         if not (f.wide or f.mill_plate):
+            if self._riders:        # the riders' plates keep off the parts' readouts (the tape's paper) all the same
+                self.label_keep_out = self.readout_rects(f.width, f.height)
             return hud
         readouts, shorter, names = self._plate_readouts(f)
         self.label_keep_out = self.readout_rects(f.width, f.height)
@@ -163,9 +167,8 @@ class StageLabels:
         anchors = None
         if self.focus is not None and self.view != "exploded":
             hidden, not_named, anchors, hud = self._framed_plates(f, hidden, not_named, hud)
-        # The riders named after the plates (_lay_rider_callouts): no plate covers them, or a rider's own plate
+        # The riders are named after the plates (_lay_rider_callouts): no plate covers them, or a rider's own plate
         # found no leader to it (the small drum's plate over the typing head in the table taken apart).
-        self._riders = self._rider_items(f) if self._names_riders(f) else []
         riders = [(b[0], b[1], b[2] - b[0], b[3] - b[1]) for *_, b in self._riders]
         args = dict(exploded=self._explode > 0.5, readouts=readouts,
                     keep_out=([hud] if hud else []) + self.label_keep_out + [b[1:] for b in world_boxes] + riders,
@@ -250,10 +253,21 @@ class StageLabels:
     RIDER_NAMES = (("pencil", "smalldrum", "铅笔小车", "pencil cart"), ("typing", "tape", "打字头", "typing head"))
 
     def _names_riders(self, f) -> bool:
-        """A frame of most of the table names the riders too (RIDER_NAMES), and a frame of the small drum over
-        the tape the pencil cart (it is what writes the guesses there)."""
-        pencil = self.focus is not None and {"smalldrum", "tape"} <= set(self.focus)
-        return f.wide and self.focus is not None and (len(self.focus) >= 5 or pencil)
+        """A frame of most of the table names the riders too (RIDER_NAMES), a frame of the tape the typing head
+        (the part's name is "the paper tape and the typing head": a frame of the tape alone names no part on a
+        plate, so the head would be the one thing the look line names and nothing points at), and a frame of the
+        small drum over the tape the pencil cart (it is what writes the guesses there)."""
+        return self.show_labels and self.focus is not None and \
+            any(self._rider_named(name) for name, *_ in self.RIDER_NAMES)
+
+    def _rider_named(self, name: str) -> bool:
+        """Whether this frame names the rider `name` (see _names_riders)."""
+        focus = set(self.focus or ())
+        if name in self.hidden or not focus:
+            return False
+        if len(focus) >= 5:
+            return True
+        return "tape" in focus and (name == "typing" or "smalldrum" in focus)
 
     def _lay_rider_callouts(self, f, hud, world_boxes) -> None:
         """The riders' plates (_names_riders), clear of the HUD, the plates, the parts named on them (a rider's
@@ -285,7 +299,7 @@ class StageLabels:
         by_name = {p.name: p for p in self.parts}
         items = []
         for name, host, zh, en in self.RIDER_NAMES:
-            if host not in self.focus or name in self.hidden or (len(self.focus) < 5 and name != "pencil"):
+            if host not in self.focus or not self._rider_named(name):
                 continue
             sub = FrameBuilder(self.atlas)
             sub.offset = np.asarray(f.offsets.get(LIFT_WITH.get(name, name), (0.0, 0.0, 0.0)), dtype=np.float64)
@@ -295,7 +309,7 @@ class StageLabels:
                 continue
             lo, hi = bounds
             # the rider's own point where it has one (the pencil's rail runs on to the small drum)
-            point = by_name[name].anchor(f.state) + sub.offset if hasattr(by_name[name], "anchor") else \
+            point = by_name[name].anchor(f.state, self.view) + sub.offset if hasattr(by_name[name], "anchor") else \
                 np.array([(lo[0] + hi[0]) / 2, hi[1], (lo[2] + hi[2]) / 2])
             x, y, depth = project(vp, point, width, height)
             box = projected_rect(vp, lo, hi, width, height)

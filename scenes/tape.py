@@ -23,11 +23,13 @@ import numpy as np
 from models.drafters import TREE, kind_of
 from scenes.geometry import box_matrix, compose, rot_x, scale, translate
 from scenes.layout import (CELL, GLYPH, TAPE_CENTRE, TAPE_DEPTH, TAPE_SLOPE, TAPE_X, EmitContext, tape_normal,
-                           tape_point, tape_up, tree_margin, window)
+                           rest_x, tape_point, tape_up, tree_margin, window)
 from scenes.text_atlas import DISC, RING, SOLID
 
 GLYPH_V = 0.14       # character centre, along the slope from the tape's centre line
-MARK_V = -0.5        # marks under the characters
+MARK_V = -0.53       # marks under the characters
+DOT = 0.24           # an accepted guess's dot: its diameter
+DIAMOND = 0.25       # the target's own token's diamond: its side (a square turned 45 degrees)
 REST_DROP = 1.35     # the typing head at rest: this far down the slope from the line, clear of the marks it inked
 TREE_V = (0.66, -0.66)   # a tree's rows span the paper, first child on top
 TREE_MIN_GLYPH = 0.16    # below this a tree node is drawn as a knot without its character (too small to read)
@@ -153,12 +155,12 @@ class PaperTape:
             # mark under an empty cell reads as a verdict on nothing)
             if cv.mark and cv.ink > 0.5 and ec.view != "exploded":
                 if cv.mark == "dot":
-                    fb.shape(DISC, cv.mark_centre, self.right, self.up, 0.17, 0.17, pal.ink)
+                    fb.shape(DISC, cv.mark_centre, self.right, self.up, DOT, DOT, pal.ink)
                 else:
                     # Diamond: the solid square turned 45 degrees in the tape's plane.
                     d1 = (self.right + self.up) / math.sqrt(2)
                     d2 = (self.up - self.right) / math.sqrt(2)
-                    fb.shape(SOLID, cv.mark_centre, d1, d2, 0.2, 0.2, pal.ink)
+                    fb.shape(SOLID, cv.mark_centre, d1, d2, DIAMOND, DIAMOND, pal.ink)
         if state.tree is not None:
             self._emit_tree(fb, state, display, pal)
 
@@ -381,25 +383,29 @@ class TypingHead:
     """A brass hammer block over the tape; it strikes each cell it inks."""
     name = "typing"
     # The state emit() reads: Stage.render replays the last emission while these hold.
-    reads = ('gamma', 'typing_cell', 'typing_down')
+    reads = ('gamma', 'tree', 'typing_cell', 'typing_down', 'typing_rest')
 
     @staticmethod
-    def anchor(state) -> np.ndarray:
-        """The hammer block's centre: where a name plate's leader points."""
-        # At rest the head waits below the tape's front edge, so it never hides a character or a meter;
-        # it rises onto the cell only while striking.
-        if state.typing_cell >= 0:
-            wx, cell = window(state.gamma)
-            x = wx + (state.typing_cell + 0.5) * cell
-            down = state.typing_down
+    def anchor(state, view: str = "table") -> np.ndarray:
+        """The hammer block's centre in `view`: where a name plate's leader points."""
+        wx, cell = window(state.gamma)
+        # At rest the head waits on the marks' row just right of the writing window, in the picture wherever the
+        # window is, and clear of every character and mark (a tree pencilled in that margin, or the table taken
+        # apart, where the tape is small and its plate needs room, sends it below the tape's far end). It strikes
+        # each cell from below the tape's front edge, clear of the line's marks.
+        if state.tree is not None or view == "exploded":
+            rest = tape_point(TAPE_X[1] - 0.25, GLYPH_V - REST_DROP, 0.2)
         else:
-            x, down = TAPE_X[1] - 0.25, 0.0      # right of a margin tree's last column
-        return tape_point(x, GLYPH_V - (1 - down) * REST_DROP, 0.0) + tape_normal() * (0.2 + 0.15 * (1 - down))
+            rest = tape_point(rest_x(state.gamma), MARK_V, 0.2)
+        down = state.typing_down
+        x = wx + (state.typing_cell + 0.5) * cell
+        strike = tape_point(x, GLYPH_V - (1 - down) * REST_DROP, 0.2 + 0.15 * (1 - down))
+        return strike + (rest - strike) * _ease(state.typing_rest)
 
     def emit(self, fb, state, ec: EmitContext) -> None:
         pal = ec.palette
         n = tape_normal()
-        p = self.anchor(state)
+        p = self.anchor(state, ec.view)
         fb.add("box", compose(translate(*p), rot_x(TAPE_SLOPE), scale(0.5, 0.2, 0.5)), pal.brass)
         arm = p + n * 0.45 - tape_up() * 0.2
         fb.add("box", compose(translate(*arm), rot_x(TAPE_SLOPE), scale(0.12, 0.75, 0.12)), pal.iron_light)

@@ -243,7 +243,7 @@ class Timeline(PartMotion):
             return SceneState(t=t, step=-1, phase="idle", phase_progress=0.0, big_drum_angle=0.0,
                               small_drum_angle=0.0, lanes_lit=0, lanes_true=0, mill_angle=0.0, mill_busy=0.0,
                               tape_view=float(self.prefix_len), tape=[], meters=[], pencil_cell=0.0,
-                              pencil_down=0.0, typing_cell=-1.0, typing_down=0.0, kv_tokens=float(self.prefix_len),
+                              pencil_down=0.0, typing_cell=0.0, typing_down=0.0, typing_rest=1.0, kv_tokens=float(self.prefix_len),
                               kv_tentative=0.0, drawer_pull=0.0, gamma=0, tube_round=tube_round,
                               tube_progress=tube_progress)
         k = self.step_at(t)
@@ -254,7 +254,7 @@ class Timeline(PartMotion):
         busy = st.busy if st.verify[0] <= t < st.verify[1] else 0.0
         view = self._tape_view(t, st, tr)
         pencil_cell, pencil_down = self._pencil(t, st, len(st.strokes), tr, view)
-        typing_cell, typing_down = self._typing(t, st)
+        typing_cell, typing_down, typing_rest = self._typing(t, st)
         kv, tentative, pull = self._kv(t, st, tr, phase)
         heads, head_lit = self._heads(t, st, tr)
         return SceneState(
@@ -264,6 +264,7 @@ class Timeline(PartMotion):
             mill_angle=0.0 if self.reduced_motion else self.mill_angle(t), mill_busy=busy,
             tape_view=view, tape=self._tape(t, k, st, tr), meters=self._meters(t, k, st, tr),
             pencil_cell=pencil_cell, pencil_down=pencil_down, typing_cell=typing_cell, typing_down=typing_down,
+            typing_rest=typing_rest,
             kv_tokens=kv, kv_tentative=tentative, drawer_pull=pull,
             gamma=st.meters if st.meters >= 0 else len(tr.guesses),
             tube_round=tube_round, tube_progress=tube_progress,

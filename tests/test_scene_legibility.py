@@ -141,7 +141,7 @@ def test_the_hud_names_the_pass_not_a_bare_fraction():
         st.set_view("table")
         st.timeline.seek(st.timeline.step_moment(1, "write"))
         sh.shoot(st)
-        assert any(t.startswith("运行第 2/6 步") for t in st.hud_text)
+        assert any(t.startswith("第 2 步（共 6 步）") for t in st.hud_text)
     finally:
         sh.release()
         st.release()

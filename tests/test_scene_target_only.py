@@ -84,7 +84,7 @@ def test_hud_says_target_alone_and_no_gamma(shooter, said):
                     if phase == "mid-verify":
                         assert "one turn of the big drum: one token" in hud, hud
                 if lang != "en":
-                    assert "大模型单独写" in hud, hud
+                    assert "只用大模型" in hud, hud
                     if phase == "mid-verify":      # one lane lit: one token, no lanes to speak of
                         assert "大滚筒转一圈，写一个词元" in hud and "每条路写" not in hud, hud
     finally:

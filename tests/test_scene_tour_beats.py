@@ -498,12 +498,12 @@ def test_the_taken_apart_beat_says_what_it_shows(lang):
     for acted, stage, ctl in _chapter_12(lang):
         hud = list(stage.hud_text)
         if not acted:
-            assert any(t.startswith("运行第" if lang == "zh" else "pass ") for t in hud), hud
+            assert any(t.startswith("第 " if lang == "zh" else "pass ") for t in hud), hud
             continue
         assert stage.view == "exploded"
         assert hud == [words[0 if lang == "zh" else 1]], hud
         phases = {w for pair in PHASES.values() for w in pair}
-        assert not any(w in t for t in hud for w in phases) and not any(t.startswith(("运行第", "pass ")) for t in hud)
+        assert not any(w in t for t in hud for w in phases) and not any(t.startswith(("第 ", "pass ")) for t in hud)
         assert "hud_pass" not in ctl.panel.facts_shown()
     # The lines are the framed exploded beat's own: the lab's table, or a mode's own lines, are left as they were.
     from scenes.views import EXPLODED_HUD

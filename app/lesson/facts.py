@@ -13,8 +13,8 @@ import math
 import numpy as np
 
 from app import derived, pairs
-from app.lesson.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_ops_count, fmt_threads, fmt_tps, memory_words,
-                          in_run_cost, pair_measurement, section, sig)
+from app.lesson.measured import (computer_roofline, fmt_bandwidth, fmt_ms, fmt_ops_count, fmt_prob, fmt_threads,
+                                 fmt_tps, in_run_cost, memory_words, pair_measurement, section, sig)
 from corpus.errors import InputError
 from models.tubes import DEFAULT_PREFIX, tv_noise
 from app.figures import KV_CONTEXTS, OVERLAP_CONTEXT, TPP_LONG_TOKENS, drafter_points, overlap_rows, tube_tv_curves
@@ -285,8 +285,8 @@ def facts(ctl) -> Facts:
             put("check_guess", lambda: pair.display(g))
             put("check_pass", lambda: f"{tr.step_index + 1}")
             put("check_index", lambda: f"{i + 1}")
-            put("check_p", lambda: f"{tr.p_rows[i][g]:.4f}")
-            put("check_q", lambda: f"{tr.q_rows[i][g]:.4f}")
+            put("check_p", lambda: fmt_prob(tr.p_rows[i][g]))
+            put("check_q", lambda: fmt_prob(tr.q_rows[i][g]))
             put("check_ratio", lambda: f"{tr.ratios[i]:.3f}")
             put("check_r", lambda: f"{tr.r[i]:.3f}")
             put("check_verdict", lambda: t("verdict.accepted") if tr.accepted[i] else t("verdict.rejected"))

@@ -110,6 +110,13 @@ def fmt_threads(n, t) -> str:
     return t("word.threads_1") if n == 1 else t("word.threads", n=n)
 
 
+def fmt_prob(x: float) -> str:
+    """A probability: four decimals, or three significant digits under 0.01, so that a quotient of two shown
+    (p/q beside its ratio) agrees with the ratio shown to its last digit (0.0014 / 0.0032 read as 0.4375 beside
+    0.432), and a small p never reads as 0.0000 beside a larger r."""
+    return f"{x:.4f}" if x == 0 or abs(x) >= 0.01 else f"{x:.3g}"
+
+
 def fmt_ms(ms: float) -> str:
     return f"{sig(ms)} ms"
 

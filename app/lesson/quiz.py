@@ -17,7 +17,7 @@ import numpy as np
 
 from app.i18n import Strings
 from app.lesson.tour import chapter_index
-from app.lesson.measured import fmt_ops_count
+from app.lesson.measured import fmt_ops_count, fmt_prob
 from models.tubes import DEFAULT_PREFIX
 from app import derived
 from app.session import Session
@@ -244,9 +244,9 @@ def q_keep_prob(t, snap):
     ratio = p / q
     right, wrong, d = _numbers(ratio, [p, 1 - ratio, q - p, q, 1 - p, p * q])
     return dict(chapter="05-acceptance-rule", computed=True,
-                prompt=t("quiz.keep_prob.q", guess=snap.pair.display(g), q=f"{q:.4f}", p=f"{p:.4f}"),
+                prompt=t("quiz.keep_prob.q", guess=snap.pair.display(g), q=fmt_prob(q), p=fmt_prob(p)),
                 right=right, wrong=wrong,
-                why=t("quiz.keep_prob.why", p=f"{p:.4f}", q=f"{q:.4f}", right=right, pp=_num(p, d),
+                why=t("quiz.keep_prob.why", p=fmt_prob(p), q=fmt_prob(q), right=right, pp=_num(p, d),
                       inv=_num(1 - ratio, d)),
                 show=ShowMe("step", stop=(k, i, "test")), values={"p": p, "q": q, "right": ratio})
 
@@ -259,7 +259,7 @@ def q_keep_sure(t, snap):
     g = int(tr.guesses[i])
     p, q = float(tr.p_rows[i][g]), float(tr.q_rows[i][g])
     return dict(chapter="05-acceptance-rule", computed=True,
-                prompt=t("quiz.keep_prob.q", guess=snap.pair.display(g), q=f"{q:.4f}", p=f"{p:.4f}"),
+                prompt=t("quiz.keep_prob.q", guess=snap.pair.display(g), q=fmt_prob(q), p=fmt_prob(p)),
                 right=t("quiz.always"), wrong=_numbers(1.0, [q / p, p, 1 - q / p, q])[1],
                 why=t("quiz.keep_sure.why", ratio=_num(p / q), qp=_numbers(1.0, [q / p, p, 1 - q / p, q])[1][0]),
                 show=ShowMe("step", stop=(k, i, "test")), values={"p": p, "q": q, "right": 1.0})
@@ -286,7 +286,7 @@ def q_residual_top(t, snap):
     context = pair.decode(tr.context[-4:]).replace("\n", "↵")
     return dict(chapter="05-acceptance-rule", computed=True,
                 prompt=t("quiz.residual_top.q", context=context, guess=pair.display(g),
-                         q=f"{float(tr.q_rows[i][g]):.4f}", p=f"{float(tr.p_rows[i][g]):.4f}"),
+                         q=fmt_prob(float(tr.q_rows[i][g])), p=fmt_prob(float(tr.p_rows[i][g]))),
                 right=f"“{pair.display(best)}”", wrong=[f"“{pair.display(j)}”" for j in shown[1:]],
                 why=t("quiz.residual_top.why", shares=shares, guess=pair.display(g)),
                 show=ShowMe("step", stop=(k, i, "test")),

@@ -11,6 +11,7 @@ import numpy as np
 from imgui_bundle import imgui
 
 from app import ui
+from app.lesson.measured import fmt_prob
 from app.modes.base import Panel
 from models.drafters import COPY, HEADS, TREE, kind_of
 from models.trace import medusa_number
@@ -47,8 +48,8 @@ def stops(run) -> list[Stop]:
 
 
 def num(x: float) -> str:
-    """Four decimals; under 0.001 three significant digits, so a small p never reads as 0.0000 beside a larger r."""
-    return f"{x:.4f}" if x == 0 or abs(x) >= 1e-3 else f"{x:.3g}"
+    """A probability or ratio as the tour writes one (app.lesson.measured.fmt_prob)."""
+    return fmt_prob(x)
 
 
 def top_entries(pair, row, n: int = RESIDUAL_BARS) -> list:
