@@ -34,8 +34,9 @@ TARGET_PHASES = dict(PHASES, **{
     "check": ("没有猜测，不用核对", "no guesses, nothing to test"),
     "write": ("打字头印下大模型的词元", "the typing head inks the target's token"),
 })
-# ("大模型单独写" beside "亮 64 条路" read as one text written alone: the mode is "no guessing", not "one lane")
-TARGET_MODE = ("只用大模型，不猜 · 每条路一圈一个词元", "target alone, no guesses · one token per lane per turn")
+# ("大模型单独写" beside "亮 64 条路" read as one text written alone: the mode is "no guessing", not "one lane";
+# what a turn writes is the phase line's, "one turn of the big drum: one token per lane", and the line stays short)
+TARGET_MODE = ("只用大模型，不猜", "target alone, no guesses")
 # One lane lit (one text): the turn writes one token, no lanes to count
 TARGET_VERIFY_ONE = ("大滚筒转一圈，写一个词元", "one turn of the big drum: one token")
 TARGET_MODE_NO_LANES = ("只用大模型，不猜 · 一圈一个词元", "target alone, no guesses · one token per turn")   # before lanes are taught

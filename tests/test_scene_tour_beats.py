@@ -357,6 +357,37 @@ def test_the_beat_report_counts_parts_hidden_behind_other_parts():
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_frame_of_the_tape_names_the_typing_head(lang):
+    """The look line names "纸带与打字头" wherever a beat frames the tape: the typing head is in that picture
+    (it waits just right of the writing window) on a plate of its own with a leader to it, its plate clear of the
+    tape's writing (the paper the class reads); a frame of the small drum over the tape names the pencil cart."""
+    from tests.scene_helpers import Shooter
+    framed = 0
+    for ch, page, acted, ctl, scr in _beats(lang):
+        parts, _ = ctl.tour.beat()
+        stage = ctl.driver.stage
+        if "tape" not in parts or stage.view == "exploded" or len(parts) >= 5:
+            continue
+        where = f"{lang} ch.{ch + 1} page {page + 1}{' (action)' if acted else ''}"
+        x, y, w, h = ctl.panel.stage_rect(scr)
+        stage.text_height = H
+        sh = Shooter(int(w), int(h))
+        try:
+            sh.shoot(stage)
+        finally:
+            sh.release()
+        plates = {c[0]: c[1] for c in stage.callouts}
+        assert "typing" in plates, (where, stage.callouts)
+        if "smalldrum" in parts:
+            assert "pencil" in plates, (where, stage.callouts)
+        for px, py, pw, ph in stage.readout_rects(int(w), int(h)):
+            tx, ty, tw, th = plates["typing"]
+            assert tx + tw <= px or tx >= px + pw or ty + th <= py or ty >= py + ph, (where, plates["typing"])
+        framed += 1
+    assert framed >= 10
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
 def test_chapter_12_names_the_pencil_cart_and_the_typing_head_on_plates(lang):
     """The whole table's page says "the small drum and the pencil cart ... the typing head": each has a plate of
     its own with a leader, drawn above the legibility floor, as the parts have."""

@@ -415,7 +415,8 @@ class TourPanel(Panel):
                 from app.modes.tubes import TubesPanel
                 res, bg = self.ctl.tubes(), self.ctl.colors["mpl_bg"]
                 draws = (rnd + 1) * int(res.draws)
-                overlay = lambda dl, x, y, w, h, info: TubesPanel.mask_future(dl, x, y, info, draws, res, bg)  # noqa: E731
+                now = t("plot.now_draws", draws=f"{draws:,}")
+                overlay = lambda dl, x, y, w, h, info: TubesPanel.mask_future(dl, x, y, info, draws, res, bg, now)  # noqa: E731
             # the drafters plot draws the drafters the pages have introduced
             self.plots.image(scr, plot, imgui.get_content_region_avail().x, overlay=overlay,
                              only=self.drafters_met() if plot == "drafters" else None,

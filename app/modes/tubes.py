@@ -112,8 +112,9 @@ class TubesPanel(Panel):
         imgui.text_colored(imgui.ImVec4(*c["muted"]), t("tubes.round", k=self.round_shown(res) + 1, n=res.rounds))
 
     @staticmethod
-    def mask_future(dl, x, y, info, draws, res, bg) -> None:
-        """Cover the curves past the round shown (the plot is drawn once for all rounds) and mark now."""
+    def mask_future(dl, x, y, info, draws, res, bg, label: str = "") -> None:
+        """Cover the curves past the round shown (the plot is drawn once for all rounds) and mark now: a red line
+        named by `label` at its foot (a bare red line was read as a limit)."""
         last = int(res.rounds) * int(res.draws)
         if draws >= last:
             return
@@ -122,7 +123,11 @@ class TubesPanel(Panel):
         covered = (xn + 1, info["y0"] + 1, info["x1"] - 1, info["y1"] - 1)
         for x0, y0, x1, y1 in ui.rect_minus(covered, info.get("legend")):      # the legend stays readable
             dl.add_rect_filled((x + x0, y + y0), (x + x1, y + y1), u32(col))
-        dl.add_line((x + xn, y + info["y0"]), (x + xn, y + info["y1"]), u32((0.86, 0.26, 0.22, 1.0)), 2.0)
+        red = u32((0.86, 0.26, 0.22, 1.0))
+        dl.add_line((x + xn, y + info["y0"]), (x + xn, y + info["y1"]), red, 2.0)
+        if label:
+            size = imgui.get_font_size()
+            dl.add_text((x + xn + 0.3 * size, y + info["y1"] - 1.4 * size), red, label)
 
     def skip_bonus_note(self) -> str | None:
         """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the pair's
@@ -243,8 +248,9 @@ class TubesPanel(Panel):
         bg = ctl.colors["mpl_bg"]
         ui.begin_panel("##tubesplot", ui.narration_rect(scr), bg_alpha=0.9)
         avail = imgui.get_content_region_avail()
+        now = t("plot.now_draws", draws=f"{draws:,}")
         self.plots.image(scr, "tubes", avail.x, height=avail.y,
-                         overlay=lambda dl, x, y, w, h, info: self.mask_future(dl, x, y, info, draws, res, bg))
+                         overlay=lambda dl, x, y, w, h, info: self.mask_future(dl, x, y, info, draws, res, bg, now))
         imgui.end()
 
     def stage_rect(self, scr):
