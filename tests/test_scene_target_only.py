@@ -96,7 +96,7 @@ def test_hud_says_target_alone_and_no_gamma(shooter, said):
         said.clear()
         shooter.shoot(st)
         hud = " | ".join(said.screen)
-        assert "每条路写一个词元" in hud and "每条路一圈一个词元" in hud, hud
+        assert "每条路写一个词元" in hud and "只用大模型，不猜" in hud, hud
     finally:
         st.release()
 
