@@ -385,6 +385,11 @@ def neural_facts(ctl, f: Facts) -> None:
                  lanes=f"{float(m['lanes_to_saturate']):.1f}", dtype=str(d.get("dtype") or "?"),
                  bytes=f"{2 / per_byte:g}", per_byte=f"{per_byte:g}")
 
+    def sbs_heads_verify(d):
+        heads = section(section(section(d, "side_by_side"), "drafters"), "heads")
+        turns = heads.get("verify_turns_per_pass")
+        return f"{float(turns):.2f}" if turns is not None else "—"
+
     def fixed_words(d):
         """The fixed cost of a pass (no bytes behind it), which the paper column leaves out."""
         m = section(d, "machine")
@@ -428,6 +433,8 @@ def neural_facts(ctl, f: Facts) -> None:
         "neural_threads_words": measured(threads_words),
         "neural_source": measured(source_words),
         "neural_cause": measured(cause_words),
+        # the heads' check in the side-by-side run, in plain passes (chapter 10: not idle arithmetic there)
+        "sbs_heads_verify": measured(sbs_heads_verify),
     })
 
     def cpu_lanes():
