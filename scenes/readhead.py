@@ -22,7 +22,7 @@ COUNTER_X = 0.45         # the counters stand this far past the shafts' near end
 COUNTER_R = 0.065
 COUNTER_TEETH = 12       # a lane's counter wheel turns one tooth for each pin read while the lane is lit
 # The pieces the cut-away names (key, zh, en), nearest the class first.
-CUTAWAY_PIECES = (("teeth", "齿", "teeth"), ("rods", "推杆", "push rods"), ("axles", "路的轴", "lane axles"),
+CUTAWAY_PIECES = (("teeth", "钢齿", "steel teeth"), ("rods", "推杆", "push rods"), ("axles", "路的轴", "lane axles"),
                   ("counters", "计数轮", "counters"))
 
 
@@ -134,7 +134,8 @@ class ReadHead:
 
     def pieces(self, state) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The cut-away's named pieces: key -> (world anchor on it, box lo, box hi). The anchors sit on pieces
-        near the class: a tooth, a push rod, a lane axle and a counter at the near end."""
+        near the class: a tooth, a push rod, a lane axle at the near end and a counter in the middle of the row
+        (at the near end too, the counters' and the axles' plates stood side by side and read as one)."""
         y = READ_HEAD_Y
         push = self.drum.tooth_lift(state.big_drum_angle) * ROD_TRAVEL
         z_end = lane_z(N_LANES - 1) + 0.35
@@ -150,7 +151,7 @@ class ReadHead:
             "axles": (np.array([self.x1 + 0.2, y - 0.1, lane_z(N_LANES - 1)]),
                       np.array([self.x0, y - 0.145, lane_z(0) - 0.045]),
                       np.array([self.x1 + COUNTER_X, y - 0.055, lane_z(N_LANES - 1) + 0.045])),
-            "counters": (np.array([self.x1 + COUNTER_X + 0.03, y - 0.1 - 0.5 * COUNTER_R, lane_z(N_LANES - 1)]),
+            "counters": (np.array([self.x1 + COUNTER_X + 0.03, y - 0.1 - 0.5 * COUNTER_R, lane_z(N_LANES // 2)]),
                          np.array([self.x1 + COUNTER_X - 0.025, y - 0.1 - COUNTER_R, lane_z(0) - COUNTER_R]),
                          np.array([self.x1 + COUNTER_X + 0.025, y - 0.1 + COUNTER_R,
                                    lane_z(N_LANES - 1) + COUNTER_R])),
