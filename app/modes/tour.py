@@ -225,7 +225,10 @@ class TourPanel(Panel):
         if not cp:
             return tl.step_start(0), tl.step_start(0)
         tr, i = cp
-        return tl.steps[tr.step_index].tests[i]
+        a, b = tl.steps[tr.step_index].tests[i]
+        # to just past the test's end, where its verdict (○ or ✕) is drawn: held on the tick grid short of it,
+        # the page said 被拒 over a meter with no mark (the next meter's column has not visibly risen yet)
+        return a, b + 2 * TICK
 
     def act(self, action: Action) -> None:
         """The page's action: play the next pass on the table (the tubes' rounds when the beat frames the tubes),
