@@ -39,7 +39,7 @@ TARGET_PHASES = dict(PHASES, **{
 TARGET_MODE = ("只用大模型，不猜", "target alone, no guesses")
 # One lane lit (one text): the turn writes one token, no lanes to count
 TARGET_VERIFY_ONE = ("大滚筒转一圈，写一个词元", "one turn of the big drum: one token")
-TARGET_MODE_NO_LANES = ("只用大模型，不猜 · 一圈一个词元", "target alone, no guesses · one token per turn")   # before lanes are taught
+TARGET_MODE_NO_LANES = ("只用大模型，不猜 · 一圈一个词元", "target alone · one token per turn")   # before lanes are taught
 DRAWN_LANES = 9        # the read head has nine shafts (and the cabinet nine drawers): more are counted, not drawn
 # How the drafter of the pass drafts (its look, models.drafters) changes what the draft and check phases do
 # (scenes.timeline); a drafter drawn by the small drum (DRUM) does what PHASES says.
