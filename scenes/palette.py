@@ -63,6 +63,7 @@ class Palette:
     fail_mark: tuple
     untested: tuple
     p_line: tuple               # the black line at the target's p
+    q_line: tuple               # the green ring at the draft's q (the speculative rack)
     exposure: float = 1.0
     key_color: tuple = (3.1, 2.8, 2.4)
     fill_color: tuple = (0.55, 0.65, 0.85)
@@ -103,6 +104,7 @@ def _default() -> Palette:
         fail_mark=srgb("#c4282c"),
         untested=srgb("#8a8578"),
         p_line=srgb("#050505"),
+        q_line=srgb("#2fa83c"),
     )
 
 

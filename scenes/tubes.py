@@ -121,7 +121,7 @@ class TestTubes:
         rnd = state.tube_round
         prog = state.tube_progress
         beads = {"steel": [], "copper": [], "red": []}
-        lines, rings = [], []
+        lines, rings, q_rings = [], [], []
         rng = np.random.default_rng(1000 + rnd)
         # A lesson asking where the beads will settle keeps its racks empty until it has asked: p's lines only.
         empty = "tube_counts" in state.extra.get("kept_back", frozenset())
@@ -156,6 +156,12 @@ class TestTubes:
                 p = float(r.target_p[self.chars[j]]) if j < N_CHARS else float(1 - r.target_p[self.chars].sum())
                 lines.append(compose(translate(x, count_height(p * r.draws), z),
                                      scale(TUBE_R + 0.012, 0.045, TUBE_R + 0.012)))
+                if rack == 1:
+                    # The draft's q on the speculative rack, a green ring wider than p's: the guesses come from q,
+                    # and the class asked whether the beads settle there or on p.
+                    q = float(r.draft_q[self.chars[j]]) if j < N_CHARS else float(1 - r.draft_q[self.chars].sum())
+                    q_rings.append(compose(translate(x, count_height(q * r.draws), z),
+                                           scale(TUBE_R + 0.07, 0.035, TUBE_R + 0.07)))
                 if not empty:
                     rings.append(compose(translate(x, count_height(freq[j] * r.draws), z),
                                          scale(TUBE_R + 0.045, 0.07, TUBE_R + 0.045)))
@@ -176,6 +182,8 @@ class TestTubes:
             if beads[kind]:
                 fb.add("bead", boxes(np.concatenate(beads[kind]), (BEAD_R, BEAD_R, BEAD_R)), mat)
         fb.add("tube", np.stack(lines), pal.iron.with_color(pal.p_line))
+        if q_rings:
+            fb.add("tube", np.stack(q_rings), pal.iron.with_color(pal.q_line))
         if rings:
             fb.add("tube", np.stack(rings), pal.brass)
         # Distance of each rack's cumulative counts from p (total variation), and a warning for a wrong rule.

@@ -28,14 +28,21 @@ def _round_images(stage, shooter, rnd):
     return empty, full
 
 
+def _share(result, row, chars, j) -> float:
+    return float(row[chars[j]]) if j < N_CHARS else float(1 - row[chars].sum())
+
+
 def _near_marker(stage, rack, j, rnd, b) -> bool:
-    """True where the brass ring (cumulative) or the black p line crosses bead b and may hide it."""
+    """True where the brass ring (cumulative), the black p line or (right rack) the green q ring crosses bead b
+    and may hide it."""
     result = tubes()
     _, _, freq = stage.tubes.counts(rack, rnd)
     chars = stage.tubes.chars
-    p = float(result.target_p[chars[j]]) if j < N_CHARS else float(1 - result.target_p[chars].sum())
+    marks = [freq[j], _share(result, result.target_p, chars, j)]
+    if rack == 1:
+        marks.append(_share(result, result.draft_q, chars, j))
     y = bead_slot(b)[1]
-    return any(abs(y - count_height(f * result.draws)) < LAYER for f in (freq[j], p))
+    return any(abs(y - count_height(f * result.draws)) < LAYER for f in marks)
 
 
 def _slot(stage, rack, j, b):
@@ -147,3 +154,28 @@ def test_a_lesson_asking_first_keeps_the_racks_empty(setup):
         stage.kept_back = frozenset()
     shooter.shoot(stage)
     assert readouts & {t for t, screen in stage.frame_text if not screen}
+
+
+def test_the_speculative_rack_rings_q_in_green(setup):
+    """The right rack marks the draft's q with a green ring on each tube (the class is asked whether the beads
+    settle there or on p's black ring); the left rack, the target alone, has none."""
+    from scenes.tubes import TUBE_R
+    stage, shooter = setup
+    result = tubes()
+    stage.timeline.seek(0.0)
+    img = shooter.shoot(stage).astype(int)
+    chars = stage.tubes.chars
+
+    def green_at(rack, j, share):
+        x, y = stage.project((stage.tubes.tube_x(rack, j), count_height(share * result.draws),
+                              TUBES_CENTRE[2] + TUBE_R + 0.07), W, H)
+        px = patch(img, x, y, 1).reshape(-1, 3)
+        return int(((px[:, 1] > px[:, 0] + 30) & (px[:, 1] > px[:, 2] + 30)).sum())
+
+    for j in range(N_CHARS + 1):
+        q = _share(result, result.draft_q, chars, j)
+        p = _share(result, result.target_p, chars, j)
+        if abs(q - p) * result.draws / 2 * LAYER < 0.15:        # rings too close to tell apart
+            continue
+        assert green_at(1, j, q) > 0, (j, q)
+        assert green_at(0, j, q) == 0, (j, q)
