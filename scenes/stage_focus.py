@@ -78,7 +78,8 @@ class StageFocus:
                 tr = self.traces[state.step] if 0 <= state.step < len(self.traces) else None
                 depth = len(tr.tree.widths) if tr is not None and tr.tree is not None else 0
                 lo, hi = (tape_box(state.gamma if not state.extra.get("target_only") else 0,
-                                   2 if depth else self._tape_before(state.step), depth) if name == "tape"
+                                   2 if depth else self._tape_before(state.step, state.phase == "done"), depth)
+                          if name == "tape"
                           else readhead_box(self.readhead))
                 out[name] = (lo + off, hi + off)
                 continue
@@ -96,11 +97,15 @@ class StageFocus:
                 out[name] = bounds
         return out
 
-    def _tape_before(self, step: int) -> int:
+    def _tape_before(self, step: int, done: bool = False) -> int:
         """Cells of text before the writing window a sentence about the tape means: three, or in a lookup pass back
         to the earlier occurrence it copies from (as far as the tape's visible stretch goes; the tape glides back
-        for one farther), so the class sees both where the text's end occurred before and what followed it."""
+        for one farther), so the class sees both where the text's end occurred before and what followed it; the
+        run written (`done`), all the tape shows of it (three cells were the run's last few tokens and its marks)."""
         tr = self.traces[step] if 0 <= step < len(self.traces) else None
+        if done and tr is not None:
+            x0, cell = window(len(tr.guesses))
+            return max(3, int((x0 - TAPE_X[0]) / cell) - 1)
         span = getattr(tr, "source_span", None)
         if not span:
             return 3
