@@ -30,7 +30,7 @@ GLYPH_V = 0.14       # character centre, along the slope from the tape's centre 
 MARK_V = -0.53       # marks under the characters
 DOT = 0.24           # an accepted guess's dot: its diameter
 DIAMOND = 0.25       # the target's own token's diamond: its side (a square turned 45 degrees)
-REST_DROP = 1.35     # the typing head at rest: this far down the slope from the line, clear of the marks it inked
+LIFT_DROP = 1.35     # the typing head between strikes: this far down the slope from the line, clear of the marks
 TREE_V = (0.66, -0.66)   # a tree's rows span the paper, first child on top
 TREE_MIN_GLYPH = 0.16    # below this a tree node is drawn as a knot without its character (too small to read)
 CARD_V = 0.92            # a margin tree's card: half its depth along the slope (the board's edge is at 0.95)
@@ -394,12 +394,12 @@ class TypingHead:
         # apart, where the tape is small and its plate needs room, sends it below the tape's far end). It strikes
         # each cell from below the tape's front edge, clear of the line's marks.
         if state.tree is not None or view == "exploded":
-            rest = tape_point(TAPE_X[1] - 0.25, GLYPH_V - REST_DROP, 0.2)
+            rest = tape_point(TAPE_X[1] - 0.25, GLYPH_V - LIFT_DROP, 0.2)
         else:
             rest = tape_point(rest_x(state.gamma), MARK_V, 0.2)
         down = state.typing_down
         x = wx + (state.typing_cell + 0.5) * cell
-        strike = tape_point(x, GLYPH_V - (1 - down) * REST_DROP, 0.2 + 0.15 * (1 - down))
+        strike = tape_point(x, GLYPH_V - (1 - down) * LIFT_DROP, 0.2 + 0.15 * (1 - down))
         return strike + (rest - strike) * _ease(state.typing_rest)
 
     def emit(self, fb, state, ec: EmitContext) -> None:
