@@ -627,3 +627,13 @@ def test_chapter_5_draws_the_rule_with_every_test_the_run_made():
     assert len(kept) + len(out) == len(tests)
     assert np.all(kept[:, 1] <= np.minimum(1.0, kept[:, 0]) + 1e-12)
     assert np.all(out[:, 1] > np.minimum(1.0, out[:, 0]))
+
+
+def test_a_probability_shown_beside_its_ratio_agrees_with_it():
+    """p and q under 0.01 keep three significant digits: the page's p/q (0.432) is their quotient as shown
+    (0.0014 / 0.0032 read as 0.4375); larger ones four decimals; zero stays 0.0000, never 0e+00."""
+    from app.lesson.measured import fmt_prob
+    p, q = 0.001388874055010939, 0.003216339916867438
+    shown = float(fmt_prob(p)) / float(fmt_prob(q))
+    assert f"{shown:.3f}" == f"{p / q:.3f}" == "0.432"
+    assert fmt_prob(0.3231) == "0.3231" and fmt_prob(0.0) == "0.0000" and fmt_prob(0.00512) == "0.00512"
