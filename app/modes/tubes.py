@@ -127,7 +127,15 @@ class TubesPanel(Panel):
         dl.add_line((x + xn, y + info["y0"]), (x + xn, y + info["y1"]), red, 2.0)
         if label:
             size = imgui.get_font_size()
-            dl.add_text((x + xn + 0.3 * size, y + info["y1"] - 1.4 * size), red, label)
+            w = imgui.calc_text_size(label).x
+            lx = x + xn + 0.3 * size
+            # at the line's foot, or at its top where the legend sits at the foot (it covered the label)
+            for ly in (info["y1"] - 1.4 * size, info["y0"] + 0.3 * size):
+                box = (xn + 0.3 * size, ly, xn + 0.3 * size + w, ly + size)
+                leg = info.get("legend")
+                if leg is None or box[2] < leg[0] or box[0] > leg[2] or box[3] < leg[1] or box[1] > leg[3]:
+                    break
+            dl.add_text((lx, y + ly), red, label)
 
     def skip_bonus_note(self) -> str | None:
         """Why skipping the bonus is no wrong rule, with tokens per pass with and without it at the pair's
