@@ -98,8 +98,8 @@ class ReadHead:
                 (wheels_on if lane < lit else wheels_off).append(m)
                 marks.append(box_matrix(COUNTER_X + self.x1 + 0.03, y - 0.1 + 0.7 * COUNTER_R * math.cos(a),
                                         lane_z(lane) + 0.7 * COUNTER_R * math.sin(a), 0.03, 0.045, 0.045))
-            if wheels_on:
-                fb.add("cyl_lo", np.stack(wheels_on), pal.brass, emissive=0.25)
+            if wheels_on:       # lit as the lanes are: one brass wheel among the brass pins was hard to find
+                fb.add("cyl_lo", np.stack(wheels_on), pal.lane_on, emissive=0.9)
             if wheels_off:
                 fb.add("cyl_lo", np.stack(wheels_off), pal.iron_light)
             fb.add("box", np.stack(marks), pal.iron)
