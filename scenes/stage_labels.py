@@ -123,7 +123,8 @@ class StageLabels:
             self.lane_numbers = self.readhead.lane_number_spots(f.vp, f.width, f.height,
                                                                 f.offsets.get("readhead", (0, 0, 0)),
                                                                 cut=self.view == "cutaway", text_ref=f.ref,
-                                                                min_px=f.min_px, keep_out=hud)
+                                                                min_px=f.min_px, keep_out=hud,
+                                                                named=self.focus is not None and "readhead" in self.focus)
             self.readhead.emit_lane_numbers(f.fb, f.state, self.lane_numbers, f.ec)
 
     def _lay_cutaway_callouts(self, f, hud) -> None:
