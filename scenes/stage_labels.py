@@ -119,12 +119,13 @@ class StageLabels:
         head is looked at (no focus, or a focus that names it); beside a page about the mill they stood on its gear."""
         self.lane_numbers = []
         looked_at = self.focus is None or "readhead" in self.focus or self.view == "cutaway"
+        # a beat about the read head among a few parts numbers its lanes however close (not a frame of the table)
+        about = self.focus is not None and "readhead" in self.focus and len(self.focus) <= 3
         if f.drawn("readhead") and looked_at:
             self.lane_numbers = self.readhead.lane_number_spots(f.vp, f.width, f.height,
                                                                 f.offsets.get("readhead", (0, 0, 0)),
                                                                 cut=self.view == "cutaway", text_ref=f.ref,
-                                                                min_px=f.min_px, keep_out=hud,
-                                                                named=self.focus is not None and "readhead" in self.focus)
+                                                                min_px=f.min_px, keep_out=hud, named=about)
             self.readhead.emit_lane_numbers(f.fb, f.state, self.lane_numbers, f.ec)
 
     def _lay_cutaway_callouts(self, f, hud) -> None:
