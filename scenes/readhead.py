@@ -165,7 +165,7 @@ class ReadHead:
         together (oblique views squeeze the lanes). Where that spacing is tight the numbers fan out into a
         column beside the plate, each on a leader line to its shaft; [] where the read head is too small on
         screen to tell its lanes apart (the wide views). `named`: a beat whose words name the read head's lanes
-        ("亮 5 条路") fans them out down to lanes 4.5 px apart (at 720p a frame of the read head beside the drum and
+        ("亮 5 条路") fans them out down to lanes 3.5 px apart (at 720p a frame of the read head beside the drum and
         the mill had them 5-8 px apart and no numbers: the lit lanes could not be counted)."""
         y = READ_HEAD_Y - (0.3 if cut else 0.1)
         off = np.asarray(offset, dtype=np.float64)
@@ -184,7 +184,7 @@ class ReadHead:
         comfortable = max(ref / 34.0, 1.3 * min_px)   # the size of the part names: read from the back of the room
         natural = min(spacing / 0.95, comfortable)
         # (9 px apart: a chip column on leaders still tells them apart; closer, the leaders run together)
-        if natural < (4.5 if named else max(height / 80.0, 9.0)):
+        if natural < (3.5 if named else max(height / 80.0, 9.0)):
             return []                    # lanes too close together on screen to tell apart: a wide view
         if natural >= comfortable:
             spots = []

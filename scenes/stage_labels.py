@@ -172,8 +172,10 @@ class StageLabels:
         # The riders are named after the plates (_lay_rider_callouts): no plate covers them, or a rider's own plate
         # found no leader to it (the small drum's plate over the typing head in the table taken apart).
         riders = [(b[0], b[1], b[2] - b[0], b[3] - b[1]) for *_, b in self._riders]
+        chips = [(x - 0.5 * sz, y - 0.5 * sz, sz, sz) for _, x, y, sz, _, _ in self.lane_numbers]   # laid before
         args = dict(exploded=self._explode > 0.5, readouts=readouts,
-                    keep_out=([hud] if hud else []) + self.label_keep_out + [b[1:] for b in world_boxes] + riders,
+                    keep_out=([hud] if hud else []) + self.label_keep_out + [b[1:] for b in world_boxes] + riders
+                    + chips,
                     anchors=anchors, shorter=shorter, names=names,
                     targets=self.label_targets(f.vp, f.width, f.height, not_named, f.offsets, f.state),
                     words=([hud] if hud else []) + [b[1:] for b in world_boxes])

@@ -387,6 +387,33 @@ def test_every_frame_of_the_tape_names_the_typing_head(lang):
     assert framed >= 10
 
 
+def test_every_frame_about_the_read_head_numbers_its_lanes():
+    """A beat framing the read head among a few parts ("亮 5 条路") numbers all nine lanes at 720p, however close
+    they stand (chapter 9's frame of the drum, the read head and the mill had none: the lit lanes could not be
+    counted), each number clear of the HUD."""
+    from tests.scene_helpers import Shooter
+    framed = 0
+    for ch, page, acted, ctl, scr in _beats("zh"):
+        parts, _ = ctl.tour.beat()
+        stage = ctl.driver.stage
+        if "readhead" not in parts or len(parts) > 3 or stage.view != "table":
+            continue
+        x, y, w, h = ctl.panel.stage_rect(scr)
+        stage.text_height = H
+        sh = Shooter(int(w), int(h))
+        try:
+            sh.shoot(stage)
+        finally:
+            sh.release()
+        where = f"ch.{ch + 1} page {page + 1}{' (action)' if acted else ''}"
+        assert sorted(n for n, *_ in stage.lane_numbers) == list(range(9)), (where, stage.lane_numbers)
+        hud = stage.hud_rect(int(w), int(h))
+        for _, cx, cy, size, _, _ in stage.lane_numbers:
+            assert hud is None or not (hud[0] <= cx <= hud[2] and hud[1] <= cy <= hud[3]), (where, cx, cy)
+        framed += 1
+    assert framed >= 8
+
+
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_chapter_12_names_the_pencil_cart_and_the_typing_head_on_plates(lang):
     """The whole table's page says "the small drum and the pencil cart ... the typing head": each has a plate of
