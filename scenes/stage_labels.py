@@ -126,6 +126,9 @@ class StageLabels:
                                                                 f.offsets.get("readhead", (0, 0, 0)),
                                                                 cut=self.view == "cutaway", text_ref=f.ref,
                                                                 min_px=f.min_px, keep_out=hud, named=about)
+            if about and any(_meets(r, x, y, sz) for r in self.readout_rects(f.width, f.height)
+                             for _, x, y, sz, _, _ in self.lane_numbers):
+                self.lane_numbers = []      # a column fanned out over the tape's writing or a meter: none
             self.readhead.emit_lane_numbers(f.fb, f.state, self.lane_numbers, f.ec)
 
     def _lay_cutaway_callouts(self, f, hud) -> None:
@@ -331,3 +334,10 @@ class StageLabels:
         leaders = [(leader_foot(a, r), a) for _, r, a, _ in self.label_leaders]
         return emit_callouts(f.fb, items, f.width, f.height, f.ec, keep_out=keep_out, gap=gap,
                              plates_before=[p[1:] for p in self.label_plates], leaders_before=leaders)
+
+
+def _meets(rect, x: float, y: float, size: float) -> bool:
+    """The screen rectangle (x, y, w, h) overlaps the chip of a lane number of `size` centred at (x, y)."""
+    rx, ry, rw, rh = rect
+    h = 0.5 * size
+    return x + h > rx and x - h < rx + rw and y + h > ry and y - h < ry + rh
