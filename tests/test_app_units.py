@@ -637,3 +637,22 @@ def test_a_probability_shown_beside_its_ratio_agrees_with_it():
     shown = float(fmt_prob(p)) / float(fmt_prob(q))
     assert f"{shown:.3f}" == f"{p / q:.3f}" == "0.432"
     assert fmt_prob(0.3231) == "0.3231" and fmt_prob(0.0) == "0.0000" and fmt_prob(0.00512) == "0.00512"
+
+
+def test_the_crossover_is_the_first_batch_whose_caches_outweigh_the_weights():
+    """Chapter 2's "from how many sequences" is the first whole batch whose caches read more than the weights
+    (239 sequences of 512 tokens still read less: 240), not the crossing rounded."""
+    from app.controller import Controller
+    from app.settings import AppSettings
+    from models import hardware
+    ctl = Controller(AppSettings(language="en", mode="tour"), persist=False, scripted=True)
+    try:
+        ctl.start()
+        f = ctl.facts()
+        short, context = int(f["kv_short"].replace(",", "")), ctl.settings.context
+        roof = hardware.roofline(hardware.DEVICES[ctl.settings.device], hardware.MODELS[ctl.settings.model], 1, 0)
+        for ctx, key in ((context, "kv_crossover"), (short, "kv_crossover_short")):
+            n = int(f[key].replace(",", ""))
+            assert n * ctx * roof.kv_bytes_per_token > roof.weight_bytes >= (n - 1) * ctx * roof.kv_bytes_per_token
+    finally:
+        ctl.close()

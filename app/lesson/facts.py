@@ -178,11 +178,13 @@ def facts(ctl) -> Facts:
         # attention's arithmetic for one position over the context (the weights' is 2 × params)
         put("attn_ops", lambda: fmt_ops_count(roof.attention_ops_per_step / (roof.batch * roof.positions),
                                               s.language))
-        # Pope et al.'s crossover: from how many sequences the caches read more than the weights
-        put("kv_crossover", lambda: f"{roof.weight_bytes / (s.context * roof.kv_bytes_per_token):,.0f}")
+        # Pope et al.'s crossover: from how many sequences the caches read more than the weights (the first whole
+        # batch past the crossing: 239.3 sequences' caches still read less, 240's more; the plot marks ≈239.3)
+        put("kv_crossover", lambda: f"{math.floor(roof.weight_bytes / (s.context * roof.kv_bytes_per_token)) + 1:,}")
         short = KV_CONTEXTS[-1]
         put("kv_short", lambda: f"{short:,}")
-        put("kv_crossover_short", lambda: f"{roof.weight_bytes / (short * roof.kv_bytes_per_token):,.0f}")
+        put("kv_crossover_short",
+            lambda: f"{math.floor(roof.weight_bytes / (short * roof.kv_bytes_per_token)) + 1:,}")
     # The same batch reading the weights alone (no KV cache): chapter 2 starts there.
     weights_only = lambda lanes=s.lanes: derived.roofline(s.device, s.model, lanes, 0)  # noqa: E731
     put("tps_weights", lambda: f"{weights_only().tokens_per_s:,.0f}")
