@@ -338,11 +338,19 @@ def _legend_below(fig, pal, handles) -> bool:
     """The legend along the figure's foot, one entry a row, the axes laid out above it: no curve runs under it.
     False (and no legend) where the figure is too short for that: the axes would be left too little room."""
     # (rows a little closer than matplotlib's: four English rows, taller than Chinese ones, fit under the axes)
-    leg = fig.legend(handles, [h.get_label() for h in handles], loc="lower center", ncol=1, fontsize=_small(fig),
-                     framealpha=0.85, facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"], labelspacing=0.3)
-    for text in leg.get_texts():
-        text.set_color(pal["mpl_fg"])
-    fig.canvas.draw()
+    def place(labels):
+        leg = fig.legend(handles, labels, loc="lower center", ncol=1, fontsize=_small(fig), framealpha=0.85,
+                         facecolor=pal["mpl_bg"], edgecolor=pal["mpl_fg"], labelspacing=0.3)
+        for text in leg.get_texts():
+            text.set_color(pal["mpl_fg"])
+        fig.canvas.draw()
+        return leg
+    labels = [h.get_label() for h in handles]
+    leg = place(labels)
+    if leg.get_window_extent().width > 0.98 * fig.bbox.width:
+        # wider than the figure (a long label in English): its ends were cut off; broken at the middle space
+        leg.remove()
+        leg = place([_break_middle(text) for text in labels])
     foot = leg.get_window_extent().height / fig.bbox.height
     if foot > 0.34:
         leg.remove()
@@ -360,6 +368,15 @@ def _legend_below(fig, pal, handles) -> bool:
     return True
 
 
+def _break_middle(text: str) -> str:
+    """A long label broken onto two lines at the space nearest its middle (unchanged if short or unbroken)."""
+    spaces = [i for i, ch in enumerate(text) if ch == " "]
+    if len(text) <= 16 or not spaces or "\n" in text:
+        return text
+    cut = min(spaces, key=lambda i: abs(i - len(text) / 2))
+    return text[:cut] + "\n" + text[cut + 1:]
+
+
 def _wrap_wide_legend(ax, pal, leg, handles, loc: str) -> None:
     """A legend wider than its axes (a long label, a long figure on another computer) runs over the right axis's
     numbers: its labels are broken at their middle space and the legend drawn again, at the same text size."""
@@ -367,11 +384,7 @@ def _wrap_wide_legend(ax, pal, leg, handles, loc: str) -> None:
     if leg.get_window_extent(renderer).width <= ax.get_window_extent(renderer).width * 0.97:
         return
     for h in handles:
-        text = h.get_label()
-        spaces = [i for i, ch in enumerate(text) if ch == " "]
-        if len(text) > 16 and spaces:
-            cut = min(spaces, key=lambda i: abs(i - len(text) / 2))
-            h.set_label(text[:cut] + "\n" + text[cut + 1:])
+        h.set_label(_break_middle(h.get_label()))
     leg.remove()
     _legend(ax, pal, handles=handles, loc=loc)
     _tight(ax.figure)

@@ -656,3 +656,27 @@ def test_the_crossover_is_the_first_batch_whose_caches_outweigh_the_weights():
             assert n * ctx * roof.kv_bytes_per_token > roof.weight_bytes >= (n - 1) * ctx * roof.kv_bytes_per_token
     finally:
         ctl.close()
+
+
+def test_a_legend_under_the_axes_stays_inside_the_figure():
+    """A legend laid under the axes wider than a narrow panel's figure (chapter 10's English arithmetic plot at
+    720p: "…(~3.9 lanes fill it; arithmetic only)") is broken onto more lines, not cut at the figure's edges."""
+    from app import arithmetic_plots, plots
+    from app.i18n import Strings
+    from app.palette import PALETTES
+    t = Strings("en")
+    pal = PALETTES["default"]
+    multiples = [(t("plot.arith_one"), 1.0), (t("plot.arith_check", k=5), 5.0), (t("plot.arith_lookahead"), 120.0)]
+    fig = arithmetic_plots.arithmetic_multiples_plot(
+        t, pal, multiples, 1 / 295, t("plot.arith_gpu", model="Llama 3.1 8B", device="NVIDIA H100 SXM"), 3.9,
+        t("plot.arith_cpu", device="AMD EPYC", lanes="3.9"), size_px=(496, 330), text_px=16.0)
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+        assert legends
+        for leg in legends:
+            box = leg.get_window_extent(renderer)
+            assert box.x0 >= -0.5 and box.x1 <= fig.bbox.width + 0.5, (box, fig.bbox.width)
+    finally:
+        plots.close(fig)
