@@ -356,12 +356,25 @@ def test_the_beat_report_counts_parts_hidden_behind_other_parts():
         ctl.close()
 
 
+def _shoot_beat(ctl, scr) -> tuple[int, int]:
+    """Draw the beat's frame as the window would (the stage's rect of it, text sized for the window): (w, h)."""
+    from tests.scene_helpers import Shooter
+    x, y, w, h = ctl.panel.stage_rect(scr)
+    stage = ctl.driver.stage
+    stage.text_height = H
+    sh = Shooter(int(w), int(h))
+    try:
+        sh.shoot(stage)
+    finally:
+        sh.release()
+    return int(w), int(h)
+
+
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_every_frame_of_the_tape_names_the_typing_head(lang):
     """The look line names "纸带与打字头" wherever a beat frames the tape: the typing head is in that picture
     (it waits just right of the writing window) on a plate of its own with a leader to it, its plate clear of the
     tape's writing (the paper the class reads); a frame of the small drum over the tape names the pencil cart."""
-    from tests.scene_helpers import Shooter
     framed = 0
     for ch, page, acted, ctl, scr in _beats(lang):
         parts, _ = ctl.tour.beat()
@@ -369,18 +382,12 @@ def test_every_frame_of_the_tape_names_the_typing_head(lang):
         if "tape" not in parts or stage.view == "exploded" or len(parts) >= 5:
             continue
         where = f"{lang} ch.{ch + 1} page {page + 1}{' (action)' if acted else ''}"
-        x, y, w, h = ctl.panel.stage_rect(scr)
-        stage.text_height = H
-        sh = Shooter(int(w), int(h))
-        try:
-            sh.shoot(stage)
-        finally:
-            sh.release()
+        w, h = _shoot_beat(ctl, scr)
         plates = {c[0]: c[1] for c in stage.callouts}
         assert "typing" in plates, (where, stage.callouts)
         if "smalldrum" in parts:
             assert "pencil" in plates, (where, stage.callouts)
-        for px, py, pw, ph in stage.readout_rects(int(w), int(h)):
+        for px, py, pw, ph in stage.readout_rects(w, h):
             tx, ty, tw, th = plates["typing"]
             assert tx + tw <= px or tx >= px + pw or ty + th <= py or ty >= py + ph, (where, plates["typing"])
         framed += 1
@@ -391,23 +398,16 @@ def test_every_frame_about_the_read_head_numbers_its_lanes():
     """A beat framing the read head among a few parts ("亮 5 条路") numbers all nine lanes at 720p, however close
     they stand (chapter 9's frame of the drum, the read head and the mill had none: the lit lanes could not be
     counted), each number clear of the HUD."""
-    from tests.scene_helpers import Shooter
     framed = 0
     for ch, page, acted, ctl, scr in _beats("zh"):
         parts, _ = ctl.tour.beat()
         stage = ctl.driver.stage
         if "readhead" not in parts or len(parts) > 3 or stage.view != "table":
             continue
-        x, y, w, h = ctl.panel.stage_rect(scr)
-        stage.text_height = H
-        sh = Shooter(int(w), int(h))
-        try:
-            sh.shoot(stage)
-        finally:
-            sh.release()
+        w, h = _shoot_beat(ctl, scr)
         where = f"ch.{ch + 1} page {page + 1}{' (action)' if acted else ''}"
         assert sorted(n for n, *_ in stage.lane_numbers) == list(range(9)), (where, stage.lane_numbers)
-        hud = stage.hud_rect(int(w), int(h))
+        hud = stage.hud_rect(w, h)
         for _, cx, cy, size, _, _ in stage.lane_numbers:
             assert hud is None or not (hud[0] <= cx <= hud[2] and hud[1] <= cy <= hud[3]), (where, cx, cy)
         framed += 1
