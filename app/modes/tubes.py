@@ -114,7 +114,7 @@ class TubesPanel(Panel):
     @staticmethod
     def mask_future(dl, x, y, info, draws, res, bg, label: str = "") -> None:
         """Cover the curves past the round shown (the plot is drawn once for all rounds) and mark now: a red line
-        named by `label` at its foot (a bare red line was read as a limit)."""
+        named by `label` at its foot, or its top where the legend is (a bare red line was read as a limit)."""
         last = int(res.rounds) * int(res.draws)
         if draws >= last:
             return
