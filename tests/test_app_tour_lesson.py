@@ -500,7 +500,18 @@ def test_a_test_checkpoint_reveal_shows_its_verdict_on_the_meter():
     already carries its ✕ (held on the tick grid just short of the test's end, the meter had no mark), before the
     next meter's column has risen."""
     from app.lesson.facts import checkpoint
-    ctl = _at("05-acceptance-rule", 2, table=True)
+    from scenes.stage import Stage
+    from tests.scene_helpers import gl_context
+    # a stage of its own, released with its GL context here (the module's shared one is left to the garbage
+    # collector, whose release of a context at a later moment unset another test's current context)
+    ctl = Controller(AppSettings(language="en", mode="tour"), persist=False, scripted=True)
+    stage = Stage(gl_context())
+    ctl.driver.attach(stage)
+    ctl.start()
+    ctl.tour.goto(SLUG["05-acceptance-rule"])
+    ctl.panel.apply_chapter()
+    ctl.tour.page = 2
+    ctl.panel.apply_page()
     try:
         assert ctl.tour.action().do == "checkpoint"
         tr, i = checkpoint(ctl)
@@ -522,3 +533,5 @@ def test_a_test_checkpoint_reveal_shows_its_verdict_on_the_meter():
         assert i + 1 >= len(meters) or meters[i + 1].fill < 0.1, meters[i + 1]
     finally:
         ctl.close()
+        stage.release()
+        stage.ctx.release()
