@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 _TABLE: dict = {}
+_KEPT_CONTEXTS: list = []       # GL contexts that must outlive the run (test_a_test_checkpoint_reveal_…)
 
 
 def _table():
@@ -502,10 +503,12 @@ def test_a_test_checkpoint_reveal_shows_its_verdict_on_the_meter():
     from app.lesson.facts import checkpoint
     from scenes.stage import Stage
     from tests.scene_helpers import gl_context
-    # a stage of its own, released with its GL context here (the module's shared one is left to the garbage
-    # collector, whose release of a context at a later moment unset another test's current context)
+    # A stage of its own, its GL context kept referenced for the whole run: a context released mid-run (by the
+    # garbage collector, the module's shared table among a controller's cycles, or explicitly) broke the GL of
+    # the tests after it (the bridge and camera tests failed to create programs).
     ctl = Controller(AppSettings(language="en", mode="tour"), persist=False, scripted=True)
     stage = Stage(gl_context())
+    _KEPT_CONTEXTS.append(stage.ctx)
     ctl.driver.attach(stage)
     ctl.start()
     ctl.tour.goto(SLUG["05-acceptance-rule"])
@@ -534,4 +537,3 @@ def test_a_test_checkpoint_reveal_shows_its_verdict_on_the_meter():
     finally:
         ctl.close()
         stage.release()
-        stage.ctx.release()
