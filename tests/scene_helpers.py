@@ -6,10 +6,27 @@ import functools
 import numpy as np
 
 
-@functools.lru_cache(maxsize=1)
+_CONTEXTS: list = []       # the headless contexts made so far (the last is the one in use; none is released)
+_PROBE_VS = "#version 330\nvoid main() { gl_Position = vec4(0.0); }"
+_PROBE_FS = "#version 330\nout vec4 c;\nvoid main() { c = vec4(1.0); }"
+
+
 def gl_context():
+    """The headless GL context the scene tests share, made current. A test that opens and closes the app's
+    window leaves it unusable: SDL's offscreen driver shares its EGL display, and quitting the display takes the
+    display down with it (a later program then fails: "cannot create program"). Where it no longer compiles a
+    program, a fresh context is made (which brings the display back) and used from then on."""
     from scenes.offscreen import headless_context
-    return headless_context()
+    if _CONTEXTS:
+        ctx = _CONTEXTS[-1]
+        try:
+            ctx.__enter__()         # current again (another context may have been made current since)
+            ctx.program(vertex_shader=_PROBE_VS, fragment_shader=_PROBE_FS).release()
+            return ctx
+        except Exception:  # noqa: BLE001 - moderngl raises its own Error for a context gone with its display
+            pass
+    _CONTEXTS.append(headless_context())
+    return _CONTEXTS[-1]
 
 
 @functools.lru_cache(maxsize=1)
