@@ -8,6 +8,7 @@ import numpy as np
 
 from corpus.errors import InputError
 from scenes.bridge import BEAM_H, BEAM_Y
+from scenes.camera import look_at, projection
 from scenes.framing import builder_bounds, fit_pose, projected_rect, readhead_box, tape_box, view_direction
 from scenes.frame import FrameBuilder
 from scenes.layout import PARTS, TAPE_X, EmitContext, window
@@ -115,21 +116,24 @@ class StageFocus:
 
     def _refit(self, duration: float) -> None:
         """Fit the camera to the focus parts in the frame the HUD leaves free: below the HUD or right of it,
-        whichever shows the parts larger."""
+        whichever shows the parts larger, or, with the table taken apart, the whole frame where no part (with its
+        riders) meets the HUD."""
         w, h = self._size
         boxes = self.part_boxes(self.focus)
         hud = self.hud_rect(w, h)
         m = 0.03 * h
-        if hud is None:
-            rects = [(m, m, w - m, h - m)]
-        else:
-            rects = [(m, hud[3] + m, w - m, h - m), (hud[2] + m, m, w - m, h - m)]
+        full = (m, m, w - m, h - m)
+        rects = [full] if hud is None else [(m, hud[3] + m, w - m, h - m), (hud[2] + m, m, w - m, h - m)]
+        if hud is not None and self.view == "exploded":
+            rects.append(full)      # parts lifted apart leave gaps: the HUD's corner may be one of them
         direction = view_direction(self.focus, cutaway=self.view == "cutaway")
         best = None
         for rect in rects:
             if rect[2] - rect[0] < 0.2 * w or rect[3] - rect[1] < 0.2 * h:
                 continue
             pose, _ = fit_pose(list(boxes.values()), direction, rect, w, h)
+            if rect is full and hud is not None and self._meets_hud(pose, hud, w, h):
+                continue
             dist = float(np.linalg.norm(np.subtract(pose.eye, pose.target)))
             if best is None or dist < best[0]:
                 best = (dist, pose, rect)
@@ -139,6 +143,15 @@ class StageFocus:
         self.camera.move_to(pose, duration)
         self.fit = {"boxes": boxes, "hud": hud, "rect": rect, "size": (w, h)}
         self._fit_key = self._focus_key(w, h)
+
+    def _meets_hud(self, pose, hud, w: int, h: int) -> bool:
+        """Whether any framed part, whole (with its riders), would meet the HUD's rectangle seen from `pose`."""
+        vp = projection(pose, w / max(h, 1)) @ look_at(pose.eye, pose.target)
+        for lo, hi in self.part_boxes(self.focus, whole=True).values():
+            r = projected_rect(vp, lo, hi, w, h)
+            if r is None or (r[0] < hud[2] and r[2] > hud[0] and r[1] < hud[3] and r[3] > hud[1]):
+                return True
+        return False
 
     def frame_for(self, width: int, height: int) -> None:
         """Refit a framed beat when what it was fitted for changed (render() calls this first): a new frame size

@@ -507,10 +507,11 @@ def test_chapter_12_plates_read_clearly_in_every_beat(lang):
     no leader runs over another plate (the mill's leader crossed the big drum's plate, the bridge's the mill's),
     the pencil cart's and the typing head's plates keep a clear gap (half a name's height) from each other and
     from every other plate (stacked a few pixels apart they read as one plate of two lines), and a part is called
-    the same in every beat (the read head was '读头 · 九条路' in one beat and '读头' in the next)."""
+    the same in every beat (the read head was '读头 · 九条路' in one beat and '读头' in the next); the beat taken
+    apart plays the pass the table held, so the tape reads as before (it played the run's first pass over again)."""
     from scenes.labels import leader_foot
     from scenes.layout import PARTS
-    beats = 0
+    beats, steps = 0, []
     for acted, stage, _ in _chapter_12(lang):
         beats += 1
         where = (lang, beats, acted)
@@ -533,7 +534,16 @@ def test_chapter_12_plates_read_clearly_in_every_beat(lang):
         shown = [t for t, screen in stage.frame_text if screen]
         full = [PARTS[p].zh if lang == "zh" else PARTS[p].en for p in ("bigdrum", "readhead", "smalldrum")]
         assert all(name in shown for name in full), (where, full, shown)
+        # the drums' and the riders' plates sit beside them (taken apart, the small drum's plate found no spot
+        # near it and named it from 0.4 of the frame's height away, past the pencil cart)
+        h = stage.fit["size"][1]
+        for name, rect, anchor in named:
+            if name in ("bigdrum", "smalldrum", "pencil", "typing"):
+                foot = leader_foot(anchor, rect)
+                assert np.hypot(foot[0] - anchor[0], foot[1] - anchor[1]) < h / 3, (where, name, rect, anchor)
+        steps.append(stage.state().step)
     assert beats == 3
+    assert len(set(steps)) == 1, steps      # the pass taken apart is the one the table held: the same tape
 
 
 def test_chapter_12_names_the_read_head_alike_on_a_projector():

@@ -15,7 +15,7 @@ A page may draw its own plot ("plot"), put sliders for the quantity it is about 
 ("controls"), and ask a question before its action reveals the answer ("ask", with "keep_back": the numbers
 shown as '?' until then).
 Actions: {"do": "play"} plays the next target pass (or pass "pass", 0-based; the tubes' rounds
-when the beat frames the tubes); {"do": "checkpoint", "kind": "test"|"count"} asks for a prediction about
+when the beat frames the tubes alone); {"do": "checkpoint", "kind": "test"|"count"} asks for a prediction about
 pass "pass" (default the first) and reveals it; either may name its own "parts" and "view" and carry the
 words "zh"/"en" shown once it has run.
 """

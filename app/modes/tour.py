@@ -231,7 +231,7 @@ class TourPanel(Panel):
         return a, b + 2 * TICK
 
     def act(self, action: Action) -> None:
-        """The page's action: play the next pass on the table (the tubes' rounds when the beat frames the tubes),
+        """The page's action: play the next pass on the table (the tubes' rounds when the beat frames the tubes alone),
         or reveal a checkpoint by playing the moment that answers it."""
         drv = self.driver
         tl = drv.timeline
@@ -239,8 +239,9 @@ class TourPanel(Panel):
             return
         parts, _ = self.state.beat()
         if action.do == "play":
-            if "tubes" in parts:
-                drv.play(0.0, after_flight=True)                 # the tubes fill round after round
+            if set(parts) == {"tubes"}:
+                # the tubes fill round after round (a beat of the whole table, tubes and all, plays its pass)
+                drv.play(0.0, after_flight=True)
                 return
             self.play_pass(self.pass_to_play(action), action.until)
         elif action.kind == "count":
