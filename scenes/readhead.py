@@ -159,14 +159,16 @@ class ReadHead:
         return out
 
     def lane_number_spots(self, viewproj, width, height, offset=(0.0, 0.0, 0.0), cut=False, text_ref=None,
-                          min_px: float = 11.0, keep_out=None, named: bool = False) -> list[tuple]:
+                          min_px: float = 11.0, keep_out=None, named: bool = False, below=()) -> list[tuple]:
         """Where the lane numbers 1-9 go on screen: [(lane, x, y, size_px, end_x, end_y)], each just past its
         shaft's right end (end_x, end_y), sized by the projected lane spacing so neighbours never run
         together (oblique views squeeze the lanes). Where that spacing is tight the numbers fan out into a
         column beside the plate, each on a leader line to its shaft; [] where the read head is too small on
         screen to tell its lanes apart (the wide views). `named`: a beat whose words name the read head's lanes
-        ("亮 5 条路") fans them out down to lanes 3.5 px apart (at 720p a frame of the read head beside the drum and
-        the mill had them 5-8 px apart and no numbers: the lit lanes could not be counted)."""
+        ("亮 5 条路") fans them out down to lanes 2.5 px apart (at 720p a frame of the read head beside the drum and
+        the mill had them 5-8 px apart and no numbers: the lit lanes could not be counted). `below`: screen
+        rectangles (x, y, w, h) a fanned column must stay above (the tape's writing, the meters): it rises, and
+        where the HUD leaves no room its chips shrink, down to min_px."""
         y = READ_HEAD_Y - (0.3 if cut else 0.1)
         off = np.asarray(offset, dtype=np.float64)
         ends, outs = [], []
@@ -184,7 +186,7 @@ class ReadHead:
         comfortable = max(ref / 34.0, 1.3 * min_px)   # the size of the part names: read from the back of the room
         natural = min(spacing / 0.95, comfortable)
         # (9 px apart: a chip column on leaders still tells them apart; closer, the leaders run together)
-        if natural < (3.5 if named else max(height / 80.0, 9.0)):
+        if natural < (2.5 if named else max(height / 80.0, 9.0)):
             return []                    # lanes too close together on screen to tell apart: a wide view
         if natural >= comfortable:
             spots = []
@@ -216,6 +218,9 @@ class ReadHead:
                     cy0 += shift
                 else:
                     cx = kx + kw + 0.7 * size
+        cy0, size = _above(below, cx, cy0, order, size, keep_out, min_px)
+        if size <= 0:
+            return []
         return [(lane, float(cx), float(cy0 + order * lane * size), size, float(e[0]), float(e[1]))
                 for lane, e in enumerate(ends)]
 
@@ -236,6 +241,31 @@ class ReadHead:
             fb.rect_screen(x - 0.45 * size, y - 0.45 * size, 0.9 * size, 0.9 * size, pal.plate, frame=f"lane {lane + 1}")
             fb.text(str(lane + 1), (x, y, 0.0), (1, 0, 0), (0, -1, 0), size, col, anchor="center",
                     valign="middle", screen=True)
+
+
+def _above(below, cx: float, cy0: float, order: float, size: float, keep_out, min_px: float):
+    """(first chip's y, chip size) of a fanned column kept above the rectangles `below` that its x-range meets:
+    raised by its overlap, and where that would take it into the HUD (keep_out) or off the top, its chips shrunk
+    to fit between the two; size 0 where they would be smaller than min_px."""
+    span = (N_LANES - 1) * size
+    top, bottom = min(cy0, cy0 + order * span) - 0.5 * size, max(cy0, cy0 + order * span) + 0.5 * size
+    limits = [ry for rx, ry, rw, rh in below if cx + 0.5 * size > rx and cx - 0.5 * size < rx + rw
+              and ry + rh > top and ry < bottom]
+    if not limits:
+        return cy0, size
+    limit = min(limits)
+    ceiling = 0.0
+    if keep_out is not None:
+        kx, ky, kw, kh = keep_out
+        if cx + 0.5 * size > kx and cx - 0.5 * size < kx + kw:
+            ceiling = ky + kh + 0.2 * size
+    if limit - ceiling < N_LANES * min_px:
+        return cy0, 0.0
+    size = min(size, (limit - ceiling) / N_LANES)
+    span = (N_LANES - 1) * size
+    new_top = min(max(ceiling, top), limit - N_LANES * size)
+    first = new_top + 0.5 * size
+    return (first if order > 0 else first + span), size
 
 
 def _covers(rect, x: float, y: float, size: float) -> bool:

@@ -125,7 +125,9 @@ class StageLabels:
             self.lane_numbers = self.readhead.lane_number_spots(f.vp, f.width, f.height,
                                                                 f.offsets.get("readhead", (0, 0, 0)),
                                                                 cut=self.view == "cutaway", text_ref=f.ref,
-                                                                min_px=f.min_px, keep_out=hud, named=about)
+                                                                min_px=f.min_px, keep_out=hud, named=about,
+                                                                below=self.readout_rects(f.width, f.height)
+                                                                if about else ())
             if about and any(_meets(r, x, y, sz) for r in self.readout_rects(f.width, f.height)
                              for _, x, y, sz, _, _ in self.lane_numbers):
                 self.lane_numbers = []      # a column fanned out over the tape's writing or a meter: none

@@ -397,7 +397,8 @@ def test_every_frame_of_the_tape_names_the_typing_head(lang):
 def test_every_frame_about_the_read_head_numbers_its_lanes():
     """A beat framing the read head among a few parts ("亮 5 条路") numbers all nine lanes at 720p, however close
     they stand (chapter 9's frame of the drum, the read head and the mill had none: the lit lanes could not be
-    counted), each number clear of the HUD."""
+    counted; chapter 10's tree, lit over 7 lanes, had none: the column met the tape), each number clear of the HUD
+    and of the parts' readouts."""
     framed = 0
     for ch, page, acted, ctl, scr in _beats("zh"):
         parts, _ = ctl.tour.beat()
@@ -410,6 +411,10 @@ def test_every_frame_about_the_read_head_numbers_its_lanes():
         hud = stage.hud_rect(w, h)
         for _, cx, cy, size, _, _ in stage.lane_numbers:
             assert hud is None or not (hud[0] <= cx <= hud[2] and hud[1] <= cy <= hud[3]), (where, cx, cy)
+            # ... and clear of the tape's writing and the meters (a column fanned down onto them rises above them)
+            for rx, ry, rw, rh in stage.readout_rects(w, h):
+                assert not (cx + size / 2 > rx and cx - size / 2 < rx + rw and cy + size / 2 > ry
+                            and cy - size / 2 < ry + rh), (where, cx, cy, (rx, ry, rw, rh))
         framed += 1
     assert framed >= 8
 
