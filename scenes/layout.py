@@ -141,6 +141,8 @@ class EmitContext:
     # True when the screen labels carry the parts' readouts (wide views): a part then leaves out in-world
     # readouts that would be too small or hidden behind nearer parts there.
     labelled: bool = False
+    # True where the mill is framed alone: its readout stands on a sign beside it (scenes.mill), not its base.
+    mill_sign: bool = False
     # Text sizes: the picture height text is sized for, and the smallest em height allowed (both in this
     # frame's pixels; scenes.legibility). 0: the frame's own height and no minimum.
     text_ref: float = 0.0

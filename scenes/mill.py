@@ -16,6 +16,8 @@ from scenes.geometry import box_matrix, compose, rot_z, scale, translate
 from scenes.layout import MILL_CENTRE, EmitContext
 
 # (dx, dy, radius, mesh): the first gear drives the others.
+# The sign beside the mill framed alone: its lines' em heights and the height its plate stands at.
+SIGN_MAIN, SIGN_SUB, SIGN_FOOT = 0.46, 0.36, 0.3
 GEARS = ((-0.55, 0.25, 0.95, "gear_big"), (0.85, -0.15, 0.55, "gear"), (1.32, 0.56, 0.36, "gear"))
 
 
@@ -45,12 +47,33 @@ class Mill:
         if ec.labelled:
             return
         right, up = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+        if ec.mill_sign:
+            self._sign(fb, state, ec, right, up)
+            return
         fb.text(ec.say(*busy_words(state, checking=False)), (cx + 0.35, 0.3, cz + 0.36), right, up, 0.3,
                 pal.label, anchor="center", valign="middle")
         hw = " · ".join(hardware_parts(state, ec))
         if hw:
             fb.text(hw, (cx + 0.35, 0.08, cz + 0.36), right, up, 0.14, pal.label_sub, anchor="center",
                     valign="middle")
+
+    def _sign(self, fb, state, ec: EmitContext, right, up) -> None:
+        """The readout on an iron sign standing right of the mill, large enough to read where the mill is framed
+        alone (its base's words are too small there at 720p): how busy the arithmetic is, on which device."""
+        pal = ec.palette
+        cx, _, cz = MILL_CENTRE
+        lines = [(ec.say(*busy_words(state, checking=False)), SIGN_MAIN, pal.label)]
+        lines += [(part, SIGN_SUB, pal.label_sub) for part in hardware_parts(state, ec)]
+        w = max(fb.atlas.layout_arrays(t)[2] * size for t, size, _ in lines) + 0.5
+        h = sum(1.25 * size for _, size, _ in lines) + 0.3
+        x0 = cx + 2.45
+        fb.add("box", np.stack([box_matrix(x0 + w / 2, SIGN_FOOT + h / 2, cz, w, h, 0.12),
+                                box_matrix(x0 + 0.3, SIGN_FOOT / 2, cz, 0.14, SIGN_FOOT, 0.14),
+                                box_matrix(x0 + w - 0.3, SIGN_FOOT / 2, cz, 0.14, SIGN_FOOT, 0.14)]), pal.iron)
+        y = SIGN_FOOT + h - 0.15
+        for text, size, color in lines:
+            y -= 1.25 * size
+            fb.text(text, (x0 + w / 2, y + 0.3 * size, cz + 0.07), right, up, size, color, anchor="center")
 
     def readout_lines(self, state, ec: EmitContext, compact: bool = False,
                       hardware: bool = True) -> list[tuple[str, str]]:

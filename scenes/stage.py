@@ -341,7 +341,7 @@ class Stage(StageFocus, StageOcclusion, StageHud, StageLabels):
         mill_plate = self.show_labels and not mill_alone and drawn("mill")
         ref, min_px = self._text_scale(out_h, height)        # text sizes in this frame's pixels
         ec = EmitContext(self.palette, right, up, self.language, self.view, self.run,
-                         labelled=wide or mill_plate, text_ref=ref, min_px=min_px)
+                         labelled=wide or mill_plate, text_ref=ref, min_px=min_px, mill_sign=self.mill_framed_alone)
         return FramePlan(vp, width, height, out_w, out_h, state, ec, FrameBuilder(self.atlas), self.offsets(), drawn,
                          wide, mill_plate, ref, min_px)
 
@@ -470,7 +470,7 @@ class Stage(StageFocus, StageOcclusion, StageHud, StageLabels):
         tests/test_scene_replay.py holds each part to them), the emit context but for the camera (no part faces
         it), its lift and the glyph atlas's places."""
         return (tuple(getattr(state, f) for f in part.reads), ec.palette, ec.language, ec.view, ec.run, ec.labelled,
-                ec.text_ref, ec.min_px, tuple(lift.tolist()), self.atlas.generation)
+                ec.mill_sign, ec.text_ref, ec.min_px, tuple(lift.tolist()), self.atlas.generation)
 
     @property
     def animating(self) -> bool:

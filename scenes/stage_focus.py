@@ -40,6 +40,11 @@ class StageFocus:
         frames it (a beat framing other parts may draw it at the edge of the frame or not at all)."""
         return self.part_in_frame("bridge")
 
+    @property
+    def mill_framed_alone(self) -> bool:
+        """A beat frames the mill alone (its readout then stands on a sign beside it: scenes.mill)."""
+        return self.focus == ("mill",) and self.view != "exploded"
+
     def part_in_frame(self, part: str) -> bool:
         """Whether `part` is surely in the picture (as bridge_in_frame: a beat's focus names it, or the view shows
         it)."""
@@ -69,7 +74,7 @@ class StageFocus:
         apart)."""
         state = self.timeline.state_at()
         right, up = self.camera.basis()
-        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run)
+        ec = EmitContext(self.palette, right, up, self.language, self.view, self.run, mill_sign=self.mill_framed_alone)
         by_name = {p.name: p for p in self.parts}
         out = {}
         for name in parts:

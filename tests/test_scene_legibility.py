@@ -178,3 +178,27 @@ def test_a_held_table_says_what_it_holds_not_a_motion():
     finally:
         sh.release()
         st.release()
+
+
+def test_the_mill_framed_alone_reads_its_busy_share_and_device_at_720p(stage):
+    """Framed alone beside the tour's page at 720p (a 768x366 stage under the HUD, text sized for 720), the mill
+    shows how busy its arithmetic is and on which device, each at least the smallest size allowed: a sign beside
+    it carries them (its base's words were too small there: the device's line was left out, at 720p under the
+    tour's taller HUD the busy share too)."""
+    from scenes.legibility import min_text_px
+    from tests.scene_helpers import Shooter
+    sh = Shooter(768, 366)
+    saved = stage.show_hud, stage.text_height, stage.language
+    try:
+        stage.show_hud, stage.text_height, stage.language = True, 720, "zh"
+        stage.set_focus(("mill",))
+        stage.timeline.seek(stage.timeline.step_moment(1, "write"))
+        sh.shoot(stage)
+        shown = [b[0] for b in stage.legibility["boxes"]]
+        assert any(s.startswith("算术忙 ") for s in shown), shown
+        assert any(s.startswith(stage.run.hardware_label.split(" · ")[0]) for s in shown), shown
+        assert stage.legibility["min_text_px"] >= min_text_px(720) - 1e-6
+    finally:
+        stage.show_hud, stage.text_height, stage.language = saved
+        stage.set_view("table")
+        sh.release()

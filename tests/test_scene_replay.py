@@ -15,7 +15,7 @@ from tests.scene_helpers import Shooter, gl_context, make_stage, pair, tubes
 W, H = 480, 270
 # The emit context's fields a part may read: all but the camera's axes (no part faces the camera; the replay
 # key leaves them out).
-EC_FIELDS = {"palette", "language", "view", "run", "labelled", "text_ref", "min_px", "say"}
+EC_FIELDS = {"palette", "language", "view", "run", "labelled", "mill_sign", "text_ref", "min_px", "say"}
 
 
 class _Recorder:
@@ -56,10 +56,11 @@ def test_each_part_reads_only_the_state_it_declares():
                     for t in np.linspace(0.0, st.timeline.duration, 40):
                         st.timeline.seek(float(t))
                         state = st.timeline.state_at()
-                        # labelled (the wide views: readouts on plates) and not (a close-up: on the parts)
-                        for labelled in (True, False):
+                        # labelled (the wide views: readouts on plates) and not (a close-up: on the parts; the
+                        # mill framed alone: on its sign)
+                        for labelled, sign in ((True, False), (False, False), (False, True)):
                             ec = EmitContext(st.palette, np.array([1.0, 0, 0]), np.array([0, 1.0, 0]), "both", view,
-                                             st.run, labelled=labelled, text_ref=720.0, min_px=16.0)
+                                             st.run, labelled=labelled, text_ref=720.0, min_px=16.0, mill_sign=sign)
                             for part in st.parts:
                                 seen = reads.setdefault(part.name, set())
                                 part.emit(FrameBuilder(st.atlas), _Recorder(state, seen), _Recorder(ec, seen, "ec."))
