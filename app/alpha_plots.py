@@ -107,7 +107,7 @@ def alpha_scale_plot(t, pal, alpha: float, ci: float, size_px=(640, 400), text_p
     """Where the pair's α stands among the published ones, on one line from 0 to 1: the band most drafts reach
     (shaded), the bigram draft for T5-XXL (a dot), and this table's pair with its interval (a dot, named)."""
     fig, ax = _figure(pal, size_px, text_px)
-    tgt, dft, acc = _hex(pal["target"]), _hex(pal["draft"]), _hex(pal["accent"])
+    tgt, dft = _hex(pal["target"]), _hex(pal["draft"])
     lo, hi = PUBLISHED_ALPHA_BAND
     ax.axvspan(lo, hi, color=dft, alpha=0.22, zorder=1)
     ax.annotate(t("plot.scale_band", lo=f"{lo:.1f}", hi=f"{hi:.1f}"), ((lo + hi) / 2, 2.6), ha="center",
