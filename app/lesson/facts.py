@@ -168,6 +168,8 @@ def facts(ctl) -> Facts:
         put("weights_gb", lambda: f"{roof.weight_bytes / 1e9:.2f} GB")
         put("bandwidth", lambda: fmt_bandwidth(roof.bandwidth_Bps))
         put("device_ops_per_byte", lambda: f"{roof.device_ops_per_byte:.0f}")
+        # the device's arithmetic, in trillions of operations a second (the figure arith_ms divides by)
+        put("device_tera_ops", lambda: f"{roof.flops / 1e12:,.0f}")
         put("kv_per_token", lambda: f"{roof.kv_bytes_per_token:,}")
         put("kv_gb", lambda: f"{roof.kv_bytes_per_step / 1e9:.1f} GB")
         put("arith_ms", lambda: f"{roof.arithmetic_ms_per_step:.3f} ms")
