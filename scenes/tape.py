@@ -345,8 +345,6 @@ class PaperTape:
                 fb.shape(RING, tape_point(x, iv, 0.015), self.right, self.up, size * (1.4 if margin else 1.45),
                          size * (1.15 if margin else 1.45), (glow[0], glow[1], glow[2], alpha))
             fb.shape(DISC, tape_point(*knot, 0.016), self.right, self.up, 0.09, 0.09, col + (alpha,))
-            if margin and size >= TREE_MIN_GLYPH:
-                self._cell_outline(fb, x, iv, size * 1.08, col + (0.45 * alpha,))
             if size >= TREE_MIN_GLYPH or nd.down > 0:
                 self._candidate(fb, display(nd.token), tape_point(x, v, 0.014), size, col + (alpha,), margin)
             if nd.struck > 0:
@@ -363,14 +361,6 @@ class PaperTape:
                     x, v, size = moving[nd.id]
                     fb.glyph_cell(display(nd.token), tape_point(x, v, 0.02), self.right, self.up, size,
                                   tuple(pal.ink[:3]) + (1.0 - 0.5 * nd.down,))
-
-    def _cell_outline(self, fb, x: float, v: float, side: float, color) -> None:
-        """A faint pencilled square round a candidate on the card: each is a guess of its own (a small 。 beside
-        走 read as one candidate '走。')."""
-        t = max(0.012, side * 0.03)
-        for dx, dv, w, h in ((0.0, side / 2, side, t), (0.0, -side / 2, side, t),
-                             (side / 2, 0.0, t, side), (-side / 2, 0.0, t, side)):
-            fb.shape(SOLID, tape_point(x + dx, v + dv, 0.013), self.right, self.up, w, h, color)
 
     def _candidate(self, fb, ch: str, centre, size: float, color, bold: bool) -> None:
         """A tree candidate's character; on the card in a bolder pencil (the glyph laid twice, a little apart, as
