@@ -493,3 +493,42 @@ def test_chapter_5s_rule_plot_draws_the_tests_played_so_far():
     ctl.panel.plays = 1                                  # the page's action played the first pass
     assert figures.inputs_key(ctl, "keep_chance") != before
     assert marks() == len(run_tests(ctl.session.ensure().traces[:1])) == ctl.session.ensure().traces[0].tested
+
+
+def test_a_test_checkpoint_reveal_shows_its_verdict_on_the_meter():
+    """Ch. 5's reveal says 被拒 / rejected: the pass played to answer it stops where the meter it asked about
+    already carries its ✕ (held on the tick grid just short of the test's end, the meter had no mark), before the
+    next meter's column has risen."""
+    from app.lesson.facts import checkpoint
+    from scenes.stage import Stage
+    from tests.scene_helpers import gl_context
+    ctl = Controller(AppSettings(language="en", mode="tour"), persist=False, scripted=True)
+    stage = Stage(gl_context())
+    ctl.driver.attach(stage)
+    ctl.start()
+    ctl.tour.goto(SLUG["05-acceptance-rule"])
+    ctl.panel.apply_chapter()
+    ctl.tour.page = 2
+    ctl.panel.apply_page()
+    try:
+        assert ctl.tour.action().do == "checkpoint"
+        tr, i = checkpoint(ctl)
+
+        def frames(n):
+            for _ in range(n):
+                ctl.driver.sync()
+                ctl.driver.stage.frame_for(1000, 600)
+                ctl.driver.advance(1 / 30)
+                if ctl.driver.play_until is None and n > 10:
+                    return
+        frames(10)
+        ctl.do("next")
+        assert ctl.tour.acted and ctl.driver.play_until is not None
+        frames(30 * 20)
+        assert ctl.driver.play_until is None
+        meters = ctl.driver.timeline.state_at().meters
+        assert meters[i].verdict == ("pass" if tr.accepted[i] else "fail"), meters[i]
+        assert i + 1 >= len(meters) or meters[i + 1].fill < 0.1, meters[i + 1]
+    finally:
+        ctl.close()
+        stage.release()

@@ -639,6 +639,25 @@ def test_a_probability_shown_beside_its_ratio_agrees_with_it():
     assert fmt_prob(0.3231) == "0.3231" and fmt_prob(0.0) == "0.0000" and fmt_prob(0.00512) == "0.00512"
 
 
+def test_the_crossover_is_the_first_batch_whose_caches_outweigh_the_weights():
+    """Chapter 2's "from how many sequences" is the first whole batch whose caches read more than the weights
+    (239 sequences of 512 tokens still read less: 240), not the crossing rounded."""
+    from app.controller import Controller
+    from app.settings import AppSettings
+    from models import hardware
+    ctl = Controller(AppSettings(language="en", mode="tour"), persist=False, scripted=True)
+    try:
+        ctl.start()
+        f = ctl.facts()
+        short, context = int(f["kv_short"].replace(",", "")), ctl.settings.context
+        roof = hardware.roofline(hardware.DEVICES[ctl.settings.device], hardware.MODELS[ctl.settings.model], 1, 0)
+        for ctx, key in ((context, "kv_crossover"), (short, "kv_crossover_short")):
+            n = int(f[key].replace(",", ""))
+            assert n * ctx * roof.kv_bytes_per_token > roof.weight_bytes >= (n - 1) * ctx * roof.kv_bytes_per_token
+    finally:
+        ctl.close()
+
+
 def test_a_legend_under_the_axes_stays_inside_the_figure():
     """A legend laid under the axes wider than a narrow panel's figure (chapter 10's English arithmetic plot at
     720p: "…(~3.9 lanes fill it; arithmetic only)") is broken onto more lines, not cut at the figure's edges."""
