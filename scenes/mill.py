@@ -15,9 +15,9 @@ from models.hardware import busy_text
 from scenes.geometry import box_matrix, compose, rot_z, scale, translate
 from scenes.layout import MILL_CENTRE, EmitContext
 
-# (dx, dy, radius, mesh): the first gear drives the others.
 # The sign beside the mill framed alone: its lines' em heights and the height its plate stands at.
 SIGN_MAIN, SIGN_SUB, SIGN_FOOT = 0.46, 0.36, 0.3
+# (dx, dy, radius, mesh): the first gear drives the others.
 GEARS = ((-0.55, 0.25, 0.95, "gear_big"), (0.85, -0.15, 0.55, "gear"), (1.32, 0.56, 0.36, "gear"))
 
 

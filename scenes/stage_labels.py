@@ -122,14 +122,13 @@ class StageLabels:
         # a beat about the read head among a few parts numbers its lanes however close (not a frame of the table)
         about = self.focus is not None and "readhead" in self.focus and len(self.focus) <= 3
         if f.drawn("readhead") and looked_at:
+            readouts = self.readout_rects(f.width, f.height) if about else []
             self.lane_numbers = self.readhead.lane_number_spots(f.vp, f.width, f.height,
                                                                 f.offsets.get("readhead", (0, 0, 0)),
                                                                 cut=self.view == "cutaway", text_ref=f.ref,
                                                                 min_px=f.min_px, keep_out=hud, named=about,
-                                                                below=self.readout_rects(f.width, f.height)
-                                                                if about else ())
-            if about and any(_meets(r, x, y, sz) for r in self.readout_rects(f.width, f.height)
-                             for _, x, y, sz, _, _ in self.lane_numbers):
+                                                                below=readouts)
+            if any(_meets(r, x, y, sz) for r in readouts for _, x, y, sz, _, _ in self.lane_numbers):
                 self.lane_numbers = []      # a column fanned out over the tape's writing or a meter: none
             self.readhead.emit_lane_numbers(f.fb, f.state, self.lane_numbers, f.ec)
 
