@@ -17,9 +17,10 @@ PLOT_NAMES = ("speedup", "tpp", "roofline", "tubes", "drafters")
 # alone before the KV cache is explained, Pope's crossover of the two reads, Σ min(p, q) as an overlap, short counts of
 # α beside the long run, α at each place in a pass, the pair's α among the published ones, and what 1×, a check's
 # and Lookahead decoding's 120× the arithmetic keep busy, on the mill's GPU and on this computer, and the acceptance
-# rule as a line with every test the run made, and what a timed speculative pass of the network pair cost.
-PAGE_PLOTS = ("roofline_weights", "roofline_computer", "kv_bytes", "overlap", "alpha_counts", "alpha_depth",
-              "alpha_scale", "arith_multiples", "keep_chance", "pass_time")
+# rule as a line with every test the run made, and what a timed speculative pass of the network pair cost; and
+# before all of these, one token's time: reading the weights beside the arithmetic, on one axis.
+PAGE_PLOTS = ("token_time", "roofline_weights", "roofline_computer", "kv_bytes", "overlap", "alpha_counts",
+              "alpha_depth", "alpha_scale", "arith_multiples", "keep_chance", "pass_time")
 OVERLAP_CONTEXT = DEFAULT_PREFIX      # the running example: the tubes' prefix (chapter 6), the quiz's and the handout's
 KV_CONTEXTS = (4096, 512)    # the crossover plot's texts: chapter 2's long one and a short one
 
@@ -47,6 +48,7 @@ PLOT_INPUTS = {
     "alpha_depth": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "alpha_scale": ("pair", "tokens", "gamma", "temperature", "top_k", "top_p"),
     "arith_multiples": ("device", "model", "context", "gamma"),
+    "token_time": ("device", "model", "context", "lanes"),
     "keep_chance": ("run", "played", "tokens", "prompt", "temperature", "top_k", "top_p", "seed", "steps", "gamma",
                     "decoder", "drafter"),
     # the tubes are run on the pair with its drafter, not part of the run
@@ -185,6 +187,11 @@ def make(ctl, name: str, size_px=(640, 400), text_px: float = 16.0, theme: str =
             t, pal, multiples, one, t("plot.arith_gpu", model=m.label, device=dev.label),
             mine["lanes"] if mine else None,
             t("plot.arith_cpu", device=mine["device"], lanes=f"{mine['lanes']:.1f}") if mine else None, **look)
+    if name == "token_time":
+        roof = derived.roofline(s.device, s.model, s.lanes, s.context)
+        return arithmetic_plots.token_time_plot(t, pal, roof.ms_per_step, roof.arithmetic_ms_per_step,
+                                                hardware.busy_text(roof.arithmetic_busy), roof.device_label,
+                                                roof.model_label, **look)
     if name == "alpha_scale":
         pf = ctl.long_run(wait=True)
         return alpha_plots.alpha_scale_plot(t, pal, pf.alpha, pf.alpha_ci95, **look)

@@ -368,10 +368,14 @@ def test_chapter_ten_asks_what_lookaheads_arithmetic_costs_and_draws_it():
     assert f["busy_x120"] in said and f"{derived.LOOKAHEAD_OPS / mine['lanes']:.0f} times" in said
     fig = figures.make(ctl, "arith_multiples", (640, 400), 16)
     plots.figure_rgba(fig)
-    widths = [r.get_width() for r in fig.axes[0].patches]
+    ends = [r.get_x() + r.get_width() for r in fig.axes[0].patches]        # where each bar ends, in shares
     texts = [tx.get_text() for tx in fig.axes[0].texts]
     plots.close(fig)
     one = derived.roofline(ctl.settings.device, ctl.settings.model, 1, ctl.settings.context).arithmetic_busy
-    assert widths[2] == pytest.approx(derived.LOOKAHEAD_OPS * one)          # the GPU's 120× bar, under full
-    assert max(widths) == pytest.approx(1.0)                                # this computer's: cut at full ...
+    gamma = ctl.settings.gamma
+    assert ends[:3] == pytest.approx([one, (gamma + 1) * one, derived.LOOKAHEAD_OPS * one])   # the GPU's, under full
+    # this computer's past full drawn to their length (a check's 1.3× and Lookahead's 31× are not one capped bar)
+    lanes = mine["lanes"]
+    assert ends[3:] == pytest.approx([1 / lanes, (gamma + 1) / lanes, derived.LOOKAHEAD_OPS / lanes])
+    assert ends[5] > 1.0 and ends[5] > 10 * ends[4]
     assert any(f"{derived.LOOKAHEAD_OPS / mine['lanes']:.0f}" in tx for tx in texts)    # ... and its time said

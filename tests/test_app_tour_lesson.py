@@ -231,6 +231,41 @@ def test_every_device_example_fits_its_memory_or_says_so():
     assert "fits" in ctl.facts()["memory_fit"] and "does not" not in ctl.facts()["memory_fit"]
 
 
+def test_chapter_1_draws_the_read_beside_the_arithmetic_after_its_question():
+    """The bottleneck as a picture, not only a number: the mill's page asks how busy the arithmetic is, then draws
+    one token's read and its arithmetic to scale on one time axis, the bars the page's own figures."""
+    from app import derived, figures, plots
+    from app.lesson.tour import narration
+    pages = narration("01-one-token").pages
+    k, page = next((k, p) for k, p in enumerate(pages) if p.plot == "token_time")
+    assert page.ask and "plot" in page.keep_back           # not before the class has guessed
+    ctl = _at("01-one-token", k)
+    s, f = ctl.settings, ctl.facts()
+    roof = derived.roofline(s.device, s.model, s.lanes, s.context)
+    fig = figures.make(ctl, "token_time", (640, 400), 16)
+    plots.figure_rgba(fig)
+    ax = fig.axes[0]
+    widths = sorted(r.get_width() for r in ax.patches)
+    texts = " ".join(t.get_text() for t in ax.texts)
+    plots.close(fig)
+    assert widths == pytest.approx([roof.arithmetic_ms_per_step, roof.ms_per_step])       # both to scale
+    assert f["arith_ms"].split()[0] in texts and f["busy"] in texts and f["ms_per_token"].split()[0] in texts
+    assert widths[0] / widths[1] == pytest.approx(roof.arithmetic_busy)     # the sliver is the mill's busy share
+
+
+def test_the_first_page_says_what_the_tape_is_written_from():
+    """An English class reads Chinese on the tape: the first page says why, and lists what the models were counted
+    from, read from the table's own manifest (its stories and its tokens)."""
+    ctl = _at("01-one-token", 0)
+    page = ctl.tour.page_data()
+    pair = ctl.session.pair()
+    f = ctl.facts()
+    assert {"source", "corpus_tokens"} <= set(page.facts)
+    assert f["source"] == str(len(pair.manifest["pieces"])) and f["corpus_tokens"] == f"{pair.manifest['N']:,}"
+    assert sum(pc["tokens"] for pc in pair.manifest["pieces"]) <= pair.manifest["N"]
+    assert "Chinese" in page["en"] and "Lu Xun" in page["en"]
+
+
 def test_chapter_2s_plot_agrees_with_its_sentence():
     """Before the KV cache is explained the plot is the weights alone (its 64-lane figure the sentence's 13,350);
     once the cache is counted, both states side by side with the sentence's figure; then Pope's crossover."""

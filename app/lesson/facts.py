@@ -150,6 +150,10 @@ def facts(ctl) -> Facts:
     put("context", lambda: f"{s.context:,}")
     put("device", lambda: s.device)
     put("vocab", lambda: f"{ses.pair().V:,}")
+    # what the counted pair was counted from (its table's own list of pieces): the tape writes in their language
+    manifest = lambda: getattr(ses.pair(), "manifest", {})      # noqa: E731 (a network pair has none: not shown)
+    put("source", lambda: f"{len(manifest()['pieces'])}")
+    put("corpus_tokens", lambda: f"{manifest()['N']:,}")
     roof = None
     try:
         roof = derived.roofline(s.device, s.model, s.lanes, s.context)
