@@ -567,3 +567,36 @@ def test_a_test_checkpoint_reveal_shows_its_verdict_on_the_meter():
     finally:
         ctl.close()
         stage.release()
+
+
+def test_a_tube_beat_names_the_rings_its_sentence_speaks_of():
+    """Chapter 10 says the right rack drifts "off the black ring": wherever the tubes are in the beat, the panel says
+    which ring is p, which the count so far and which the draft's q (chapter 6 named them four chapters before);
+    a beat without the tubes does not."""
+    from app import ui
+    from app.i18n import catalog
+    from app.window import App
+    ctl = Controller(AppSettings(language="en", mode="tour"), persist=False, scripted=True)
+    app = App(ctl, size=(1280, 720))
+    key = catalog("en")["tour.tube_key"]
+
+    def drawn(page: int) -> bool:
+        ctl.tour.page = page
+        ctl.panel.apply_page()
+        ui._WRAP_CACHE.clear()
+        app.draw_frame(1 / 60)
+        return any(k[0] == key for k in ui._WRAP_CACHE)
+    try:
+        ctl.tour.goto(SLUG["10-no-second-model"])
+        ctl.panel.apply_chapter()
+        pages = ctl.tour.pages()
+        with_tubes = [k for k, p in enumerate(pages) if "tubes" in p.parts]
+        without = [k for k, p in enumerate(pages)
+                   if "tubes" not in p.parts and not (p.action and "tubes" in p.action.parts)]
+        assert with_tubes and without
+        said = [(p.ask or {}).get("en", "") + (p.action.text.get("en", "") if p.action else "") for p in pages]
+        assert any("black ring" in words for words in said)
+        assert all(drawn(k) for k in with_tubes)
+        assert not any(drawn(k) for k in without)
+    finally:
+        app.close()

@@ -385,6 +385,7 @@ class TourPanel(Panel):
         if page.controls and "plot" not in self.unrevealed(shown):     # a slider would give the answer away
             self.draw_controls(scr)
         plot = page.plot or ch.plot
+        tubes = "tubes" in st.beat()[0]
         # (a network page's own plot, what its timed pass cost, stands in for the measured tables)
         neural = pairs.is_neural(page.pair) and page.plot != "pass_time"
         if page.panel == "residual":
@@ -422,12 +423,15 @@ class TourPanel(Panel):
                 now = t("plot.now_draws", draws=f"{draws:,}")
                 overlay = lambda dl, x, y, w, h, info: TubesPanel.mask_future(dl, x, y, info, draws, res, bg, now)  # noqa: E731
             # the drafters plot draws the drafters the pages have introduced
+            lines = 2 + (2 if tubes else 0)
             self.plots.image(scr, plot, imgui.get_content_region_avail().x, overlay=overlay,
                              only=self.drafters_met() if plot == "drafters" else None,
-                             reserve=imgui.get_frame_height_with_spacing() * 2 + imgui.get_text_line_height_with_spacing() * 2)
+                             reserve=imgui.get_frame_height_with_spacing() * 2 + imgui.get_text_line_height_with_spacing() * lines)
         imgui.spacing()
         sep = "、" if lang == "zh" else ", "
         ui.wrapped(t("tour.focus") + " " + sep.join(t(self.part_word(p)) for p in st.beat()[0]), colors["muted"])
+        if tubes:       # what the racks' rings are, beside the page that says "off the black ring"
+            ui.wrapped(t("tour.tube_key"))
         imgui.spacing()
         imgui.set_next_item_width(imgui.get_content_region_avail().x)
         if imgui.begin_combo("##chapter", t("tour.jump")):
