@@ -202,8 +202,8 @@ class PaperTape:
         in its column (in the margin right of the pass's cells, on the card, when layout.tree_margin finds room,
         else over the writing window's cell d), each leaf a row of its own (first child on top), a parent midway
         between its children, the kept branch sliding onto the line (`home`: where each node was pencilled, before
-        it slides). On the card the rows are the characters' ink, centred, and a crowded column staggers its nodes
-        left and right so each is nearly as large as the line's."""
+        it slides). On the card the rows are the characters' ink, centred, each column straight (a staggered one
+        read as two columns); over the window a crowded column staggers its nodes left and right."""
         tree = state.tree
         x0, cell = window(state.gamma)
         depth = len(tree.widths)
@@ -242,13 +242,10 @@ class PaperTape:
         stagger = {}
         for d, ids in column.items():
             least = min(rows[i] for i in ids)
-            if margin:      # where staggering draws them clearly larger
-                flat = slot * least * fill
-                tight = flat < cap and min(2 * flat, 0.6 * col_w * apart) > 1.15 * flat
-            else:
-                tight = slot * least * 0.85 < 0.4 * full
+            # (never on the card: its staggered children read as a third column, a tree of two chains)
+            tight = not margin and slot * least * 0.85 < 0.4 * full
             for j, i in enumerate(sorted(ids, key=lambda i: -v[i])):
-                stagger[i] = ((0.3 if margin else 0.24) * col_w * (1 if j % 2 else -1)) if tight else 0.0
+                stagger[i] = (0.24 * col_w * (1 if j % 2 else -1)) if tight else 0.0
         out = {}
         for nd in tree.nodes:
             # staggered: neighbours on one side are two rows apart, across they are two staggers apart

@@ -376,9 +376,11 @@ def _red_run(img, x, y, reach=30) -> int:
 
 def test_a_margin_tree_is_pencilled_on_a_card_nearly_as_large_as_the_line_and_struck_thick(shooter):
     """A 2 x 2 tree in the margin is drawn on a card as deep as the board (the tape alone is too narrow for four
-    rows of candidates a classroom can read): every candidate's character is at least 0.88 of the line's, the card
-    is there (paper above the tape's edge, where a chain run shows the board) and a rejected candidate is struck
-    with a thick red bar, as a rejected guess on the line is."""
+    rows of candidates a classroom can read): the first position's candidates at least 0.88 of the line's
+    characters, the second's four at least 0.4 of them, each position one straight column (children staggered left
+    and right read as a third column: a tree of two chains), the card is there (paper above the tape's edge, where
+    a chain run shows the board) and a rejected candidate is struck with a thick red bar, as a rejected guess on
+    the line is."""
     from scenes.layout import TAPE_DEPTH, tree_margin
     margin = tree_margin(2, 2)
     above = (margin[0] + 1.0, TAPE_DEPTH / 2 + 0.12)
@@ -395,7 +397,16 @@ def test_a_margin_tree_is_pencilled_on_a_card_nearly_as_large_as_the_line_and_st
         line = [c for c in st.tape_cells() if c.ink >= 1][-1]
         line_em = em(st, line.centre - st.tape.up * line.size / 2, line.centre + st.tape.up * line.size / 2)
         sizes = [em(st, lo, hi) for _, lo, hi in st.tape.tree_glyphs(state)]
-        assert len(sizes) == len(trs[0].tree.nodes) and min(sizes) >= 0.88 * line_em, (sizes, line_em)
+        assert len(sizes) == len(trs[0].tree.nodes), sizes
+        depth = {nd.id: nd.depth for nd in state.tree.nodes}
+        by_depth = {}
+        for nd, size in zip(state.tree.nodes, sizes):
+            by_depth.setdefault(nd.depth, []).append(size)
+        assert min(by_depth[1]) >= 0.88 * line_em and min(by_depth[2]) >= 0.4 * line_em, (by_depth, line_em)
+        home = st.tape.tree_layout(state, home=True)
+        for d in set(depth.values()):
+            xs = [home[n][0] for n in depth if depth[n] == d]
+            assert max(xs) - min(xs) < 1e-6, (d, xs)                # one straight column a position
         assert patch(img, *st.project(tape_point(*above, 0.02), W, H), 1).mean() > 200     # the card
         lay = st.tape.tree_layout(state, home=True)
         struck = [nd for nd in state.tree.nodes if nd.struck >= 1]

@@ -164,6 +164,7 @@ def facts(ctl) -> Facts:
         put("ms_per_token", lambda: f"{roof.ms_per_token:.2f} ms")
         put("tokens_per_s", lambda: f"{roof.tokens_per_s:,.0f}")
         put("busy", lambda: hardware.busy_text(roof.arithmetic_busy))
+        put("idle", lambda: hardware.busy_text(roof.arithmetic_idle))       # the exhibit's "99.7% of the time"
         # Lookahead decoding's ~120× the operations a pass (its authors' 7B setting) on this mill, on paper
         put("busy_x120", lambda: f"{100 * derived.LOOKAHEAD_OPS * roof.arithmetic_busy:.0f}%")
         # one lane's share, finer: nine lanes' 3.0 % is 9 × 0.34 %, not 9 × the rounded 0.3 %
