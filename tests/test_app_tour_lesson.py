@@ -105,9 +105,15 @@ def test_the_tubes_chapter_asks_before_it_tells():
     ctl = _at("06-same-as-target", k)
     shown = ctl.panel.facts_shown()
     assert shown["tv_left"] == shown["tv_right"] == "?" and "plot" in ctl.panel.unrevealed(ctl.panel.revealed())
+    # nor do the racks show a round's readouts and brass rings before the class has guessed where they settle
+    # (the right 慢's ring at .08 was on the black ring, the question's answer)
+    assert "tube_counts" in ctl.panel.unrevealed(False)
+    ctl_before = _at("06-same-as-target", k - 1)
+    assert "tube_counts" in ctl_before.panel.unrevealed(ctl_before.panel.revealed())
     assert ctl.tour.next() == "act"
     shown = ctl.panel.facts_shown()
     assert "?" not in (shown["tv_left"], shown["tv_right"])
+    assert "tube_counts" not in ctl.panel.unrevealed(True)
     after = next(i for i, p in enumerate(pages) if i > k and "{tv_noise}" in p["en"])
     assert pages[after].hold == "end"                     # the table stands after every round, as its numbers do
     ctl = _at("06-same-as-target", after)
