@@ -412,7 +412,6 @@ class TourPanel(Panel):
             ui.wrapped(t("tour.plot_after_play" if page.ask else "tour.plot_after_next"), colors["muted"])
         elif plot:
             imgui.spacing()
-            # Room kept under the plot for the parts in focus and the chapter menu.
             overlay = None
             rnd = self.tube_round_shown() if plot == "tubes" else None
             if rnd is not None:                 # the curves up to the round the tubes show, and a line at it
@@ -422,11 +421,12 @@ class TourPanel(Panel):
                 draws = (rnd + 1) * int(res.draws)
                 now = t("plot.now_draws", draws=f"{draws:,}")
                 overlay = lambda dl, x, y, w, h, info: TubesPanel.mask_future(dl, x, y, info, draws, res, bg, now)  # noqa: E731
+            # under the plot: the parts in focus, the tubes' key where they are in the beat, the chapter menu
+            below = imgui.get_frame_height_with_spacing() * 2 + \
+                imgui.get_text_line_height_with_spacing() * (4 if tubes else 2)
             # the drafters plot draws the drafters the pages have introduced
-            lines = 2 + (2 if tubes else 0)
             self.plots.image(scr, plot, imgui.get_content_region_avail().x, overlay=overlay,
-                             only=self.drafters_met() if plot == "drafters" else None,
-                             reserve=imgui.get_frame_height_with_spacing() * 2 + imgui.get_text_line_height_with_spacing() * lines)
+                             only=self.drafters_met() if plot == "drafters" else None, reserve=below)
         imgui.spacing()
         sep = "、" if lang == "zh" else ", "
         ui.wrapped(t("tour.focus") + " " + sep.join(t(self.part_word(p)) for p in st.beat()[0]), colors["muted"])
