@@ -357,9 +357,12 @@ def test_central_claims_are_predicted_before_they_are_revealed():
             if not page.ask:
                 continue
             ctl = _at(slug, k, table=TABLE_WORDS)
-            hidden = [n for n in page.keep_back if n != "plot"]
+            # (the panel's numbers; "plot" is the panel's plot and "tube_counts" the racks' own readouts and rings)
+            hidden = [n for n in page.keep_back if n not in ("plot", "tube_counts")]
             shown = _table_shown(ctl)
             assert all(shown[n] == "?" for n in hidden), (slug, k, shown)
+            racks = "tube_counts" in page.keep_back
+            assert not racks or "tube_counts" in ctl.panel.unrevealed(ctl.panel.revealed()), (slug, k)
             # the mill's own readout on the table (where it is in view) waits with the panel's busy figure ...
             busy = next((n for n in ("busy", "busy_spec") if n in hidden), None)
             if busy:
@@ -371,6 +374,7 @@ def test_central_claims_are_predicted_before_they_are_revealed():
             ctl.do("next")                    # the action: scripted, it has been shown at once
             shown = _table_shown(ctl)
             assert all(shown[n] not in ("?", "—") for n in hidden), (slug, k, shown)
+            assert not racks or "tube_counts" not in ctl.panel.unrevealed(ctl.panel.revealed()), (slug, k)
             # ... and the reveal that quotes the mill shows it (framed, or on the cutaway's title), reading the
             # number it quotes
             if busy and TABLE_WORDS and ("mill" in page.action.parts or page.action.view == "cutaway"):
