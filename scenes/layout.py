@@ -118,7 +118,8 @@ PARTS: dict[str, PartInfo] = {
                          (-0.6, 3.2, 0.6), (-1.6, 2.1, -0.2)),
     "smalldrum": PartInfo("smalldrum", "小滚筒 · 小模型", "small drum · draft", (10.2, 3.3, 0.6), (3.4, 3.2, 0.4),
                           (8.4, 1.6, 1.6), (8.4, 2.3, 1.6)),
-    "tape": PartInfo("tape", "纸带", "paper tape · Chinese text", (-5.7, 0.5, 4.4), (0.0, 0.3, 2.8), (0.0, 0.62, 4.35)),
+    "tape": PartInfo("tape", "纸带", "paper tape · Chinese text", (-5.7, 0.5, 4.4), (0.0, 0.3, 2.8),
+                     (0.0, 0.62, 4.35)),
     # (its leader ends on the beam between the first two meters: on a meter it crossed the column and r it names)
     "bridge": PartInfo("bridge", "桥", "bridge of meters", (2.1, 1.1, 3.0), (0.0, 1.7, 1.9),
                        (4.5, 2.2, 3.25)),
