@@ -9,7 +9,7 @@ import math
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from app.plots import _figure, _hex, _legend, _legend_below, _small, _tight, _title
+from app.plots import _figure, _hex, _legend, _legend_below, _small, _tight, _title, points
 
 
 def arithmetic_multiples_plot(t, pal, multiples: list[tuple[str, float]], gpu_busy_one: float, gpu_label: str,
@@ -81,7 +81,8 @@ def token_time_plot(t, pal, read_ms: float, arith_ms: float, share: str, device_
     ax.annotate(f"{read_ms:.2f} ms", (read_ms, y[0]), xytext=(-6, 0), textcoords="offset points", ha="right",
                 va="center", fontsize=small * 1.15, color=pal["mpl_bg"], zorder=4)
     # the sliver gets a marker no thinner than a few pixels, so the eye finds where it ends
-    ax.plot([arith_ms], [y[1]], marker="|", ms=points_of(fig, 0.5), mew=3, color=arith_c, zorder=3)
+    ax.plot([arith_ms], [y[1]], marker="|", ms=max(8.0, points(ax.bbox.height / 2.2 * 0.5)), mew=3, color=arith_c,
+            zorder=3)      # half a bar tall (the axes span 2.2 bar rows)
     ax.annotate(t("plot.time_arith_note", ms=f"{arith_ms:.3f}", share=share), (arith_ms, y[1]),
                 xytext=(8, 0), textcoords="offset points", ha="left", va="center", fontsize=small * 1.15,
                 color=arith_c, zorder=4)
@@ -95,8 +96,3 @@ def token_time_plot(t, pal, read_ms: float, arith_ms: float, share: str, device_
     _tight(fig)
     return fig
 
-
-def points_of(fig, rows: float) -> float:
-    """A marker `rows` bar-heights tall in points, read from the axes' height in pixels (two rows, 2.2 units)."""
-    ax = fig.axes[0]
-    return max(8.0, ax.bbox.height / 2.2 * rows * 72.0 / fig.dpi)
